@@ -1,0 +1,601 @@
+/*
+ * codecs.c - Kafka-exact codecs over the system libzstd, liblz4, snappy, zlib.
+ * See codecs.h for the framing rules.
+ */
+#include "codecs.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lz4.h>
+#include <lz4frame.h>
+#include <snappy-c.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#ifndef KB_SNAPPY_VERSION
+#define KB_SNAPPY_VERSION "unknown"
+#endif
+
+struct kb_codec_ctx {
+    ZSTD_CCtx *zc;
+    ZSTD_DCtx *zd;
+    LZ4F_cctx *lc;
+    LZ4F_dctx *ld;
+    int zc_level; /* level the zstd cctx is set up for, INT_MIN if none */
+};
+
+static const char *const codec_names[KB_CODEC_COUNT] = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+/* xerial snappy-java stream header and block size (snappy-java 1.1.10.7). */
+static const uint8_t XERIAL_MAGIC[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
+#define XERIAL_HEADER_LEN 16
+#define XERIAL_BLOCK 32768
+
+/* gzip header exactly as java.util.zip.GZIPOutputStream writes it on JDK >= 16. */
+static const uint8_t GZIP_HEADER[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+
+#define LZ4_BLOCK 65536
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return KB_ERR;
+}
+
+kb_codec_ctx *kb_codec_ctx_new(void) {
+    kb_codec_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->zc_level = INT_MIN;
+    return c;
+}
+
+void kb_codec_ctx_free(kb_codec_ctx *c) {
+    if (!c)
+        return;
+    ZSTD_freeCCtx(c->zc);
+    ZSTD_freeDCtx(c->zd);
+    if (c->lc)
+        LZ4F_freeCompressionContext(c->lc);
+    if (c->ld)
+        LZ4F_freeDecompressionContext(c->ld);
+    free(c);
+}
+
+int kb_codec_parse(const char *name, kb_codec_t *out) {
+    for (int i = 0; i < KB_CODEC_COUNT; i++) {
+        if (strcmp(name, codec_names[i]) == 0) {
+            *out = (kb_codec_t)i;
+            return KB_OK;
+        }
+    }
+    return KB_ERR;
+}
+
+const char *kb_codec_name(int codec) {
+    if (codec < 0 || codec >= KB_CODEC_COUNT)
+        return NULL;
+    return codec_names[codec];
+}
+
+int kb_codec_level(kb_codec_t codec, int level, int *out, char *err, size_t errlen) {
+    int def = level == KB_LEVEL_DEFAULT;
+    switch (codec) {
+    case KB_CODEC_NONE:
+    case KB_CODEC_SNAPPY:
+        if (!def)
+            return fail(err, errlen, "%s takes no level; drop the ':%d'", codec_names[codec], level);
+        *out = 0;
+        return KB_OK;
+    case KB_CODEC_GZIP:
+        if (def || level == -1)
+            level = 6;
+        if (level < 1 || level > 9)
+            return fail(err, errlen, "gzip level %d out of range; use 1..9", level);
+        *out = level;
+        return KB_OK;
+    case KB_CODEC_LZ4:
+        if (def)
+            level = 9;
+        if (level < 1 || level > 17)
+            return fail(err, errlen, "lz4 level %d out of range; use 1..17 (9 = fast, others LZ4HC)", level);
+        *out = level;
+        return KB_OK;
+    case KB_CODEC_ZSTD:
+        if (def)
+            level = 3;
+        if (level < ZSTD_minCLevel() || level > 22 || level == 0)
+            return fail(err, errlen, "zstd level %d out of range; use %d..-1 or 1..22", level,
+                        ZSTD_minCLevel());
+        *out = level;
+        return KB_OK;
+    }
+    return fail(err, errlen, "unknown codec id %d", (int)codec);
+}
+
+static LZ4F_preferences_t lz4_prefs(int level) {
+    LZ4F_preferences_t p;
+    memset(&p, 0, sizeof(p));
+    p.frameInfo.blockSizeID = LZ4F_max64KB;
+    p.frameInfo.blockMode = LZ4F_blockIndependent;
+    p.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
+    p.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
+    /* Kafka (lz4-java): level 9 is the fast compressor, other levels LZ4HC. */
+    p.compressionLevel = level == 9 ? 0 : level;
+    return p;
+}
+
+size_t kb_compress_bound(kb_codec_t codec, size_t n) {
+    switch (codec) {
+    case KB_CODEC_NONE:
+        return n;
+    case KB_CODEC_GZIP:
+        /* deflateBound for raw deflate at worst: stored blocks, 5 bytes per 16 KiB. */
+        return n + (n >> 12) + (n >> 14) + (n >> 25) + 13 + 6 + 18 + 64;
+    case KB_CODEC_SNAPPY: {
+        size_t blocks = n / XERIAL_BLOCK + 1;
+        return XERIAL_HEADER_LEN + blocks * (4 + snappy_max_compressed_length(XERIAL_BLOCK));
+    }
+    case KB_CODEC_LZ4: {
+        LZ4F_preferences_t p = lz4_prefs(9);
+        return LZ4F_HEADER_SIZE_MAX + LZ4F_compressBound(n, &p);
+    }
+    case KB_CODEC_ZSTD:
+        return ZSTD_compressBound(n);
+    }
+    return 0;
+}
+
+static void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static void put_le32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* ---------------------------------------------------------------- gzip -- */
+
+static int gzip_compress(int level, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                         size_t *outlen, char *err, size_t errlen) {
+    const size_t step = (size_t)1 << 30; /* zlib counts in uInt */
+    z_stream s;
+    memset(&s, 0, sizeof(s));
+    if (cap < sizeof(GZIP_HEADER) + 8)
+        return KB_ETOOSMALL;
+    int rc = deflateInit2(&s, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+    if (rc != Z_OK)
+        return fail(err, errlen, "zlib deflateInit2: %s", s.msg ? s.msg : zError(rc));
+    memcpy(dst, GZIP_HEADER, sizeof(GZIP_HEADER));
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t off = 0; off < n; off += step)
+        crc = crc32(crc, src + off, (uInt)(n - off < step ? n - off : step));
+    size_t in_off = 0, out_off = sizeof(GZIP_HEADER), out_end = cap - 8;
+    for (;;) {
+        size_t ain = n - in_off < step ? n - in_off : step;
+        size_t aout = out_end - out_off < step ? out_end - out_off : step;
+        s.next_in = (Bytef *)(uintptr_t)(src + in_off);
+        s.avail_in = (uInt)ain;
+        s.next_out = dst + out_off;
+        s.avail_out = (uInt)aout;
+        int flush = in_off + ain == n ? Z_FINISH : Z_NO_FLUSH;
+        rc = deflate(&s, flush);
+        in_off += ain - s.avail_in;
+        out_off += aout - s.avail_out;
+        if (rc == Z_STREAM_END)
+            break;
+        if (rc != Z_OK && rc != Z_BUF_ERROR) {
+            deflateEnd(&s);
+            return fail(err, errlen, "zlib deflate: %s", s.msg ? s.msg : zError(rc));
+        }
+        if (out_off == out_end) {
+            deflateEnd(&s);
+            return KB_ETOOSMALL;
+        }
+    }
+    deflateEnd(&s);
+    put_le32(dst + out_off, (uint32_t)crc);
+    put_le32(dst + out_off + 4, (uint32_t)(n & 0xffffffffu));
+    *outlen = out_off + 8;
+    return KB_OK;
+}
+
+static int gzip_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, size_t *outlen,
+                           char *err, size_t errlen) {
+    z_stream s;
+    memset(&s, 0, sizeof(s));
+    int rc = inflateInit2(&s, 15 + 16); /* gzip framing only, like Java */
+    if (rc != Z_OK)
+        return fail(err, errlen, "zlib inflateInit2: %s", s.msg ? s.msg : zError(rc));
+    size_t in_off = 0, out_off = 0;
+    int members = 0;
+    int ret = KB_OK;
+    for (;;) {
+        size_t ain = n - in_off > (1u << 30) ? (1u << 30) : n - in_off;
+        size_t aout = cap - out_off > (1u << 30) ? (1u << 30) : cap - out_off;
+        s.next_in = (Bytef *)(uintptr_t)(src + in_off);
+        s.avail_in = (uInt)ain;
+        s.next_out = dst + out_off;
+        s.avail_out = (uInt)aout;
+        rc = inflate(&s, Z_NO_FLUSH);
+        in_off += ain - s.avail_in;
+        out_off += aout - s.avail_out;
+        if (rc == Z_STREAM_END) {
+            members++;
+            /* Java's GZIPInputStream reads concatenated members. */
+            if (in_off == n)
+                break;
+            if (n - in_off >= 2 && src[in_off] == 0x1f && src[in_off + 1] == 0x8b) {
+                inflateReset(&s);
+                continue;
+            }
+            ret = fail(err, errlen, "gzip: %zu trailing bytes after member %d", n - in_off, members);
+            break;
+        }
+        if (rc == Z_OK)
+            continue;
+        if (rc == Z_BUF_ERROR) {
+            if (out_off == cap) {
+                ret = KB_ETOOSMALL;
+            } else if (in_off == n) {
+                ret = fail(err, errlen, "gzip: truncated input (stream ended after %zu bytes)", n);
+            } else {
+                continue;
+            }
+            break;
+        }
+        ret = fail(err, errlen, "zlib inflate: %s", s.msg ? s.msg : zError(rc));
+        break;
+    }
+    if (ret == KB_OK && members == 0)
+        ret = fail(err, errlen, "gzip: empty input");
+    inflateEnd(&s);
+    *outlen = out_off;
+    return ret;
+}
+
+/* -------------------------------------------------------------- snappy -- */
+
+static int snappy_status_fail(snappy_status st, char *err, size_t errlen, const char *what) {
+    if (st == SNAPPY_BUFFER_TOO_SMALL)
+        return KB_ETOOSMALL;
+    return fail(err, errlen, "snappy %s: %s", what,
+                st == SNAPPY_INVALID_INPUT ? "invalid input (SNAPPY_INVALID_INPUT)" : "error");
+}
+
+static int snappy_compress_xerial(const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                                  size_t *outlen, char *err, size_t errlen) {
+    if (cap < XERIAL_HEADER_LEN)
+        return KB_ETOOSMALL;
+    memcpy(dst, XERIAL_MAGIC, 8);
+    put_be32(dst + 8, 1);
+    put_be32(dst + 12, 1);
+    size_t o = XERIAL_HEADER_LEN;
+    for (size_t off = 0; off < n; off += XERIAL_BLOCK) {
+        size_t len = n - off < XERIAL_BLOCK ? n - off : XERIAL_BLOCK;
+        if (cap - o < 4 + snappy_max_compressed_length(len))
+            return KB_ETOOSMALL;
+        size_t clen = cap - o - 4;
+        snappy_status st = snappy_compress((const char *)src + off, len, (char *)dst + o + 4, &clen);
+        if (st != SNAPPY_OK)
+            return snappy_status_fail(st, err, errlen, "compress");
+        put_be32(dst + o, (uint32_t)clen);
+        o += 4 + clen;
+    }
+    *outlen = o;
+    return KB_OK;
+}
+
+static int is_xerial(const uint8_t *src, size_t n) {
+    return n >= XERIAL_HEADER_LEN && memcmp(src, XERIAL_MAGIC, 8) == 0;
+}
+
+static int snappy_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, size_t *outlen,
+                      char *err, size_t errlen) {
+    size_t ulen = 0;
+    snappy_status st = snappy_uncompressed_length((const char *)src, n, &ulen);
+    if (st != SNAPPY_OK)
+        return snappy_status_fail(st, err, errlen, "uncompressed_length");
+    if (ulen > cap)
+        return KB_ETOOSMALL;
+    size_t got = ulen;
+    st = snappy_uncompress((const char *)src, n, (char *)dst, &got);
+    if (st != SNAPPY_OK)
+        return snappy_status_fail(st, err, errlen, "uncompress");
+    *outlen = got;
+    return KB_OK;
+}
+
+static int snappy_decompress_any(const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                                 size_t *outlen, char *err, size_t errlen) {
+    if (!is_xerial(src, n)) /* one raw block, as librdkafka writes */
+        return snappy_raw(src, n, dst, cap, outlen, err, errlen);
+    size_t i = XERIAL_HEADER_LEN, o = 0;
+    while (i < n) {
+        if (n - i < 4)
+            return fail(err, errlen, "snappy: truncated xerial chunk length at byte %zu", i);
+        uint32_t clen = get_be32(src + i);
+        /* A chunk length equal to the magic's head starts a concatenated stream. */
+        if (n - i >= XERIAL_HEADER_LEN && memcmp(src + i, XERIAL_MAGIC, 8) == 0) {
+            i += XERIAL_HEADER_LEN;
+            continue;
+        }
+        i += 4;
+        if (clen > n - i)
+            return fail(err, errlen, "snappy: xerial chunk of %u bytes at byte %zu overruns the input",
+                        clen, i - 4);
+        size_t got = 0;
+        int rc = snappy_raw(src + i, clen, dst + o, cap - o, &got, err, errlen);
+        if (rc != KB_OK)
+            return rc;
+        o += got;
+        i += clen;
+    }
+    *outlen = o;
+    return KB_OK;
+}
+
+/* ----------------------------------------------------------------- lz4 -- */
+
+static int lz4_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n, uint8_t *dst,
+                        size_t cap, size_t *outlen, char *err, size_t errlen) {
+    if (!c->lc) {
+        LZ4F_errorCode_t e = LZ4F_createCompressionContext(&c->lc, LZ4F_VERSION);
+        if (LZ4F_isError(e))
+            return fail(err, errlen, "lz4 create context: %s", LZ4F_getErrorName(e));
+    }
+    LZ4F_preferences_t p = lz4_prefs(level);
+    size_t h = LZ4F_compressBegin(c->lc, dst, cap, &p);
+    if (LZ4F_isError(h))
+        return fail(err, errlen, "lz4 compressBegin: %s", LZ4F_getErrorName(h));
+    size_t u = LZ4F_compressUpdate(c->lc, dst + h, cap - h, src, n, NULL);
+    if (LZ4F_isError(u))
+        return fail(err, errlen, "lz4 compressUpdate: %s", LZ4F_getErrorName(u));
+    size_t e = LZ4F_compressEnd(c->lc, dst + h + u, cap - h - u, NULL);
+    if (LZ4F_isError(e))
+        return fail(err, errlen, "lz4 compressEnd: %s", LZ4F_getErrorName(e));
+    *outlen = h + u + e;
+    return KB_OK;
+}
+
+static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                          size_t *outlen, char *err, size_t errlen) {
+    if (!c->ld) {
+        LZ4F_errorCode_t e = LZ4F_createDecompressionContext(&c->ld, LZ4F_VERSION);
+        if (LZ4F_isError(e))
+            return fail(err, errlen, "lz4 create context: %s", LZ4F_getErrorName(e));
+    }
+    LZ4F_resetDecompressionContext(c->ld);
+    if (n < 7)
+        return fail(err, errlen, "lz4: truncated frame header (%zu bytes)", n);
+    /* Kafka (Lz4BlockInputStream) rejects dependent blocks and dictionary ids. */
+    if (get_le32(src) == 0x184D2204u) {
+        uint8_t flg = src[4];
+        if (!(flg & 0x20))
+            return fail(err, errlen, "lz4: dependent block stream is unsupported by Kafka (FLG 0x%02x)", flg);
+        if (flg & 0x01)
+            return fail(err, errlen, "lz4: dictionary id is unsupported by Kafka (FLG 0x%02x)", flg);
+    }
+    size_t i = 0, o = 0;
+    size_t hint = 1;
+    while (i < n) {
+        size_t sn = n - i, dn = cap - o;
+        hint = LZ4F_decompress(c->ld, dst + o, &dn, src + i, &sn, NULL);
+        if (LZ4F_isError(hint)) {
+            LZ4F_resetDecompressionContext(c->ld);
+            return fail(err, errlen, "lz4 decompress at input byte %zu: %s", i, LZ4F_getErrorName(hint));
+        }
+        i += sn;
+        o += dn;
+        if (hint == 0)
+            break;
+        if (sn == 0 && dn == 0) {
+            LZ4F_resetDecompressionContext(c->ld);
+            return o == cap ? KB_ETOOSMALL : fail(err, errlen, "lz4: decoder made no progress");
+        }
+    }
+    if (hint != 0) {
+        LZ4F_resetDecompressionContext(c->ld);
+        return fail(err, errlen, "lz4: truncated frame (input ended after %zu bytes)", n);
+    }
+    if (i != n)
+        return fail(err, errlen, "lz4: %zu trailing bytes after the frame", n - i);
+    *outlen = o;
+    return KB_OK;
+}
+
+/* ---------------------------------------------------------------- zstd -- */
+
+static int zstd_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n, uint8_t *dst,
+                         size_t cap, size_t *outlen, char *err, size_t errlen) {
+    size_t r;
+    if (!c->zc) {
+        c->zc = ZSTD_createCCtx();
+        if (!c->zc)
+            return fail(err, errlen, "zstd: out of memory creating a compression context");
+    }
+    ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
+    if (c->zc_level != level) {
+        r = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, level);
+        if (ZSTD_isError(r))
+            return fail(err, errlen, "zstd set level %d: %s", level, ZSTD_getErrorName(r));
+        r = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 0);
+        if (ZSTD_isError(r))
+            return fail(err, errlen, "zstd: %s", ZSTD_getErrorName(r));
+        r = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 0);
+        if (ZSTD_isError(r))
+            return fail(err, errlen, "zstd: %s", ZSTD_getErrorName(r));
+        c->zc_level = level;
+    }
+    /*
+     * zstd-jni's stream starts with ZSTD_e_continue and no pledged size, so
+     * zstd picks the parameters for an unknown source size; do the same.
+     */
+    ZSTD_outBuffer out = {dst, cap, 0};
+    ZSTD_inBuffer in = {src, n, 0};
+    r = ZSTD_compressStream2(c->zc, &out, &in, ZSTD_e_continue);
+    if (ZSTD_isError(r))
+        goto zerr;
+    do {
+        r = ZSTD_compressStream2(c->zc, &out, &in, ZSTD_e_end);
+        if (ZSTD_isError(r))
+            goto zerr;
+        if (r != 0 && out.pos == out.size) {
+            ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
+            return KB_ETOOSMALL;
+        }
+    } while (r != 0);
+    *outlen = out.pos;
+    return KB_OK;
+zerr:
+    ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
+    if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+        return KB_ETOOSMALL;
+    return fail(err, errlen, "zstd compress: %s", ZSTD_getErrorName(r));
+}
+
+static int zstd_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                           size_t *outlen, char *err, size_t errlen) {
+    if (!c->zd) {
+        c->zd = ZSTD_createDCtx();
+        if (!c->zd)
+            return fail(err, errlen, "zstd: out of memory creating a decompression context");
+        /* Kafka's reader (zstd-jni) keeps zstd's default windowLogMax (27). */
+    }
+    if (n == 0)
+        return fail(err, errlen, "zstd: empty input");
+    size_t r = ZSTD_decompressDCtx(c->zd, dst, cap, src, n);
+    if (ZSTD_isError(r)) {
+        if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+            return KB_ETOOSMALL;
+        return fail(err, errlen, "zstd decompress: %s", ZSTD_getErrorName(r));
+    }
+    *outlen = r;
+    return KB_OK;
+}
+
+/* ------------------------------------------------------------- dispatch -- */
+
+int kb_compress(kb_codec_ctx *ctx, kb_codec_t codec, int level, const uint8_t *src, size_t n,
+                uint8_t *dst, size_t cap, size_t *outlen, char *err, size_t errlen) {
+    switch (codec) {
+    case KB_CODEC_NONE:
+        if (cap < n)
+            return KB_ETOOSMALL;
+        if (n)
+            memcpy(dst, src, n);
+        *outlen = n;
+        return KB_OK;
+    case KB_CODEC_GZIP:
+        return gzip_compress(level, src, n, dst, cap, outlen, err, errlen);
+    case KB_CODEC_SNAPPY:
+        return snappy_compress_xerial(src, n, dst, cap, outlen, err, errlen);
+    case KB_CODEC_LZ4:
+        return lz4_compress(ctx, level, src, n, dst, cap, outlen, err, errlen);
+    case KB_CODEC_ZSTD:
+        return zstd_compress(ctx, level, src, n, dst, cap, outlen, err, errlen);
+    }
+    return fail(err, errlen, "unknown codec id %d", (int)codec);
+}
+
+int kb_decompress(kb_codec_ctx *ctx, kb_codec_t codec, const uint8_t *src, size_t n, uint8_t *dst,
+                  size_t cap, size_t *outlen, char *err, size_t errlen) {
+    *outlen = 0;
+    switch (codec) {
+    case KB_CODEC_NONE:
+        if (cap < n)
+            return KB_ETOOSMALL;
+        if (n)
+            memcpy(dst, src, n);
+        *outlen = n;
+        return KB_OK;
+    case KB_CODEC_GZIP:
+        return gzip_decompress(src, n, dst, cap, outlen, err, errlen);
+    case KB_CODEC_SNAPPY:
+        return snappy_decompress_any(src, n, dst, cap, outlen, err, errlen);
+    case KB_CODEC_LZ4:
+        return lz4_decompress(ctx, src, n, dst, cap, outlen, err, errlen);
+    case KB_CODEC_ZSTD:
+        return zstd_decompress(ctx, src, n, dst, cap, outlen, err, errlen);
+    }
+    return fail(err, errlen, "unknown codec id %d", (int)codec);
+}
+
+size_t kb_decompress_hint(kb_codec_t codec, const uint8_t *src, size_t n) {
+    switch (codec) {
+    case KB_CODEC_NONE:
+        return n;
+    case KB_CODEC_GZIP:
+        return n >= 18 ? get_le32(src + n - 4) : 0;
+    case KB_CODEC_SNAPPY: {
+        size_t ulen = 0, total = 0;
+        if (!is_xerial(src, n))
+            return snappy_uncompressed_length((const char *)src, n, &ulen) == SNAPPY_OK ? ulen : 0;
+        for (size_t i = XERIAL_HEADER_LEN; i + 4 <= n;) {
+            uint32_t clen = get_be32(src + i);
+            i += 4;
+            if (clen > n - i)
+                break;
+            if (snappy_uncompressed_length((const char *)src + i, clen, &ulen) == SNAPPY_OK)
+                total += ulen;
+            i += clen;
+        }
+        return total;
+    }
+    case KB_CODEC_LZ4:
+        /* FLG bit 3 = content size present, 8 bytes LE after BD. */
+        if (n >= 15 && get_le32(src) == 0x184D2204u && (src[4] & 0x08)) {
+            uint64_t v = 0;
+            for (int k = 7; k >= 0; k--)
+                v = (v << 8) | src[6 + k];
+            return v > SIZE_MAX ? 0 : (size_t)v;
+        }
+        return 0;
+    case KB_CODEC_ZSTD: {
+        unsigned long long v = ZSTD_getFrameContentSize(src, n);
+        if (v == ZSTD_CONTENTSIZE_ERROR || v == ZSTD_CONTENTSIZE_UNKNOWN || v > SIZE_MAX)
+            return 0;
+        return (size_t)v;
+    }
+    }
+    return 0;
+}
+
+const char *kb_codec_lib_version(kb_codec_t codec) {
+    switch (codec) {
+    case KB_CODEC_NONE:
+        return "";
+    case KB_CODEC_GZIP:
+        return zlibVersion();
+    case KB_CODEC_SNAPPY:
+        return KB_SNAPPY_VERSION;
+    case KB_CODEC_LZ4:
+        return LZ4_versionString();
+    case KB_CODEC_ZSTD:
+        return ZSTD_versionString();
+    }
+    return "";
+}

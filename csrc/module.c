@@ -1,0 +1,29 @@
+/*
+ * module.c - kbench._native: the module object.  Each concern registers its
+ * own functions and types through its kb_*_init(m).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "codecbench.h"
+#include "entropy.h"
+#include "py_codecs.h"
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kbench._native",
+    .m_doc = "kbench's C core: codecs, batches, timing, drivers.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    if (kb_py_codecs_init(m) < 0 || kb_codecbench_init(m) < 0 ||
+        kb_entropy_init(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,11 @@
+"""kbench: a measuring instrument for Apache Kafka compression.
+
+The C core lives in ``kbench._native``; this package orchestrates it.
+"""
+from __future__ import annotations
+
+from kbench._native import CodecError
+from kbench import codecs, corpus
+
+__all__ = ["CodecError", "codecs", "corpus", "__version__"]
+__version__ = "0.1.0"

@@ -1,0 +1,49 @@
+"""The ``kbench`` command line: one subcommand per job.
+
+Each subcommand lives in its own module under ``kbench.commands`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` (args -> exit code).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+#: Subcommand modules, in the order ``kbench --help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "kbench.commands.codecs",
+)
+
+
+class UserError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kbench",
+        description="kbench: measure Apache Kafka compression (codecs, batches, latency, throughput, CPU per role).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("kbench: interrupted", file=sys.stderr)
+        return 130
+    except (UserError, ValueError, FileNotFoundError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Kafka-exact codecs: compress and decompress exactly as the Java producer frames them.
+
+See docs/codecs.md for the framing of each codec and the level ranges (KIP-390).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kbench import _native
+from kbench._native import CodecError
+
+__all__ = ["CodecError", "CodecSpec", "available", "compress", "decompress", "library_versions", "parse_spec"]
+
+#: Default decompression limit: 256 MiB, far above Kafka's message.max.bytes.
+DEFAULT_MAX_SIZE = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CodecSpec:
+    """A codec and an optional level, as written ``zstd:3`` or ``lz4``."""
+
+    codec: str
+    level: int | None = None
+
+    def __str__(self) -> str:
+        return self.codec if self.level is None else f"{self.codec}:{self.level}"
+
+
+def available() -> list[str]:
+    """The codecs this build supports, in Kafka's codec-id order."""
+    return list(_native.available())
+
+
+def compress(data: object, codec: str, level: int | None = None) -> bytes:
+    """Compress any buffer-protocol object in Kafka's framing for ``codec``."""
+    return _native.compress(data, codec, level)
+
+
+def decompress(data: object, codec: str, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """Decompress a Kafka-framed buffer; output above ``max_size`` bytes raises CodecError."""
+    return _native.decompress(data, codec, max_size)
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of zlib, snappy, liblz4 and libzstd that kbench is linked with."""
+    return dict(_native.codec_library_versions())
+
+
+def parse_spec(text: str) -> CodecSpec:
+    """Parse ``codec[:level]`` and check it against Kafka's ranges; raises CodecError."""
+    name, sep, lvl = text.strip().partition(":")
+    level: int | None = None
+    if sep:
+        try:
+            level = int(lvl)
+        except ValueError:
+            raise CodecError(f"bad level '{lvl}' in '{text}'; write codec:level, e.g. zstd:3") from None
+    # Validates the name and level in C (the same rules the codecs use).
+    _native.compress(b"", name, level)
+    return CodecSpec(name, level)

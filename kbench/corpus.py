@@ -1,0 +1,254 @@
+"""Corpora: realistic generated records, user files, and their entropy and fingerprint.
+
+Built-in corpora (deterministic for a given seed):
+
+- ``json``: JSON business events shaped like order/trade events (repeated field names,
+  enums, ids, amounts, timestamps);
+- ``logs``: application log lines (timestamp, level, logger, templated messages);
+- ``random``: random printable ASCII, a labelled control with near-maximal entropy for text.
+
+A user's file is read as records, one per line (``lines``) or as 4-byte big-endian
+length-prefixed binary records (``lenprefixed``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kbench import _native
+
+__all__ = [
+    "BUILTIN",
+    "Corpus",
+    "CorpusError",
+    "entropy",
+    "generate",
+    "json_events",
+    "load",
+    "log_lines",
+    "random_printable",
+    "read_records",
+]
+
+#: Entropy of uniformly random printable ASCII (95 symbols), bits per byte.
+RANDOM_PRINTABLE_ENTROPY = 6.57
+#: Above this many bits per byte a corpus is treated as "near random" and warned about.
+NEAR_RANDOM_BITS = 6.3
+
+
+class CorpusError(ValueError):
+    """A corpus could not be made or read."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Records plus their provenance: name, sha256 fingerprint and entropy of the payload."""
+
+    name: str
+    records: tuple[bytes, ...] = field(repr=False)
+    source: str = "generated"
+
+    @property
+    def payload(self) -> bytes:
+        """The records' bytes back to back (what Kafka record values would hold)."""
+        return b"".join(self.records)
+
+    @property
+    def sha256(self) -> str:
+        h = hashlib.sha256()
+        for r in self.records:
+            h.update(len(r).to_bytes(4, "big"))
+            h.update(r)
+        return h.hexdigest()
+
+    @property
+    def entropy(self) -> float:
+        return entropy(self.payload)
+
+    @property
+    def size(self) -> int:
+        return sum(len(r) for r in self.records)
+
+    @property
+    def near_random(self) -> bool:
+        return self.entropy >= NEAR_RANDOM_BITS
+
+
+def entropy(data: object) -> float:
+    """Shannon entropy of a buffer in bits per byte (0.0 .. 8.0)."""
+    return float(_native.entropy(data))
+
+
+_SYMBOLS = ["AAPL", "MSFT", "GOOG", "AMZN", "TSLA", "NVDA", "META", "ORCL", "IBM", "INTC", "SAP", "ASML"]
+_SIDES = ["BUY", "SELL"]
+_ORDER_TYPES = ["LIMIT", "MARKET", "STOP", "STOP_LIMIT"]
+_STATUSES = ["NEW", "PARTIALLY_FILLED", "FILLED", "CANCELED", "REJECTED"]
+_VENUES = ["XNAS", "XNYS", "ARCX", "BATS", "IEXG"]
+_CURRENCIES = ["USD", "EUR", "GBP", "JPY"]
+_CHANNELS = ["web", "mobile", "api", "fix"]
+_EVENT_TYPES = ["order.created", "order.updated", "trade.executed", "order.canceled"]
+
+
+def json_events(count: int, seed: int = 1) -> list[bytes]:
+    """``count`` JSON order/trade events, deterministic for ``seed``."""
+    rng = random.Random(seed)
+    t = 1_700_000_000_000
+    out: list[bytes] = []
+    for i in range(count):
+        t += rng.randint(0, 40)
+        qty = rng.choice([1, 5, 10, 25, 50, 100, 200, 500, 1000])
+        price = round(rng.uniform(10, 900), 2)
+        ev = {
+            "eventId": f"{rng.getrandbits(64):016x}-{i:08d}",
+            "eventType": rng.choice(_EVENT_TYPES),
+            "eventTime": t,
+            "orderId": f"ORD-{rng.randint(10_000_000, 99_999_999)}",
+            "accountId": f"ACC-{rng.randint(1000, 1999)}",
+            "symbol": rng.choice(_SYMBOLS),
+            "side": rng.choice(_SIDES),
+            "orderType": rng.choice(_ORDER_TYPES),
+            "status": rng.choice(_STATUSES),
+            "quantity": qty,
+            "filledQuantity": rng.randint(0, qty),
+            "price": price,
+            "notional": round(price * qty, 2),
+            "currency": rng.choice(_CURRENCIES),
+            "venue": rng.choice(_VENUES),
+            "channel": rng.choice(_CHANNELS),
+            "traceId": f"{rng.getrandbits(128):032x}",
+        }
+        out.append(json.dumps(ev, separators=(",", ":")).encode())
+    return out
+
+
+_LEVELS = ["INFO"] * 12 + ["DEBUG"] * 5 + ["WARN"] * 2 + ["ERROR"]
+_LOGGERS = [
+    "com.acme.orders.OrderService",
+    "com.acme.orders.OrderRepository",
+    "com.acme.payments.PaymentGateway",
+    "com.acme.http.RequestLogger",
+    "org.apache.kafka.clients.producer.KafkaProducer",
+    "com.acme.inventory.StockReservation",
+]
+_TEMPLATES: list[Callable[[random.Random], str]] = [
+    lambda r: f"Processed order ORD-{r.randint(10_000_000, 99_999_999)} for account ACC-{r.randint(1000, 1999)} in {r.randint(1, 900)} ms",
+    lambda r: f"GET /api/v2/orders/{r.randint(1, 10**7)} status={r.choice([200, 200, 200, 201, 404, 500])} bytes={r.randint(120, 9000)} latency_ms={r.randint(1, 400)}",
+    lambda r: f"Payment {r.getrandbits(48):012x} authorised amount={r.randint(1, 99999)}.{r.randint(0, 99):02d} {r.choice(_CURRENCIES)}",
+    lambda r: f"Reserved {r.randint(1, 50)} units of SKU-{r.randint(100000, 999999)} in warehouse WH-{r.randint(1, 12)}",
+    lambda r: f"Retrying request to inventory-service attempt={r.randint(1, 5)} backoff_ms={r.choice([100, 200, 400, 800])}",
+    lambda r: f"Cache miss for key customer:{r.randint(1, 10**6)} loading from database",
+    lambda r: f"Connection pool stats active={r.randint(0, 50)} idle={r.randint(0, 50)} waiting={r.randint(0, 5)}",
+]
+
+
+def log_lines(count: int, seed: int = 1) -> list[bytes]:
+    """``count`` application log lines, deterministic for ``seed``."""
+    rng = random.Random(seed)
+    ms = 0
+    out: list[bytes] = []
+    for _ in range(count):
+        ms += rng.randint(0, 25)
+        s, msec = divmod(ms, 1000)
+        m, sec = divmod(s, 60)
+        h, minute = divmod(m, 60)
+        ts = f"2026-11-29T{(8 + h) % 24:02d}:{minute:02d}:{sec:02d}.{msec:03d}Z"
+        thread = f"worker-{rng.randint(1, 16)}"
+        line = f"{ts} {rng.choice(_LEVELS):<5} [{thread}] {rng.choice(_LOGGERS)} - {rng.choice(_TEMPLATES)(rng)}"
+        out.append(line.encode())
+    return out
+
+
+_PRINTABLE = (string.ascii_letters + string.digits + string.punctuation + " ").encode()
+
+
+def random_printable(count: int, seed: int = 1, record_size: int = 256) -> list[bytes]:
+    """``count`` records of uniformly random printable ASCII: the high-entropy control."""
+    rng = random.Random(seed)
+    return [bytes(rng.choices(_PRINTABLE, k=record_size)) for _ in range(count)]
+
+
+BUILTIN: dict[str, Callable[[int, int], list[bytes]]] = {
+    "json": json_events,
+    "logs": log_lines,
+    "random": random_printable,
+}
+
+
+def generate(name: str, size: int = 4 << 20, seed: int = 1) -> Corpus:
+    """A built-in corpus of at least ``size`` payload bytes (whole records)."""
+    if name not in BUILTIN:
+        raise CorpusError(f"unknown corpus '{name}'; use one of {', '.join(BUILTIN)} or a file path")
+    if size <= 0:
+        raise CorpusError(f"corpus size must be > 0, got {size}")
+    gen = BUILTIN[name]
+    sample = gen(64, seed)
+    avg = max(1, sum(map(len, sample)) // len(sample))
+    count = size // avg + 1
+    records = gen(count, seed)
+    total = sum(map(len, records))
+    while total < size:  # the sample's average can overestimate
+        more = gen(count // 8 + 1, seed + len(records))
+        records += more
+        total += sum(map(len, more))
+    kept: list[bytes] = []
+    acc = 0
+    for r in records:
+        if acc >= size:
+            break
+        kept.append(r)
+        acc += len(r)
+    return Corpus(name=name, records=tuple(kept), source=f"builtin:{name}:seed={seed}")
+
+
+def read_records(path: Path | str, fmt: str = "lines", limit: int | None = None) -> list[bytes]:
+    """Read a file as records: one per line (``lines``) or 4-byte BE length-prefixed (``lenprefixed``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise CorpusError(f"corpus file not found: {p}; give an existing file or one of {', '.join(BUILTIN)}")
+    data = p.read_bytes()
+    if fmt == "lines":
+        records = [line for line in data.split(b"\n") if line]
+    elif fmt == "lenprefixed":
+        records = []
+        off = 0
+        while off < len(data):
+            if len(data) - off < 4:
+                raise CorpusError(f"{p}: truncated length prefix at byte {off}; is it really --corpus-format lenprefixed?")
+            n = int.from_bytes(data[off : off + 4], "big")
+            if n > len(data) - off - 4:
+                raise CorpusError(f"{p}: record at byte {off} claims {n} bytes but only {len(data) - off - 4} remain")
+            records.append(data[off + 4 : off + 4 + n])
+            off += 4 + n
+    else:
+        raise CorpusError(f"unknown corpus format '{fmt}'; use lines or lenprefixed")
+    if limit is not None:
+        records = records[:limit]
+    if not records:
+        raise CorpusError(f"{p}: no records found")
+    return records
+
+
+def load(spec: str, size: int = 4 << 20, seed: int = 1, fmt: str = "lines") -> Corpus:
+    """A built-in corpus by name, or a file path read as records."""
+    if spec in BUILTIN:
+        return generate(spec, size, seed)
+    p = Path(spec)
+    return Corpus(name=p.name, records=tuple(read_records(p, fmt)), source=f"file:{p}")
+
+
+def write_lines(corpus: Corpus, path: Path | str) -> Path:
+    """Write a corpus one record per line (records must not contain newlines)."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("wb") as f:
+        for r in corpus.records:
+            if b"\n" in r:
+                raise CorpusError("record contains a newline; write it length-prefixed instead")
+            f.write(r + b"\n")
+    tmp.replace(p)
+    return p
