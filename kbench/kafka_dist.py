@@ -1,0 +1,118 @@
+"""The Apache Kafka distribution kbench runs: jars resolved by Maven, or an existing KAFKA_HOME.
+
+``classpath()`` resolves the pinned Kafka version's jars once (``mvn dependency:build-classpath``
+on the pom shipped in ``kbench/data/kafka-pom.xml``) and caches the classpath under
+``$KBENCH_CACHE`` (default ``~/.cache/kbench``).  With ``KAFKA_HOME`` set, its ``libs/*.jar``
+are used instead.  ``java_command()`` builds a command line for a Kafka main class.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["KAFKA_VERSION", "KafkaDistError", "KafkaDist", "classpath", "find", "java_command", "run_tool"]
+
+#: The pinned Apache Kafka version (keep in sync with kbench/data/kafka-pom.xml).
+KAFKA_VERSION = "4.1.2"
+
+
+class KafkaDistError(RuntimeError):
+    """The Kafka jars, Java or Maven could not be found or resolved."""
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    """Where Kafka's jars come from and the resulting Java classpath."""
+
+    version: str
+    source: str  # "maven:<cache dir>" or "KAFKA_HOME:<dir>"
+    classpath: str
+
+
+def cache_root() -> Path:
+    """kbench's cache directory (``$KBENCH_CACHE`` or ``~/.cache/kbench``)."""
+    return Path(os.environ.get("KBENCH_CACHE", Path.home() / ".cache" / "kbench"))
+
+
+def _require(tool: str, package: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise KafkaDistError(f"'{tool}' not found on PATH; install it with: apt-get install -y {package}")
+    return path
+
+
+def java() -> str:
+    """Path of the java executable (``$JAVA_HOME/bin/java`` first)."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    return _require("java", "default-jdk-headless")
+
+
+def _from_kafka_home(home: Path) -> KafkaDist:
+    libs = sorted((home / "libs").glob("*.jar"))
+    if not libs:
+        raise KafkaDistError(f"KAFKA_HOME={home} has no libs/*.jar; point it at an unpacked Kafka distribution or unset it")
+    version = "unknown"
+    for jar in libs:
+        if jar.name.startswith("kafka-clients-"):
+            version = jar.name[len("kafka-clients-") : -len(".jar")]
+    return KafkaDist(version=version, source=f"KAFKA_HOME:{home}", classpath=":".join(map(str, libs)))
+
+
+def _from_maven() -> KafkaDist:
+    d = cache_root() / f"kafka-{KAFKA_VERSION}"
+    cp_file = d / "classpath.txt"
+    if cp_file.exists():
+        cp = cp_file.read_text().strip()
+        if cp and all(Path(j).exists() for j in cp.split(":")):
+            return KafkaDist(KAFKA_VERSION, f"maven:{d}", cp)
+    mvn = _require("mvn", "maven")
+    _require("java", "default-jdk-headless")
+    d.mkdir(parents=True, exist_ok=True)
+    pom = d / "pom.xml"
+    pom.write_text(resources.files("kbench").joinpath("data/kafka-pom.xml").read_text())
+    tmp = d / "classpath.txt.tmp"
+    proc = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath", f"-Dmdep.outputFile={tmp}"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    if proc.returncode != 0 or not tmp.exists():
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise KafkaDistError(f"Maven could not resolve Apache Kafka {KAFKA_VERSION}: {' | '.join(tail)}")
+    tmp.replace(cp_file)
+    return KafkaDist(KAFKA_VERSION, f"maven:{d}", cp_file.read_text().strip())
+
+
+def find() -> KafkaDist:
+    """The Kafka distribution to use: ``$KAFKA_HOME`` if set, else the Maven-resolved jars."""
+    home = os.environ.get("KAFKA_HOME")
+    if home:
+        return _from_kafka_home(Path(home))
+    return _from_maven()
+
+
+def classpath() -> str:
+    """The Java classpath holding Kafka's broker and tools."""
+    return find().classpath
+
+
+def java_command(main_class: str, args: Sequence[str] = (), heap: str = "256m", jvm_opts: Sequence[str] = ()) -> list[str]:
+    """A command line running ``main_class`` from Kafka's jars."""
+    return [java(), f"-Xmx{heap}", f"-Xms{heap}", *jvm_opts, "-cp", classpath(), main_class, *args]
+
+
+def run_tool(main_class: str, args: Sequence[str] = (), timeout: float = 300, heap: str = "256m") -> subprocess.CompletedProcess[str]:
+    """Run a Kafka tool to completion and return its output; raises KafkaDistError on failure."""
+    cmd = java_command(main_class, args, heap=heap, jvm_opts=["-Dlog4j2.level=WARN"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise KafkaDistError(f"{main_class} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    return proc
