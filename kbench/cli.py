@@ -13,6 +13,9 @@ from typing import Sequence
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.codecs",
+    "kbench.commands.run",
+    "kbench.commands.plans",
+    "kbench.commands.gate",
 )
 
 

@@ -1,0 +1,53 @@
+"""``kbench gate``: run the environment gate's checks and print them (exit 3 if one blocks)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kbench import gate as gate_mod
+from kbench import plan as plan_mod
+from kbench.machine import java_version, librdkafka_version
+from kbench.transport import TransportError
+from kbench.transports import make
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("gate", help="check the environment before collecting", description=__doc__)
+    p.add_argument("--bootstrap", help="host:port of a cluster to check (broker versions, compression.type)")
+    p.add_argument("--plan", help="a plan whose topic compression and corpora to check")
+    p.add_argument("--dir", default=".", help="where results will be written (free disk is checked there)")
+    p.add_argument("--sample-s", type=float, default=1.0, help="seconds over which steal and swap are sampled")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    kind = "bootstrap" if args.bootstrap else "local"
+    ctx = gate_mod.GateContext(transport_kind=kind, disk_paths=[Path(args.dir)], sample_s=args.sample_s)
+    if args.plan:
+        from kbench.runner import load_corpora
+
+        p = plan_mod.load(args.plan)
+        ctx.planned_topic_compression = sorted({t for s in p.sweeps for t in s.topic_compression})
+        ctx.corpus_entropies = {n: c.entropy for n, c in load_corpora(p).items()}
+    if args.bootstrap:
+        t = make(plan_mod.TransportDef(kind="bootstrap", bootstrap=args.bootstrap))
+        try:
+            info = t.open()
+        except TransportError as e:
+            print(f"kbench: error: {e}", file=sys.stderr)
+            return 1
+        try:
+            ctx.broker_versions = [b.version for b in info.brokers]
+            ctx.broker_default_compression = [b.default_compression for b in info.brokers]
+        finally:
+            t.close()
+    ctx.librdkafka_version = librdkafka_version()
+    ctx.java_version = java_version()
+    report = gate_mod.run_gate(ctx)
+    print(report.table())
+    if report.blocked:
+        print("gate: BLOCKED (" + ", ".join(r.name for r in report.blocking_failures) + "); kbench run refuses to collect unless --force", file=sys.stderr)
+        return 3
+    print("gate: passed" + (" with warnings" if any(r.outcome != "pass" for r in report.results) else ""))
+    return 0

@@ -1,0 +1,350 @@
+"""The environment gate (E0): checks run before any collection, each blocking or a warning.
+
+A check's outcome is ``pass``, ``fail`` or ``unknown`` (could not be determined, e.g. no
+cpufreq in a VM).  Only a *blocking* check that *fails* refuses to collect (unless
+``--force``, which the manifest records).  Every check reads from roots given in
+:class:`GateContext`, so tests run them against fixture files.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import resource
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from kbench import codecs
+from kbench.machine import java_major
+
+__all__ = ["CheckResult", "GateContext", "GateReport", "CHECKS", "run_gate", "steal_pct", "swap_pages"]
+
+BLOCKING = "blocking"
+WARNING = "warning"
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    severity: str  # blocking | warning
+    outcome: str  # pass | fail | unknown
+    detail: str
+
+    @property
+    def blocks(self) -> bool:
+        return self.severity == BLOCKING and self.outcome == "fail"
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    """The /proc texts sampled at one instant (for deltas over the gate's window)."""
+
+    stat: str
+    vmstat: str
+
+
+@dataclass
+class GateContext:
+    """Everything the checks look at; defaults read the live machine."""
+
+    proc: Path = Path("/proc")
+    sys_root: Path = Path("/sys")
+    transport_kind: str = "local"
+    broker_versions: Sequence[str | None] = ()
+    broker_default_compression: Sequence[str | None] = ()
+    planned_topic_compression: Sequence[str] = ()
+    disk_paths: Sequence[Path] = (Path("."),)
+    min_free_bytes: int = 2 * GIB
+    min_open_files: int = 4096
+    max_load_per_cpu: float = 0.5
+    min_mem_available: int = 1 * GIB
+    librdkafka_version: str | None = None
+    java_version: str | None = None
+    codec_versions: Mapping[str, str] = field(default_factory=dict)
+    corpus_entropies: Mapping[str, float] = field(default_factory=dict)
+    sample_s: float = 1.0
+    cpu_count: int = field(default_factory=lambda: os.cpu_count() or 1)
+    open_files_limit: int | None = None
+    time_sync: Callable[[], bool | None] | None = None
+    before: ProcSample | None = None
+    after: ProcSample | None = None
+
+
+@dataclass(frozen=True)
+class GateReport:
+    results: tuple[CheckResult, ...]
+    forced: bool = False
+
+    @property
+    def blocked(self) -> bool:
+        return any(r.blocks for r in self.results)
+
+    @property
+    def blocking_failures(self) -> list[CheckResult]:
+        return [r for r in self.results if r.blocks]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"blocked": self.blocked, "forced": self.forced, "checks": [asdict(r) for r in self.results]}
+
+    def table(self) -> str:
+        w = max(len(r.name) for r in self.results)
+        lines = []
+        for r in self.results:
+            mark = {"pass": "ok  ", "fail": "FAIL" if r.severity == BLOCKING else "warn", "unknown": "?   "}[r.outcome]
+            lines.append(f"  [{mark}] {r.name.ljust(w)}  {r.severity:<8}  {r.detail}")
+        return "\n".join(lines)
+
+
+def _read(p: Path) -> str | None:
+    try:
+        return p.read_text()
+    except OSError:
+        return None
+
+
+def sample(proc: Path) -> ProcSample:
+    return ProcSample(_read(proc / "stat") or "", _read(proc / "vmstat") or "")
+
+
+def steal_pct(before: str, after: str) -> float | None:
+    """System-wide steal as % of all CPU time between two ``/proc/stat`` texts."""
+
+    def cpu(text: str) -> list[int] | None:
+        for line in text.splitlines():
+            if line.startswith("cpu "):
+                return [int(x) for x in line.split()[1:]]
+        return None
+
+    a, b = cpu(before), cpu(after)
+    if a is None or b is None or len(a) < 8 or len(b) < 8:
+        return None
+    d = [y - x for x, y in zip(a, b)]
+    total = sum(d[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
+    if total <= 0:
+        return 0.0
+    return 100.0 * d[7] / total
+
+
+def swap_pages(before: str, after: str) -> int | None:
+    def val(text: str) -> int | None:
+        vals = {}
+        for line in text.splitlines():
+            k, _, v = line.partition(" ")
+            vals[k] = v
+        try:
+            return int(vals["pswpin"]) + int(vals["pswpout"])
+        except (KeyError, ValueError):
+            return None
+
+    a, b = val(before), val(after)
+    return None if a is None or b is None else b - a
+
+
+def _r(name: str, sev: str, ok: bool | None, detail: str) -> CheckResult:
+    return CheckResult(name, sev, "unknown" if ok is None else ("pass" if ok else "fail"), detail)
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def check_broker_versions(ctx: GateContext) -> CheckResult:
+    vs = list(ctx.broker_versions)
+    if not vs:
+        return _r("broker versions equal", BLOCKING, None if ctx.transport_kind not in ("sim", "dry") else True, "no brokers (transport %s)" % ctx.transport_kind)
+    if any(v is None for v in vs):
+        return _r("broker versions equal", BLOCKING, None, f"a broker did not report its version: {vs}")
+    return _r("broker versions equal", BLOCKING, len(set(vs)) == 1, ", ".join(f"broker {i}: {v}" for i, v in enumerate(vs)))
+
+
+def check_topic_compression(ctx: GateContext) -> CheckResult:
+    defaults = [d for d in ctx.broker_default_compression if d is not None]
+    planned = sorted(set(ctx.planned_topic_compression))
+    if not ctx.broker_default_compression:
+        return _r("topic compression.type", BLOCKING, True if ctx.transport_kind in ("sim", "dry") else None, f"plan: {', '.join(planned) or 'producer'}; each cell's topic is created with it and read back")
+    ok = all(d == "producer" for d in defaults) and len(defaults) == len(ctx.broker_default_compression)
+    return _r(
+        "topic compression.type",
+        BLOCKING,
+        ok,
+        f"broker default {sorted(set(map(str, ctx.broker_default_compression)))} (want producer); plan sets per topic: {', '.join(planned) or 'producer'}, read back per cell",
+    )
+
+
+def check_governor(ctx: GateContext) -> CheckResult:
+    govs = {(_read(p) or "").strip() for p in ctx.sys_root.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")}
+    govs.discard("")
+    if not govs:
+        return _r("CPU governor", WARNING, None, "no cpufreq governor exposed (VM or fixed frequency)")
+    return _r("CPU governor", WARNING, govs == {"performance"}, f"{', '.join(sorted(govs))} (want performance)")
+
+
+def check_clocksource(ctx: GateContext) -> CheckResult:
+    cs = (_read(ctx.sys_root / "devices/system/clocksource/clocksource0/current_clocksource") or "").strip()
+    if not cs:
+        return _r("clock source", WARNING, None, "current_clocksource unreadable")
+    good = {"tsc", "arch_sys_counter", "kvm-clock", "hyperv_clocksource_tsc_page"}
+    return _r("clock source", WARNING, cs in good, f"{cs} (fast: {', '.join(sorted(good))})")
+
+
+def check_steal(ctx: GateContext) -> CheckResult:
+    if ctx.before is None or ctx.after is None:
+        return _r("CPU steal", BLOCKING, None, "not sampled")
+    s = steal_pct(ctx.before.stat, ctx.after.stat)
+    if s is None:
+        return _r("CPU steal", BLOCKING, None, "/proc/stat unreadable")
+    return _r("CPU steal", BLOCKING, s <= 1.0, f"{s:.2f}% over {ctx.sample_s:.1f}s (limit 1%)")
+
+
+def check_load(ctx: GateContext) -> CheckResult:
+    text = _read(ctx.proc / "loadavg")
+    if not text:
+        return _r("load average", WARNING, None, "/proc/loadavg unreadable")
+    la = float(text.split()[0])
+    per = la / max(1, ctx.cpu_count)
+    return _r("load average", WARNING, per <= ctx.max_load_per_cpu, f"{la:.2f} on {ctx.cpu_count} CPUs ({per:.2f}/CPU, limit {ctx.max_load_per_cpu}): other load skews results")
+
+
+def check_disk(ctx: GateContext) -> CheckResult:
+    frees = []
+    for p in ctx.disk_paths:
+        q = Path(p)
+        while not q.exists() and q != q.parent:
+            q = q.parent
+        try:
+            frees.append((str(p), shutil.disk_usage(q).free))
+        except OSError:
+            return _r("free disk", BLOCKING, None, f"cannot stat {p}")
+    worst = min(frees, key=lambda x: x[1])
+    return _r("free disk", BLOCKING, worst[1] >= ctx.min_free_bytes, f"{worst[1] / GIB:.1f} GiB free at {worst[0]} (need {ctx.min_free_bytes / GIB:.1f} GiB)")
+
+
+def check_open_files(ctx: GateContext) -> CheckResult:
+    soft = ctx.open_files_limit
+    if soft is None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return _r("open-file limit", BLOCKING, True, "unlimited")
+    return _r("open-file limit", BLOCKING, soft >= ctx.min_open_files, f"soft limit {soft} (need {ctx.min_open_files}; raise with ulimit -n)")
+
+
+def check_librdkafka(ctx: GateContext) -> CheckResult:
+    v = ctx.librdkafka_version
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r("librdkafka version", BLOCKING, True, f"{v or 'not loaded'} (not used by transport {ctx.transport_kind})")
+    if not v:
+        return _r("librdkafka version", BLOCKING, False, "librdkafka not loadable; install librdkafka1")
+    try:
+        major, minor = (int(x) for x in v.split(".")[:2])
+    except ValueError:
+        return _r("librdkafka version", BLOCKING, None, f"unparsable version {v}")
+    return _r("librdkafka version", BLOCKING, (major, minor) >= (1, 9), f"{v} (need >= 1.9 for zstd levels and KIP-390)")
+
+
+def check_codec_libs(ctx: GateContext) -> CheckResult:
+    need = ("zstd", "lz4", "snappy", "zlib")
+    missing = [n for n in need if not ctx.codec_versions.get(n)]
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(ctx.codec_versions.items()))
+    return _r("codec library versions", BLOCKING, not missing, detail + (f"; missing {', '.join(missing)}" if missing else ""))
+
+
+def check_java(ctx: GateContext) -> CheckResult:
+    if ctx.transport_kind != "local":
+        return _r("Java version", BLOCKING, True, f"{ctx.java_version or 'absent'} (brokers not started by kbench)")
+    major = java_major(ctx.java_version)
+    if major is None:
+        return _r("Java version", BLOCKING, False, "java not found; install default-jdk-headless (Kafka 4 needs Java >= 17)")
+    return _r("Java version", BLOCKING, major >= 17, f"{ctx.java_version} (Kafka 4 brokers need >= 17)")
+
+
+def check_swap(ctx: GateContext) -> CheckResult:
+    if ctx.before is None or ctx.after is None:
+        return _r("swap activity", WARNING, None, "not sampled")
+    n = swap_pages(ctx.before.vmstat, ctx.after.vmstat)
+    if n is None:
+        return _r("swap activity", WARNING, None, "/proc/vmstat unreadable")
+    return _r("swap activity", WARNING, n == 0, f"{n} pages swapped in/out over {ctx.sample_s:.1f}s")
+
+
+def _adjtimex_synced() -> bool | None:
+    """True when the kernel clock is NTP-synchronised (adjtimex state != TIME_ERROR)."""
+    path = ctypes.util.find_library("c")
+    if not path:
+        return None
+    try:
+        libc = ctypes.CDLL(path, use_errno=True)
+        buf = ctypes.create_string_buffer(512)  # struct timex, modes = 0: read only
+        state = libc.adjtimex(buf)
+    except (OSError, AttributeError):
+        return None
+    if state < 0:
+        return None
+    return state != 5  # TIME_ERROR: clock not synchronised
+
+
+def check_time_sync(ctx: GateContext) -> CheckResult:
+    fn = ctx.time_sync or _adjtimex_synced
+    ok = fn()
+    detail = {True: "kernel clock synchronised", False: "kernel clock NOT synchronised (adjtimex TIME_ERROR); cross-host latencies are meaningless", None: "unknown"}[ok]
+    return _r("time sync", WARNING, ok, detail)
+
+
+def check_memory(ctx: GateContext) -> CheckResult:
+    text = _read(ctx.proc / "meminfo") or ""
+    for line in text.splitlines():
+        if line.startswith("MemAvailable:"):
+            avail = int(line.split()[1]) * 1024
+            return _r("available memory", WARNING, avail >= ctx.min_mem_available, f"{avail / GIB:.1f} GiB available (want {ctx.min_mem_available / GIB:.1f})")
+    return _r("available memory", WARNING, None, "/proc/meminfo unreadable")
+
+
+def check_corpus_entropy(ctx: GateContext) -> CheckResult:
+    near = [f"{k} ({v:.2f} bits/B)" for k, v in ctx.corpus_entropies.items() if v >= 6.3 and k != "random"]
+    if not ctx.corpus_entropies:
+        return _r("corpus entropy", WARNING, None, "no corpus")
+    return _r(
+        "corpus entropy",
+        WARNING,
+        not near,
+        "near random: " + ", ".join(near) if near else ", ".join(f"{k} {v:.2f}" for k, v in ctx.corpus_entropies.items()) + " bits/B",
+    )
+
+
+CHECKS: tuple[Callable[[GateContext], CheckResult], ...] = (
+    check_broker_versions,
+    check_topic_compression,
+    check_governor,
+    check_clocksource,
+    check_steal,
+    check_load,
+    check_disk,
+    check_open_files,
+    check_librdkafka,
+    check_codec_libs,
+    check_java,
+    check_swap,
+    check_time_sync,
+    check_memory,
+    check_corpus_entropy,
+)
+
+
+def run_gate(ctx: GateContext, force: bool = False) -> GateReport:
+    """Sample /proc over ``ctx.sample_s`` (unless given) and run every check."""
+    if ctx.before is None:
+        ctx.before = sample(ctx.proc)
+        if ctx.sample_s > 0:
+            time.sleep(ctx.sample_s)  # the measurement window for steal and swap
+        ctx.after = sample(ctx.proc)
+    if not ctx.codec_versions:
+        ctx.codec_versions = codecs.library_versions()
+    results = []
+    for check in CHECKS:
+        try:
+            results.append(check(ctx))
+        except Exception as e:  # noqa: BLE001 - a broken check is reported, not fatal
+            results.append(CheckResult(check.__name__.removeprefix("check_"), WARNING, "unknown", f"check crashed: {e}"))
+    return GateReport(tuple(results), forced=force)

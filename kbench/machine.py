@@ -1,0 +1,165 @@
+"""What a run ran on: the machine (arch, CPU model, cores, memory), kernel and versions.
+
+All readers take the ``/proc`` root as a parameter so tests can point them at fixtures.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import kbench
+from kbench import codecs
+
+__all__ = ["Machine", "describe", "java_version", "librdkafka_version", "versions"]
+
+
+@dataclass(frozen=True)
+class Machine:
+    arch: str
+    cpu_model: str
+    physical_cores: int | None
+    logical_cores: int
+    memory_bytes: int | None
+    kernel: str
+    os: str
+    hostname_hash: str  # a hash, not the name: manifests get shared
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _cpuinfo(proc: Path) -> tuple[str, int | None]:
+    try:
+        text = (proc / "cpuinfo").read_text()
+    except OSError:
+        return "unknown", None
+    model = "unknown"
+    cores: set[tuple[str, str]] = set()
+    phys = core = None
+    for line in text.splitlines() + [""]:
+        k, _, v = line.partition(":")
+        k, v = k.strip(), v.strip()
+        if k in ("model name", "Model", "cpu model") and model == "unknown":
+            model = v
+        elif k == "physical id":
+            phys = v
+        elif k == "core id":
+            core = v
+        elif not line.strip():
+            if core is not None:
+                cores.add((phys or "0", core))
+            phys = core = None
+    if model == "unknown":  # aarch64 often lacks "model name"
+        impl = re.search(r"CPU implementer\s*:\s*(\S+)", text)
+        part = re.search(r"CPU part\s*:\s*(\S+)", text)
+        if impl and part:
+            model = f"implementer {impl.group(1)} part {part.group(1)}"
+    return model, (len(cores) or None)
+
+
+def _physical_cores_sysfs(sys_root: Path) -> int | None:
+    ids: set[tuple[str, str]] = set()
+    for topo in sys_root.glob("devices/system/cpu/cpu[0-9]*/topology"):
+        try:
+            ids.add(((topo / "physical_package_id").read_text().strip(), (topo / "core_id").read_text().strip()))
+        except OSError:
+            continue
+    return len(ids) or None
+
+
+def _memory(proc: Path) -> int | None:
+    try:
+        m = re.search(r"^MemTotal:\s+(\d+) kB", (proc / "meminfo").read_text(), re.M)
+    except OSError:
+        return None
+    return int(m.group(1)) * 1024 if m else None
+
+
+def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machine:
+    import hashlib
+
+    model, phys = _cpuinfo(proc)
+    return Machine(
+        arch=platform.machine(),
+        cpu_model=model,
+        physical_cores=phys or _physical_cores_sysfs(sys_root),
+        logical_cores=os.cpu_count() or 0,
+        memory_bytes=_memory(proc),
+        kernel=platform.release(),
+        os=platform.platform(),
+        hostname_hash=hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+    )
+
+
+def librdkafka_version() -> str | None:
+    """The librdkafka version loaded at run time (from kbench._native if it exports it)."""
+    native = getattr(kbench._native, "rdkafka_version", None)
+    if callable(native):
+        try:
+            return str(native())
+        except Exception:  # noqa: BLE001 - fall through to ctypes
+            pass
+    for name in ("rdkafka", "librdkafka.so.1"):
+        path = ctypes.util.find_library(name) if name == "rdkafka" else name
+        if not path:
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        fn = lib.rd_kafka_version_str
+        fn.restype = ctypes.c_char_p
+        return fn().decode()
+    return None
+
+
+def java_version() -> str | None:
+    """``java -version``'s version string, or None without Java."""
+    from kbench import kafka_dist
+
+    try:
+        exe = kafka_dist.java()
+    except Exception:  # noqa: BLE001 - no Java is a result, not an error
+        return None
+    try:
+        p = subprocess.run([exe, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "([^"]+)"', p.stderr + p.stdout)
+    return m.group(1) if m else None
+
+
+def java_major(version: str | None) -> int | None:
+    if not version:
+        return None
+    parts = version.split(".")
+    try:
+        return int(parts[1]) if parts[0] == "1" else int(parts[0].split("-")[0].split("+")[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def versions(with_java: bool = True) -> dict[str, str | None]:
+    """kbench, librdkafka, codec libraries, Kafka (pinned) and Java versions."""
+    from kbench.kafka_dist import KAFKA_VERSION
+
+    lib = codecs.library_versions()
+    return {
+        "kbench": kbench.__version__,
+        "python": platform.python_version(),
+        "librdkafka": librdkafka_version(),
+        "libzstd": lib.get("zstd"),
+        "liblz4": lib.get("lz4"),
+        "snappy": lib.get("snappy"),
+        "zlib": lib.get("zlib"),
+        "kafka_pinned": KAFKA_VERSION,
+        "java": java_version() if with_java and (shutil.which("java") or os.environ.get("JAVA_HOME")) else None,
+    }

@@ -1,0 +1,44 @@
+"""``manifest.json``: the provenance of a run, written atomically and never holding a secret.
+
+Schema in ``docs/csv-schema.md`` (section "manifest.json").  The manifest is written when
+a run starts (``state: running``), updated when the common rate is derived, and finished
+(``state: complete`` or ``interrupted``).  Every write goes through :class:`Scrubber.deep`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from kbench.redact import Scrubber
+
+__all__ = ["MANIFEST", "read", "write"]
+
+MANIFEST = "manifest.json"
+SCHEMA_VERSION = 1
+
+
+def write(run_dir: Path, data: Mapping[str, Any], scrub: Scrubber) -> Path:
+    """Write ``manifest.json`` atomically (tmp + fsync + rename), secrets redacted."""
+    path = run_dir / MANIFEST
+    tmp = path.with_name(path.name + ".tmp")
+    body = dict(scrub.deep(dict(data)))
+    body["schema_version"] = SCHEMA_VERSION
+    with tmp.open("w") as f:
+        json.dump(body, f, indent=2, sort_keys=True, default=str)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    return path
+
+
+def read(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / MANIFEST
+    try:
+        return dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found; --resume needs a run directory made by kbench run") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None

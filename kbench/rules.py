@@ -1,0 +1,256 @@
+"""The experiments' rules (DESIGN §2–3): from one run's measurements to CSV rows with a status.
+
+- fixed rate: achieved rate off the target by more than :data:`RATE_TOLERANCE` → ``REJECTED``;
+- saturated (B): latencies flagged ``latency-NOT-comparable-saturated``;
+- CPU (D): unreadable counters → ``NA`` (never 0), a negative delta → ``FAILED_CPU_REGRESSED``,
+  steal above :data:`STEAL_LIMIT_PCT` → ``INVALID`` (for every row of that run);
+- lost or duplicated records, or delivery errors → ``FAILED_LOSS``;
+- a topic whose ``compression.type`` does not read back as planned → ``FAILED_TOPIC_CONFIG``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbench.corpus import Corpus
+from kbench.plan import Cell
+from kbench.transport import CpuSample, LatencySummary, RunResult
+
+__all__ = ["RATE_TOLERANCE", "STEAL_LIMIT_PCT", "SATURATED_FLAG", "Verdict", "judge", "rows_for", "failed_rows"]
+
+RATE_TOLERANCE = 0.02
+STEAL_LIMIT_PCT = 1.0
+SATURATED_FLAG = "latency-NOT-comparable-saturated"
+GB = 1e9
+
+#: Severity of statuses: the most severe one of a run wins.
+_SEVERITY = {"OK": 0, "NA": 1, "REJECTED": 2, "FAILED_CPU_REGRESSED": 3, "FAILED_TOPIC_CONFIG": 3, "FAILED_LOSS": 3, "FAILED_RUN": 4, "INVALID": 5}
+
+
+@dataclass
+class Verdict:
+    """A status and the reasons behind it (joined with '; ' in the CSV)."""
+
+    status: str = "OK"
+    reasons: list[str] = field(default_factory=list)
+
+    def add(self, status: str, reason: str) -> None:
+        if _SEVERITY[status] > _SEVERITY[self.status]:
+            self.status = status
+        self.reasons.append(reason)
+
+    def merged(self, other: "Verdict") -> "Verdict":
+        v = Verdict(self.status, list(self.reasons))
+        if _SEVERITY[other.status] > _SEVERITY[v.status]:
+            v.status = other.status
+        v.reasons += [r for r in other.reasons if r not in v.reasons]
+        return v
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def _norm_codec(name: str) -> str:
+    n = name.split(":")[0].lower()
+    return "none" if n in ("none", "uncompressed") else n
+
+
+def judge(cell: Cell, res: RunResult) -> Verdict:
+    """The run-level verdict that applies to every row of the run."""
+    v = Verdict()
+    if res.target_rate is not None and res.target_rate > 0:
+        err = (res.achieved_rate - res.target_rate) / res.target_rate
+        if abs(err) > RATE_TOLERANCE:
+            v.add(
+                "REJECTED",
+                f"achieved {res.achieved_rate:.1f} msgs/s is {err * 100:+.2f}% off the target {res.target_rate:.1f} msgs/s (limit ±{RATE_TOLERANCE * 100:.0f}%)",
+            )
+    if res.steal_pct is not None and res.steal_pct > STEAL_LIMIT_PCT:
+        v.add("INVALID", f"CPU steal {res.steal_pct:.2f}% > {STEAL_LIMIT_PCT:.0f}% during the run")
+    if res.lost or res.duplicated:
+        v.add("FAILED_LOSS", f"consumer saw {res.lost or 0} lost and {res.duplicated or 0} duplicated records")
+    if res.delivery_errors:
+        v.add("FAILED_LOSS", f"{res.delivery_errors} delivery errors")
+    want = cell.topic_compression
+    got = res.topic_compression_readback
+    if got is not None and _norm_codec(got) != _norm_codec(want) and not (want == "producer" and got == "producer"):
+        v.add("FAILED_TOPIC_CONFIG", f"topic compression.type reads back '{got}', the plan says '{want}'")
+    if res.synthetic:
+        v.reasons.append("dry transport: timings and CPU are synthetic, not measurements")
+    return v
+
+
+def _rate_error_pct(res: RunResult) -> float | None:
+    if res.target_rate:
+        return (res.achieved_rate - res.target_rate) / res.target_rate * 100
+    return None
+
+
+def _base(cell: Cell, rep: int, res: RunResult | None, target: float | None) -> dict[str, Any]:
+    row = cell.params()
+    row["rep"] = rep
+    row["target_rate_msgs"] = target
+    if res is not None:
+        row["achieved_rate_msgs"] = res.achieved_rate
+        row["rate_error_pct"] = _rate_error_pct(res)
+        row["messages"] = res.messages_acked
+    return row
+
+
+def _lat(prefix: str, lat: LatencySummary | None, which: tuple[str, ...]) -> dict[str, Any]:
+    return {f"{prefix}_{w}": (getattr(lat, w) if lat is not None else None) for w in which}
+
+
+_ALL = ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")
+
+
+def _ratio(res: RunResult) -> float | None:
+    if res.stored_bytes and res.payload_bytes:
+        return res.payload_bytes / res.stored_bytes
+    return None
+
+
+def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, str | None, str]:
+    """usr %, sys %, cpu seconds, and a status/reason for one role."""
+    if c.usr_s is None or c.sys_s is None:
+        return None, None, None, "NA", f"{c.role}: CPU counters unreadable{(' (' + c.note + ')') if c.note else ''}"
+    if c.regressed or c.usr_s < 0 or c.sys_s < 0:
+        return None, None, None, "FAILED_CPU_REGRESSED", f"{c.role}: CPU counter went backwards (usr {c.usr_s:.3f}s, sys {c.sys_s:.3f}s)"
+    wall = c.wall_s if c.wall_s > 0 else float("nan")
+    return c.usr_s / wall * 100, c.sys_s / wall * 100, c.usr_s + c.sys_s, None, ""
+
+
+def rows_for(
+    cell: Cell,
+    rep: int,
+    res: RunResult,
+    corpus: Corpus,
+    corpus_entropy: float,
+    replication_factor: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows this run contributes to each experiment CSV its cell feeds."""
+    verdict = judge(cell, res)
+    out: dict[str, list[dict[str, Any]]] = {}
+
+    def finish(row: dict[str, Any], v: Verdict) -> dict[str, Any]:
+        row["status"] = v.status
+        row["reason"] = v.reason
+        return row
+
+    for exp in cell.experiments:
+        row = _base(cell, rep, res, res.target_rate)
+        if exp == "A":
+            row.update(_lat("corrected", res.latency_corrected, _ALL))
+            row.update(_lat("service", res.latency_service, _ALL))
+            row.update(_lat("delay", res.latency_delay, ("p99_us", "max_us")))
+            row.update(_lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
+            row["out_of_range"] = sum(x.out_of_range for x in (res.latency_corrected, res.latency_service, res.latency_e2e) if x is not None)
+            row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
+            out["A"] = [finish(row, verdict)]
+        elif exp == "B":
+            el = res.elapsed_s if res.elapsed_s > 0 else float("nan")
+            row["payload_mb_per_s"] = res.payload_bytes / el / 1e6
+            row["producer_wire_mb_per_s"] = None if res.producer_wire_bytes is None else res.producer_wire_bytes / el / 1e6
+            row.update(_lat("service", res.latency_service, ("p50_us", "p99_us")))
+            row["latency_flag"] = SATURATED_FLAG
+            row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
+            out["B"] = [finish(row, verdict)]
+        elif exp == "C":
+            row.update(
+                payload_bytes=res.payload_bytes,
+                stored_bytes=res.stored_bytes,
+                ratio=_ratio(res),
+                corpus_entropy_bits=corpus_entropy,
+                corpus_sha256=corpus.sha256,
+                corpus_near_random=corpus_entropy >= 6.3,
+                stored_batches=res.stored_batches,
+                stored_codecs=sorted(res.stored_codecs),
+            )
+            v = verdict
+            if res.stored_bytes is None:
+                v = v.merged(Verdict("NA", ["stored bytes not measured by this transport"]))
+            out["C"] = [finish(row, v)]
+        elif exp == "D":
+            rows = []
+            gb = res.payload_bytes / GB
+            wire = {"producer": (res.producer_wire_bytes, "producer statistics: bytes out"), "consumer": (res.consumer_wire_bytes, "consumer statistics: bytes in")}
+            for c in res.cpu:
+                r = dict(_base(cell, rep, res, res.target_rate))
+                usr, sys_, cpu_s, st, why = _cpu_role(c)
+                r.update(role=c.role, pid=c.pid, usr_pct=usr, sys_pct=sys_, cpu_s=cpu_s, payload_gb=gb, steal_pct=res.steal_pct)
+                r["cpu_s_per_gb"] = (cpu_s / gb) if (cpu_s is not None and gb > 0) else None
+                if c.role.startswith("broker"):
+                    repl = None if res.stored_bytes is None else res.stored_bytes * max(0, replication_factor - 1)
+                    r.update(wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={replication_factor}")
+                else:
+                    wb, src = wire.get(c.role, (None, ""))
+                    r.update(wire_bytes=wb, wire_source=src)
+                v = verdict if st is None else verdict.merged(Verdict(st, [why]))
+                rows.append(finish(r, v))
+            if not rows:
+                r = dict(row)
+                r.update(role="all")
+                rows.append(finish(r, verdict.merged(Verdict("NA", ["this transport measured no CPU"]))))
+            out["D"] = rows
+        elif exp == "E":
+            bf = res.batch_fill
+            row.update(
+                batches=bf.batches if bf else None,
+                records_per_batch_p50=bf.records_p50 if bf else None,
+                records_per_batch_p90=bf.records_p90 if bf else None,
+                records_per_batch_max=bf.records_max if bf else None,
+                bytes_per_batch_p50=bf.bytes_p50 if bf else None,
+                bytes_per_batch_p90=bf.bytes_p90 if bf else None,
+                bytes_per_batch_max=bf.bytes_max if bf else None,
+                fill_source=bf.source if bf else None,
+                payload_bytes=res.payload_bytes,
+                stored_bytes=res.stored_bytes,
+                ratio=_ratio(res),
+            )
+            out["E"] = [finish(row, verdict)]
+        elif exp == "F":
+            brokers = [c for c in res.cpu if c.role.startswith("broker")]
+            usr = sys_ = cpu = None
+            v = verdict
+            if brokers:
+                parts = [_cpu_role(c) for c in brokers]
+                bad = [p for p in parts if p[3] is not None]
+                if bad:
+                    v = v.merged(Verdict(bad[0][3] or "NA", [p[4] for p in bad]))
+                else:
+                    usr = sum(p[0] or 0 for p in parts)
+                    sys_ = sum(p[1] or 0 for p in parts)
+                    cpu = sum(p[2] or 0 for p in parts)
+            else:
+                v = v.merged(Verdict("NA", ["broker CPU not measured (no local broker pids)"]))
+            gb = res.payload_bytes / GB
+            stored = {_norm_codec(c) for c in res.stored_codecs}
+            recompressed: bool | None = None
+            if stored:
+                recompressed = stored != {_norm_codec(cell.codec)}
+            row.update(
+                producer_codec=cell.codec,
+                stored_codecs=sorted(res.stored_codecs),
+                recompressed=recompressed,
+                broker_usr_pct=usr,
+                broker_sys_pct=sys_,
+                broker_cpu_s_per_gb=(cpu / gb) if (cpu is not None and gb > 0) else None,
+                payload_bytes=res.payload_bytes,
+                stored_bytes=res.stored_bytes,
+            )
+            out["F"] = [finish(row, v)]
+    return out
+
+
+def failed_rows(cell: Cell, rep: int, target: float | None, reason: str) -> dict[str, list[dict[str, Any]]]:
+    """Rows for a run that could not complete (status FAILED_RUN), one per experiment."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for exp in cell.experiments:
+        row = _base(cell, rep, None, target)
+        if exp == "D":
+            row["role"] = "all"
+        row["status"] = "FAILED_RUN"
+        row["reason"] = reason
+        out[exp] = [row]
+    return out

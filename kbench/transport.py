@@ -1,0 +1,164 @@
+"""The narrow interface between the runner and whatever moves the records.
+
+A :class:`Transport` is opened once per run (a local cluster is started, a bootstrap
+cluster is reached, the simulator is prepared), reports what it runs on
+(:class:`TransportInfo`), and runs one measurement at a time (:meth:`Transport.run`)
+returning a :class:`RunResult`.  The runner owns the method (order, warm-ups,
+repetitions, rules); transports own the measuring, which happens in C.
+
+Implementations: ``kbench.transports.kafka`` (local or bootstrap cluster),
+``kbench.transports.sim`` (the brokerless simulated transport) and
+``kbench.transports.dry`` (a plumbing check: stored bytes computed by the C codecs,
+timings synthetic and flagged as such).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol
+
+from kbench.corpus import Corpus
+from kbench.plan import Cell
+
+__all__ = [
+    "BatchFill",
+    "BrokerInfo",
+    "CpuSample",
+    "LatencySummary",
+    "RunRequest",
+    "RunResult",
+    "Transport",
+    "TransportError",
+    "TransportInfo",
+]
+
+
+class TransportError(RuntimeError):
+    """A transport could not start or run a cell; the message says why."""
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    version: str | None = None  # Kafka version the broker reports (None: unknown)
+    pid: int | None = None  # local pid, when known (broker CPU is NA otherwise)
+    log_dir: str | None = None
+    default_compression: str | None = None  # the broker's compression.type
+
+
+@dataclass(frozen=True)
+class TransportInfo:
+    kind: str
+    bootstrap: str | None = None
+    brokers: tuple[BrokerInfo, ...] = ()
+    kafka_version: str | None = None
+    client: str = ""  # e.g. "librdkafka 2.0.2"
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [b.log_dir for b in self.brokers if b.log_dir]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One measured (or warm-up) run of a cell."""
+
+    cell: Cell
+    topic: str
+    corpus: Corpus
+    rate: float | None  # msgs/s; None = saturated
+    duration_s: float
+    steady_skip_s: float
+    replication_factor: int = 1
+    min_insync_replicas: int | None = None
+    client_properties: Mapping[str, str] = field(default_factory=dict)
+    warmup: bool = False
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Percentiles of one latency histogram, in microseconds."""
+
+    count: int
+    p50_us: float
+    p95_us: float
+    p99_us: float
+    p999_us: float
+    max_us: float
+    out_of_range: int = 0
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """CPU of one role over the steady window; ``None`` fields mean unreadable (NA)."""
+
+    role: str  # producer, consumer, broker-<id>
+    usr_s: float | None
+    sys_s: float | None
+    wall_s: float
+    regressed: bool = False  # a counter went backwards
+    pid: int | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BatchFill:
+    """Distribution of records and bytes per stored batch."""
+
+    batches: int
+    records_p50: float
+    records_p90: float
+    records_max: float
+    bytes_p50: float
+    bytes_p90: float
+    bytes_max: float
+    source: str = ""  # "inspector", "librdkafka-stats", "sim"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run measured.  ``None`` means not measured by this transport."""
+
+    messages_sent: int
+    messages_acked: int
+    payload_bytes: int  # uncompressed record values acknowledged
+    elapsed_s: float  # producing window, first send to last ack
+    target_rate: float | None
+    achieved_rate: float  # acked msgs/s over elapsed_s
+    delivery_errors: int = 0
+    latency_service: LatencySummary | None = None
+    latency_delay: LatencySummary | None = None
+    latency_corrected: LatencySummary | None = None
+    latency_e2e: LatencySummary | None = None
+    consumed: int | None = None
+    lost: int | None = None
+    duplicated: int | None = None
+    cpu: tuple[CpuSample, ...] = ()
+    steal_pct: float | None = None
+    producer_wire_bytes: int | None = None  # producer out (client statistics)
+    consumer_wire_bytes: int | None = None  # consumer in (client statistics)
+    stored_bytes: int | None = None  # bytes of the partitions' log segments
+    stored_batches: int | None = None
+    stored_codecs: tuple[str, ...] = ()  # codecs seen in stored batches
+    topic_compression_readback: str | None = None  # topic compression.type read back
+    batch_fill: BatchFill | None = None
+    synthetic: bool = False  # timings are not measurements (dry transport)
+    notes: tuple[str, ...] = ()
+
+
+class Transport(Protocol):
+    """What the runner needs from a transport."""
+
+    kind: str
+
+    def open(self) -> TransportInfo:
+        """Start or reach what the runs need; called once before any run."""
+        ...
+
+    def run(self, req: RunRequest) -> RunResult:
+        """Run one cell: fresh topic, producer + consumer + sampler; return its measurements."""
+        ...
+
+    def close(self) -> None:
+        """Stop what :meth:`open` started (only that)."""
+        ...
