@@ -7,6 +7,7 @@
 
 #include "codecbench.h"
 #include "entropy.h"
+#include "py_batch.h"
 #include "py_codecs.h"
 
 static struct PyModuleDef moduledef = {
@@ -21,7 +22,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!m)
         return NULL;
     if (kb_py_codecs_init(m) < 0 || kb_codecbench_init(m) < 0 ||
-        kb_entropy_init(m) < 0) {
+        kb_entropy_init(m) < 0 || kb_py_batch_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
