@@ -8,6 +8,7 @@
 #include "codecbench.h"
 #include "entropy.h"
 #include "py_batch.h"
+#include "py_sim.h"
 #include "py_codecs.h"
 
 static struct PyModuleDef moduledef = {
@@ -22,7 +23,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!m)
         return NULL;
     if (kb_py_codecs_init(m) < 0 || kb_codecbench_init(m) < 0 ||
-        kb_entropy_init(m) < 0 || kb_py_batch_init(m) < 0) {
+        kb_entropy_init(m) < 0 || kb_py_batch_init(m) < 0 ||
+        kb_py_sim_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
