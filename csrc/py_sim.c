@@ -61,7 +61,7 @@ static PyObject *py_sim_run(PyObject *self, PyObject *args) {
     unsigned long long seed;
     unsigned int keycard;
     Py_ssize_t maxu;
-    if (!PyArg_ParseTuple(args, "y*y*sssOOOisLddpKILn:sim_run", &payload, &offs, &dir, &topic, &client, &codec,
+    if (!PyArg_ParseTuple(args, "y*y*ssssOOOisLddpKILn:sim_run", &payload, &offs, &dir, &topic, &client, &codec,
                           &level, &tcodec, &tlevel, &partitions, &partitioner, &batch_size, &linger, &rate, &poisson,
                           &seed, &keycard, &start_ts, &maxu))
         return NULL;

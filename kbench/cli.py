@@ -13,6 +13,8 @@ from typing import Sequence
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.codecs",
+    "kbench.commands.sim",
+    "kbench.commands.inspect",
 )
 
 
