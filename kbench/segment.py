@@ -149,3 +149,22 @@ def summarize(rows: Sequence[BatchRow]) -> Summary:
         codecs=dict(Counter(r.codec or "?" for r in good)),
         problems=dict(Counter(r.status for r in rows if r.status != "ok")),
     )
+
+
+def write_segment(path: Path | str, batches: Iterable[bytes], *, base_offset: int = 0, leader_epoch: int = 0) -> Path:
+    """Write producer batches to a ``.log`` file as a leader broker stores them: absolute
+    baseOffset assigned in order, partitionLeaderEpoch set (neither is covered by the CRC)."""
+    p = Path(path)
+    offset = base_offset
+    tmp = p.with_name(f".{p.name}.tmp")
+    with tmp.open("wb") as f:
+        for b in batches:
+            buf = bytearray(b)
+            if len(buf) < BATCH_OVERHEAD:
+                raise SegmentError(f"a batch of {len(buf)} bytes is shorter than the 61-byte header")
+            buf[0:8] = offset.to_bytes(8, "big", signed=True)
+            buf[12:16] = leader_epoch.to_bytes(4, "big", signed=True)
+            offset += int.from_bytes(buf[23:27], "big", signed=True) + 1
+            f.write(buf)
+    tmp.replace(p)
+    return p
