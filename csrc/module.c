@@ -7,6 +7,8 @@
 
 #include "codecbench.h"
 #include "entropy.h"
+#include "py_batch.h"
+#include "py_sim.h"
 #include "py_codecs.h"
 #include "py_kafka_util.h"
 #include "admin.h"
@@ -27,7 +29,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (kb_py_codecs_init(m) < 0 || kb_codecbench_init(m) < 0 ||
         kb_entropy_init(m) < 0 ||
         kb_py_kafka_util_init(m) < 0 || kb_admin_init(m) < 0 ||
-        kb_py_histogram_init(m) < 0 || kb_py_drivers_init(m) < 0) {
+        kb_py_histogram_init(m) < 0 || kb_py_drivers_init(m) < 0 ||
+        kb_py_batch_init(m) < 0 || kb_py_sim_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

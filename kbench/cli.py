@@ -17,6 +17,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.plans",
     "kbench.commands.gate",
     "kbench.commands.cluster",
+    "kbench.commands.sim",
+    "kbench.commands.inspect",
 )
 
 
