@@ -99,6 +99,7 @@ class CpuSample:
     regressed: bool = False  # a counter went backwards
     pid: int | None = None
     note: str = ""
+    total_s: float | None = None  # usr+sys when the source cannot split them (thread CPU clocks)
 
 
 @dataclass(frozen=True)
