@@ -168,6 +168,7 @@ def rows_for(
                 payload_bytes=res.payload_bytes,
                 stored_bytes=res.stored_bytes,
                 ratio=_ratio(res),
+                batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes) if (res.stored_uncompressed_bytes and res.stored_bytes) else None,
                 corpus_entropy_bits=corpus_entropy,
                 corpus_sha256=corpus.sha256,
                 corpus_near_random=corpus_entropy >= 6.3,

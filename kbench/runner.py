@@ -191,8 +191,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     manifest_mod.write(run_dir, man, scrub)
 
     rows_written = 0
-    info = transport.open()
     try:
+        info = transport.open()
         man["transport"] = {
             "kind": info.kind,
             "bootstrap": info.bootstrap,

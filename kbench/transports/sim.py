@@ -99,6 +99,7 @@ class SimTransport:
             consumer_wire_bytes=res.stages["consumer"].bytes_in,
             stored_bytes=res.stored_bytes,
             stored_batches=len(res.batches),
+            stored_uncompressed_bytes=res.raw_batch_bytes,
             stored_codecs=tuple(sorted(res.stored_codecs)),
             topic_compression_readback=cell.topic_compression,
             batch_fill=BatchFill(len(res.batches), rec["p50"], rec["p90"], rec["max"], size["p50"], size["p90"], size["max"], "sim segments"),
