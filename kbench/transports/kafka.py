@@ -120,11 +120,20 @@ class KafkaTransport:
         if self.defn.kind == "local":
             from kbench.cluster import ClusterError, LocalCluster
 
-            self.cluster = LocalCluster(brokers=self.defn.brokers)
-            try:
-                state = self.cluster.start()
-            except ClusterError as e:
-                raise TransportError(str(e)) from None
+            state = None
+            for attempt in (1, 2):
+                # A second attempt only for a failed storage format: a random cluster id that
+                # starts with '-' is taken for an option by kafka-storage (about 1 start in 64).
+                self.cluster = LocalCluster(brokers=self.defn.brokers)
+                try:
+                    state = self.cluster.start()
+                    break
+                except ClusterError as e:
+                    self.cluster.stop()
+                    self.cluster = None
+                    if attempt == 2 or "kafka-storage format failed" not in str(e):
+                        raise TransportError(str(e)) from None
+            assert state is not None and self.cluster is not None
             self.bootstrap = state.bootstrap_servers
             default = self.cluster.broker_config.get("compression.type")
             self.brokers = tuple(
