@@ -14,6 +14,7 @@
 #include "admin.h"
 #include "py_histogram.h"
 #include "py_drivers.h"
+#include "procstat.h"
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
@@ -30,6 +31,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         kb_entropy_init(m) < 0 ||
         kb_py_kafka_util_init(m) < 0 || kb_admin_init(m) < 0 ||
         kb_py_histogram_init(m) < 0 || kb_py_drivers_init(m) < 0 ||
+        kb_procstat_init(m) < 0 ||
         kb_py_batch_init(m) < 0 || kb_py_sim_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
