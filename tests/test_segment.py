@@ -96,3 +96,23 @@ def test_inspect_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert len(err) == 1 and "no such file or directory" in err[0]
     (tmp_path / "empty").mkdir()
     assert cli_main(["inspect", str(tmp_path / "empty")]) == 2
+
+
+def test_file_reader_matches_buffer_reader_across_chunks(tmp_path: Path) -> None:
+    # scan_file reads 8 MiB chunks; batches straddle chunk ends and one is larger than a chunk
+    bs = [batch.encode([Record(value=bytes(range(256)) * (i % 9 + 1), timestamp=i)] * (1 + i % 40),
+                       "none" if i % 3 else "lz4") for i in range(700)]
+    bs.append(batch.encode([Record(value=b"x" * (9 << 20))], "none"))
+    f = segment.write_segment(tmp_path / "00000000000000000000.log", bs)
+    data = f.read_bytes()
+    assert len(data) > 2 * (8 << 20)
+    g = tmp_path / "cut.log"
+    for cut in (len(data), len(data) - 5, len(data) - (9 << 20), 8 << 20, (8 << 20) + 3, 16, 5, 0):
+        g.write_bytes(data[:cut])
+        assert segment.scan_file(g) == segment.scan_bytes(data[:cut], str(g))
+    bad = bytearray(data)
+    bad[(8 << 20) - 30:(8 << 20) + 30] = b"\x00" * 60
+    g.write_bytes(bad)
+    rows = segment.scan_file(g)
+    assert rows == segment.scan_bytes(bytes(bad), str(g))
+    assert any(r.status != "ok" for r in rows)
