@@ -15,6 +15,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.codecs",
     "kbench.commands.sim",
     "kbench.commands.inspect",
+    "kbench.commands.cluster",
 )
 
 
