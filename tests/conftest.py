@@ -12,6 +12,30 @@ from kbench import corpus
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session")
+def json_records() -> tuple[bytes, ...]:
+    """About 256 KiB of JSON event records."""
+    return corpus.generate("json", 256 * 1024, seed=7).records
+
+
+@pytest.fixture(scope="session")
+def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
+    """A 1-node KRaft cluster for the whole session (free ports, tmp dir)."""
+    from kbench.cluster import LocalCluster
+
+    with LocalCluster(brokers=1, directory=tmp_path_factory.mktemp("kafka1")) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
+    """A 3-node KRaft cluster for the whole session (free ports, tmp dir)."""
+    from kbench.cluster import LocalCluster
+
+    with LocalCluster(brokers=3, directory=tmp_path_factory.mktemp("kafka3")) as c:
+        yield c
+
+
 def parse_dump(text: str) -> list[dict[str, str]]:
     """Batch lines of DumpLogSegments output as dicts (key: value pairs)."""
     out = []
@@ -43,30 +67,6 @@ def dump_log_segments():
         return per
 
     return run
-
-
-@pytest.fixture(scope="session")
-def json_records() -> tuple[bytes, ...]:
-    """About 256 KiB of JSON event records."""
-    return corpus.generate("json", 256 * 1024, seed=7).records
-
-
-@pytest.fixture(scope="session")
-def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
-    """A 1-node KRaft cluster for the whole session (free ports, tmp dir)."""
-    from kbench.cluster import LocalCluster
-
-    with LocalCluster(brokers=1, directory=tmp_path_factory.mktemp("kafka1")) as c:
-        yield c
-
-
-@pytest.fixture(scope="session")
-def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
-    """A 3-node KRaft cluster for the whole session (free ports, tmp dir)."""
-    from kbench.cluster import LocalCluster
-
-    with LocalCluster(brokers=3, directory=tmp_path_factory.mktemp("kafka3")) as c:
-        yield c
 
 
 if False:  # typing only
