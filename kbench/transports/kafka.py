@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from kbench import _native, codecs, gate
+from kbench import _native, codecs, procstat
 from kbench.corpus import Corpus
-from kbench.cpu import delta, read_pid_cpu
 from kbench.plan import TransportDef
 from kbench.transport import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
 
@@ -112,7 +111,6 @@ class KafkaTransport:
     brokers: tuple[BrokerInfo, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _corpus_files: dict[str, Path] = field(default_factory=dict)
-    proc: Path = Path("/proc")
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
@@ -218,8 +216,9 @@ class KafkaTransport:
         unc = s.uncompressed_batch_bytes if s.batches and not s.problems else None
         return s.stored_bytes, s.batches, unc, tuple(sorted(s.codecs)), fill
 
-    def _broker_cpu(self) -> dict[int, Any]:
-        return {b.broker_id: read_pid_cpu(b.pid, self.proc) if b.pid else None for b in self.brokers}
+    def _snapshot(self) -> procstat.Snapshot:
+        """Broker pids' and the system's CPU counters (C /proc sampler)."""
+        return procstat.snapshot([b.pid for b in self.brokers if b.pid])
 
     # ------------------------------------------------------------------ one run
     def run(self, req: RunRequest) -> RunResult:
@@ -268,10 +267,10 @@ class KafkaTransport:
             pause = t_start + req.steady_skip_s - time.monotonic()
             if pause > 0:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
-            b0, s0, t0 = self._broker_cpu(), gate.sample(self.proc), time.monotonic()
+            s0, t0 = self._snapshot(), time.monotonic()
             pres = producer.result(req.duration_s + 120.0)
             cres = consumer.result(req.duration_s + 120.0) if consumer else None
-            b1, s1, t1 = self._broker_cpu(), gate.sample(self.proc), time.monotonic()
+            s1, t1 = self._snapshot(), time.monotonic()
         except BaseException:
             for w in (producer, consumer):
                 if w is not None and w.proc.poll() is None:
@@ -285,12 +284,19 @@ class KafkaTransport:
             c = res["cpu"]
             cpu.append(CpuSample(role, c["usr_s"], c["sys_s"], c["wall_s"], regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
                                  pid=None, note=c.get("note", "")))
+        deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
-            usr, sys_, regressed = delta(b0[b.broker_id], b1[b.broker_id])
+            d = deltas.get(b.pid) if b.pid else None
             note = "" if b.pid else "no local pid (give --broker-pid)"
-            if b.pid and usr is None:
+            if b.pid and (d is None or d.status == procstat.NA):
                 note = f"pid {b.pid} unreadable or gone"
+            usr = d.user_s if d is not None else None
+            sys_ = d.sys_s if d is not None else None
+            regressed = d is not None and d.status == procstat.NEGATIVE
             cpu.append(CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note))
+        steal = None
+        if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
+            steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
         st = _last_stats(stats) or {}
         delivered = int(pres["delivered"])
         payload = int(pres["bytes"]) if delivered == int(pres["sent"]) else int(pres["bytes"] * delivered / max(1, int(pres["sent"])))
@@ -311,7 +317,7 @@ class KafkaTransport:
             lost=int(cres["lost"]) if cres else None,
             duplicated=int(cres["duplicates"]) if cres else None,
             cpu=tuple(cpu),
-            steal_pct=gate.steal_pct(s0.stat, s1.stat),
+            steal_pct=steal,
             producer_wire_bytes=int(st["tx_bytes"]) if "tx_bytes" in st else None,
             consumer_wire_bytes=None,
             stored_bytes=stored,
