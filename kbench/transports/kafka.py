@@ -43,6 +43,7 @@ def _lat(d: Mapping[str, Any] | None) -> LatencySummary | None:
 class _Worker:
     proc: subprocess.Popen[str]
     role: str
+    stderr_path: Path
 
     def expect(self, word: str, timeout: float) -> None:
         line = self._line(timeout)
@@ -65,8 +66,14 @@ class _Worker:
                 return str(json.loads(line[6:]))
             except ValueError:
                 return line[6:].strip()
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        return (line.strip() or err.strip().splitlines()[-1:] or ["exited"])[-1] if isinstance(err, str) else line.strip()
+        if line.strip():
+            return line.strip()
+        try:
+            self.proc.wait(timeout=10)
+            tail = self.stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
+        except (OSError, subprocess.TimeoutExpired):
+            tail = []
+        return tail[0] if tail else f"exited with status {self.proc.poll()}"
 
     def result(self, timeout: float) -> dict[str, Any]:
         line = self._line(timeout)
@@ -76,17 +83,27 @@ class _Worker:
         return dict(json.loads(line[7:]))
 
 
-def _spawn(role: str, job: Mapping[str, Any]) -> _Worker:
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """SIGTERM this worker when kbench dies (even by SIGKILL): no orphaned clients."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
-    p = subprocess.Popen(
-        [sys.executable, "-m", "kbench.transports.worker"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
+    with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
+        p = subprocess.Popen(
+            [sys.executable, "-m", "kbench.transports.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+            preexec_fn=_die_with_parent,
+        )
     assert p.stdin is not None
     p.stdin.write(json.dumps(dict(job, role=role)) + "\n")  # secrets travel on a pipe, never argv
     p.stdin.close()
-    return _Worker(p, role)
+    return _Worker(p, role, stderr_path)
 
 
 def _last_stats(path: Path) -> dict[str, Any] | None:
@@ -252,14 +269,14 @@ class KafkaTransport:
             consumer = _spawn("consumer", {
                 "props": {**req.client_properties, "bootstrap.servers": self.bootstrap}, "topic": req.topic, "run_id": run_id,
                 "expected": count, "timeout": req.duration_s + 60.0, "skip_s": req.steady_skip_s,
-            })
+            }, Path(self._tmp.name) / f"{req.topic}.consumer.err")
             consumer.expect("READY", WORKER_START_TIMEOUT)
         producer = _spawn("producer", {
             "props": self._producer_props(req), "topic": req.topic, "run_id": run_id, "corpus_file": str(self._corpus_file(req.corpus)),
             "mode": "fixed-rate" if fixed else "saturated", "rate": req.rate or 0.0, "count": count,
             "duration": 0.0 if fixed else req.duration_s, "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
             "nkeys": 0 if req.cell.key_policy == "none" else 1024, "stats_path": str(stats), "skip_s": req.steady_skip_s,
-        })
+        }, Path(self._tmp.name) / f"{req.topic}.producer.err")
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             t_start = time.monotonic()
