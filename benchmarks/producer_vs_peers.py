@@ -102,6 +102,66 @@ def fixed_rate_accuracy(bs: str, topic: str, records: list[bytes], rate: float, 
     }
 
 
+def summarise(runs: list[dict]) -> dict[str, dict[str, float]]:
+    """Per codec: each tool's median msg/s and the medians of per-repetition ratios.
+
+    The runs of one repetition are back to back, so their ratio cancels most of the shared
+    machine's background load; the median of per-repetition ratios is the verdict.
+    """
+    summary: dict[str, dict[str, float]] = {}
+    for codec in dict.fromkeys(r["codec"] for r in runs):
+        mine = [r for r in runs if r["codec"] == codec]
+        med = {t: statistics.median(r["msgs_per_s"] for r in mine if r["tool"] == t) for t in TOOLS}
+        per = {(r["rep"], r["tool"]): r["msgs_per_s"] for r in mine}
+        reps = sorted({r["rep"] for r in mine})
+        summary[codec] = {
+            **{f"{t}_median": v for t, v in med.items()},
+            "kbench/ProducerPerformance": statistics.median(per[(k, "kbench")] / per[(k, "ProducerPerformance")] for k in reps),
+            "kbench/kcat": statistics.median(per[(k, "kbench")] / per[(k, "kcat")] for k in reps),
+        }
+    return summary
+
+
+def markdown(results: dict) -> str:
+    """The README tables, generated from the results JSON (no figure typed by hand)."""
+    lines = [
+        f"Records: {results['records']} per run, {results['reps']} alternating repetitions after one discarded "
+        f"warm-up round; batch.size={results['batch.size']}, linger.ms={results['linger.ms']}, acks=1, "
+        f"idempotence off; corpus {results['corpus']} (avg {results['avg_record_bytes']:.0f} B/record); "
+        f"librdkafka {results['librdkafka']}, Kafka {results['kafka']}.",
+        "",
+        "Medians of each tool's runs; the ratios are medians of the per-repetition ratios (the three runs",
+        "of a repetition are back to back, so the ratio cancels most of the shared machine's background load).",
+        "",
+        "| codec | kbench msg/s | ProducerPerformance msg/s | kcat msg/s | kbench / PP | kbench / kcat |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for codec, s in summarise(results["runs"]).items():
+        lines.append(f"| {codec} | {s['kbench_median']:,.0f} | {s['ProducerPerformance_median']:,.0f} | "
+                     f"{s['kcat_median']:,.0f} | {s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} |")
+    lines += ["", "Per run (msg/s):", "", "| codec | rep | kbench | ProducerPerformance | kcat | kbench / kcat |",
+              "|---|---:|---:|---:|---:|---:|"]
+    by: dict[tuple[str, int], dict[str, float]] = {}
+    for r in results["runs"]:
+        by.setdefault((r["codec"], r["rep"]), {})[r["tool"]] = r["msgs_per_s"]
+    for (codec, rep), v in by.items():
+        lines.append(f"| {codec} | {rep} | {v['kbench']:,.0f} | {v['ProducerPerformance']:,.0f} | {v['kcat']:,.0f} | "
+                     f"{v['kbench'] / v['kcat']:.2f} |")
+    f = results["fixed_rate"]
+    lines += [
+        "",
+        f"Fixed rate ({f['codec']}, {f['seconds']:.0f} s at half of kbench's saturated median): target "
+        f"{f['target_rate']:,} msg/s, achieved {f['achieved_rate']:,.1f} msg/s, deviation "
+        f"**{f['deviation_pct']:+.4f} %**; {f['sent']:,} sent, {f['delivered']:,} delivered; delay p50/p99/max "
+        f"{f['delay_p50_us']:,.2f} / {f['delay_p99_us']:,.0f} / {f['delay_max_us']:,.0f} µs; service p50/p99 "
+        f"{f['service_p50_us']:,.0f} / {f['service_p99_us']:,.0f} µs; corrected p99 {f['corrected_p99_us']:,.0f} µs.",
+        "",
+        f"Cost of one latency sample: **{results['latency_sample_cost_ns']['record']:.1f} ns** to record "
+        f"({results['latency_sample_cost_ns']['clock_read_plus_record']:.1f} ns including the clock read).",
+    ]
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap", help="use this cluster instead of starting a 1-node one")
@@ -113,7 +173,11 @@ def main() -> int:
     ap.add_argument("--fixed-seconds", type=float, default=30.0)
     ap.add_argument("--fixed-codec", default="lz4")
     ap.add_argument("--out", type=Path, default=None, help="write all figures as JSON here")
+    ap.add_argument("--render", type=Path, default=None, help="print the README tables of a results JSON and exit")
     args = ap.parse_args()
+    if args.render:
+        print(markdown(json.loads(args.render.read_text())))
+        return 0
     if shutil.which("kcat") is None:
         print("kcat not found; install it with: apt-get install -y kcat", file=sys.stderr)
         return 2
@@ -159,14 +223,7 @@ def main() -> int:
                           flush=True)
                     if rep >= 0:
                         runs.append({"codec": codec, "rep": rep, "tool": tool, "msgs_per_s": rate, **extra})
-        summary: dict[str, dict[str, float]] = {}
-        for codec in codecs:
-            med = {t: statistics.median(r["msgs_per_s"] for r in runs if r["codec"] == codec and r["tool"] == t)  # type: ignore[misc]
-                   for t in TOOLS}
-            summary[codec] = {**{f"{t}_median": v for t, v in med.items()},
-                              "kbench/ProducerPerformance": med["kbench"] / med["ProducerPerformance"],
-                              "kbench/kcat": med["kbench"] / med["kcat"]}
-        results["summary"] = summary
+        summary = results["summary"] = summarise(runs)
 
         sat = summary.get(args.fixed_codec, next(iter(summary.values())))["kbench_median"]
         props = common_props(args.fixed_codec, args.batch_size, args.linger_ms)

@@ -14,6 +14,7 @@ from typing import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.codecs",
     "kbench.commands.cluster",
+    "kbench.commands.produce",
 )
 
 
