@@ -1,11 +1,27 @@
 """Shared fixtures."""
 from __future__ import annotations
 
-from typing import Iterator
+import random
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
 from kbench import corpus
+
+if TYPE_CHECKING:
+    from kbench.cluster import LocalCluster
+
+
+@pytest.fixture(scope="session")
+def json_bytes() -> bytes:
+    """About 64 KiB of realistic JSON events."""
+    return corpus.generate("json", 64 * 1024, seed=7).payload
+
+
+@pytest.fixture(scope="session")
+def random_bytes() -> bytes:
+    """1 MiB of incompressible bytes."""
+    return random.Random(3).randbytes(1 << 20)
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +46,3 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]
 
     with LocalCluster(brokers=3, directory=tmp_path_factory.mktemp("kafka3")) as c:
         yield c
-
-
-if False:  # typing only
-    from kbench.cluster import LocalCluster  # noqa: F401
