@@ -1,6 +1,7 @@
 """Shared fixtures."""
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from typing import Iterator
@@ -10,6 +11,18 @@ import pytest
 from kbench import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def json_bytes() -> bytes:
+    """About 64 KiB of realistic JSON events."""
+    return corpus.generate("json", 64 * 1024, seed=7).payload
+
+
+@pytest.fixture(scope="session")
+def random_bytes() -> bytes:
+    """1 MiB of incompressible bytes."""
+    return random.Random(3).randbytes(1 << 20)
 
 
 @pytest.fixture(scope="session")
