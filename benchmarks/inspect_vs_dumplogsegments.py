@@ -15,6 +15,8 @@ Prints one line per tool with seconds and GB/s (1e9 bytes).  Usage:
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -53,13 +55,18 @@ def write_segment(path: Path, size: int, batch_size: int) -> int:
     return written
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def best(fn, repeat: int) -> tuple[float, float]:
+    """Best wall seconds and best CPU seconds (user+sys of this process and its children)."""
+    walls, cpus = [], []
     for _ in range(repeat):
+        r0s, r0c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        walls.append(time.perf_counter() - t)
+        r1s, r1c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(sum(getattr(b, f) - getattr(a, f) for a, b in ((r0s, r1s), (r0c, r1c))
+                        for f in ("ru_utime", "ru_stime")))
+    return min(walls), min(cpus)
 
 
 def main() -> int:
@@ -94,10 +101,13 @@ def main() -> int:
         if not args.skip_deep:
             tools.append(("DumpLogSegments --deep-iteration --files",
                           lambda: subprocess.run(deep, check=True, stdout=subprocess.DEVNULL)))
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs "
+              "(a loaded machine stretches wall time; CPU time is the contention-free cost)")
+        print(f"{'tool':<55} {'wall s':>8} {'GB/s':>7} {'CPU s':>8} {'GB/CPU-s':>9}")
         for name, fn in tools:
-            fn()  # warm the page cache and the JIT-less start path once
-            s = best(fn, args.repeat)
-            print(f"{name:<55} {s:8.3f} s  {n / s / 1e9:7.2f} GB/s")
+            fn()  # warm the page cache once
+            w, c = best(fn, args.repeat)
+            print(f"{name:<55} {w:8.3f} {n / w / 1e9:7.2f} {c:8.3f} {n / c / 1e9:9.2f}", flush=True)
     return 0
 
 

@@ -140,7 +140,7 @@ static void bufset_release(bufset *s) {
 
 PyDoc_STRVAR(batch_encode_doc,
              "batch_encode(records, codec, level, base_offset, partition_leader_epoch, producer_id, producer_epoch,\n"
-             "             base_sequence, transactional, fallback_uncompressed) -> (bytes, stored_codec)\n\n"
+             "             base_sequence, transactional, librdkafka_framing) -> (bytes, stored_codec)\n\n"
              "records: sequence of (key|None, value|None, timestamp_ms, [(hkey, hvalue|None), ...]).");
 
 static PyObject *py_batch_encode(PyObject *self, PyObject *args) {
@@ -149,9 +149,9 @@ static PyObject *py_batch_encode(PyObject *self, PyObject *args) {
     const char *cname;
     PyObject *level;
     long long base_offset, producer_id;
-    int ple, epoch, seq, txn, fallback;
+    int ple, epoch, seq, txn, rdk;
     if (!PyArg_ParseTuple(args, "OsOLiLiipp:batch_encode", &recs, &cname, &level, &base_offset, &ple, &producer_id,
-                          &epoch, &seq, &txn, &fallback))
+                          &epoch, &seq, &txn, &rdk))
         return NULL;
     int codec, lv;
     if (kb_py_codec_arg(cname, level, &codec, &lv) < 0)
@@ -247,7 +247,7 @@ static PyObject *py_batch_encode(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n && rc == 0; i++)
         rc = kb_bb_append(&b, &rv[i], &e);
     if (rc == 0)
-        rc = kb_bb_finish(&b, ctx, (kb_codec_t)codec, lv, fallback, &out, &stored, &e);
+        rc = kb_bb_finish(&b, ctx, (kb_codec_t)codec, lv, rdk, &out, &stored, &e);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         kb_py_batch_error(&e);

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kbench import batch, segment
+from kbench import batch
 from kbench.batch import Header, Record
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["crc32c.c", "varint.c", "recordbatch.c", "segment.c", "codecs.c", "batching.c"]
+CORE = ["crc32c.c", "varint.c", "recordbatch.c", "segment.c", "codecs.c", "batching.c", "sim.c", "clock.c"]
 FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "20"))
 
 
@@ -34,14 +34,16 @@ def _clang(out: Path, main: Path, sanitize: str) -> Path:
     cflags, libs = _libs()
     cmd = [clang, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", f"-fsanitize={sanitize}",
            "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", f"-I{ROOT / 'csrc'}", *cflags, str(main),
-           *[str(ROOT / "csrc" / c) for c in CORE], "-o", str(out), *libs]
+           *[str(ROOT / "csrc" / c) for c in CORE], "-o", str(out), "-pthread", *libs]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
 
-def test_c_core_under_asan_ubsan(tmp_path: Path) -> None:
-    exe = _clang(tmp_path / "test_core", ROOT / "tests" / "c" / "test_core.c", "address,undefined")
+@pytest.mark.parametrize("sanitize", ["address,undefined", "thread"])
+def test_c_core_under_sanitizers(sanitize: str, tmp_path: Path) -> None:
+    # ASan+UBSan: memory errors, leaks, UB; TSan: races between the simulated transport's threads
+    exe = _clang(tmp_path / "test_core", ROOT / "tests" / "c" / "test_core.c", sanitize)
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
