@@ -78,7 +78,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     + ("role", "pid", "usr_pct", "sys_pct", "cpu_s", "payload_gb", "cpu_s_per_gb", "wire_bytes", "wire_source", "steal_pct")
     + TAIL_COLUMNS,
     "E": CELL_COLUMNS
-    + ("batches", "records_per_batch_p50", "records_per_batch_p90", "records_per_batch_max", "bytes_per_batch_p50", "bytes_per_batch_p90", "bytes_per_batch_max", "fill_source", "payload_bytes", "stored_bytes", "ratio")
+    + ("batches", "records_per_batch_p50", "records_per_batch_p90", "records_per_batch_max", "bytes_per_batch_p50", "bytes_per_batch_p90", "bytes_per_batch_max", "fill_source",
+       "client_records_per_batch_p50", "client_records_per_batch_p90", "client_batch_bytes_p50", "client_batch_bytes_p90", "payload_bytes", "stored_bytes", "ratio")
     + TAIL_COLUMNS,
     "F": CELL_COLUMNS
     + ("producer_codec", "stored_codecs", "recompressed", "broker_usr_pct", "broker_sys_pct", "broker_cpu_s_per_gb", "payload_bytes", "stored_bytes")

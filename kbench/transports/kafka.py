@@ -119,6 +119,16 @@ def _last_stats(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
+    """Records and bytes per batch as librdkafka saw them (its windowed histograms)."""
+    t = stats.get("topics", {}).get(topic)
+    if not t or not t.get("batchcnt", {}).get("cnt"):
+        return None
+    cnt, size = t["batchcnt"], t["batchsize"]
+    return BatchFill(int(cnt["cnt"]), float(cnt["p50"]), float(cnt["p90"]), float(cnt["max"]), float(size["p50"]), float(size["p90"]),
+                     float(size["max"]), "librdkafka statistics (last interval)")
+
+
 @dataclass
 class KafkaTransport:
     defn: TransportDef
@@ -343,4 +353,5 @@ class KafkaTransport:
             stored_codecs=stored_codecs,
             topic_compression_readback=readback,
             batch_fill=fill,
+            client_fill=_client_fill(st, req.topic),
         )
