@@ -144,7 +144,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     prior: dict[str, Any] = {}
     if opts.resume:
         prior = manifest_mod.read(run_dir)
-        if prior.get("plan_fingerprint") != _fingerprint(plan):
+        if prior.get("plan_fingerprint") != plan.fingerprint():
             raise PlanError(f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan")
         dropped = results.reconcile(run_dir)
         if dropped:
@@ -169,7 +169,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         state="starting",
         plan_name=plan.name,
         plan_source=plan.source,
-        plan_fingerprint=_fingerprint(plan),
+        plan_fingerprint=plan.fingerprint(),
         plan=redact(plan.raw),
         client_properties=redact(client),
         seed=seed,
@@ -298,13 +298,6 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     if opts.print_tables is not None:
         opts.print_tables.write(tables(run_dir, plan.experiments) + "\n")
     return RunOutcome(run_dir, man["state"], rows_written, report)
-
-
-def _fingerprint(plan: Plan) -> str:
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(redact(plan.raw), sort_keys=True, default=str).encode()).hexdigest()
 
 
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import Any, Mapping
 
 from kbench import _native, codecs, procstat
 from kbench.corpus import Corpus
