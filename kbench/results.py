@@ -137,6 +137,17 @@ class ResultsWriter:
             data += _csv_line([format_value(row.get(c)) for c in cols])
         _fsync_append(path, data)
 
+    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str]) -> Path | None:
+        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows."""
+        if not histograms:
+            return None
+        d = self.run_dir / "histograms"
+        d.mkdir(exist_ok=True)
+        path = d / f"{cell_id}-r{rep}.json"
+        body = {"cell_id": cell_id, "rep": rep, "unit": "ns", "encoding": "kbench.Histogram.encode, base64", "histograms": dict(histograms)}
+        _atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
+        return path
+
     def mark_done(self, cell_id: str, rep: int, status: str) -> None:
         _fsync_append(self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode())
 

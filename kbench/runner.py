@@ -278,6 +278,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                 try:
                     res = transport.run(request(rep))
                     rows = rules.rows_for(cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor)
+                    writer.write_histograms(cell.cell_id, rep, res.histograms)
                 except TransportError as e:
                     log(f"{cell.cell_id} rep {rep} failed: {e}")
                     rows = rules.failed_rows(cell, rep, target, scrub(str(e)))

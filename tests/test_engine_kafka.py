@@ -124,6 +124,16 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
     f = {r["topic_compression"]: r["recompressed"] for r in csvs["F"][1]}
     assert f == {"producer": "false", "lz4": "true"}
 
+    # latency histograms per repetition, decodable and agreeing with the CSV
+    from kbench._native import Histogram
+    import base64
+
+    a0 = ok("A")[0]
+    h = json.loads((run / "histograms" / f"{a0['cell_id']}-r{a0['rep']}.json").read_text())
+    corrected = Histogram.decode(base64.b64decode(h["histograms"]["corrected"]))
+    assert corrected.count == int(a0["messages"])
+    assert abs(corrected.percentile(99.0) / 1000.0 - float(a0["corrected_p99_us"])) <= 0.01 * float(a0["corrected_p99_us"]) + 1
+
     m = json.loads((run / "manifest.json").read_text())
     for key in ("machine", "versions", "seed", "corpora", "gate", "plan", "transport", "order", "state", "forced"):
         assert key in m, key

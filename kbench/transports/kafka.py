@@ -354,4 +354,6 @@ class KafkaTransport:
             topic_compression_readback=readback,
             batch_fill=fill,
             client_fill=_client_fill(st, req.topic),
+            histograms={name: h["encoded"] for name, h in (("service", pres.get("service")), ("delay", pres.get("delay")),
+                        ("corrected", pres.get("corrected")), ("e2e", cres.get("e2e") if cres else None)) if h and h.get("encoded")},
         )
