@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbench import _native, admin, corpus, kafka_dist  # noqa: E402
+from kbench import _native, admin, corpus, kafka_dist, procstat  # noqa: E402
 from kbench.cluster import LocalCluster  # noqa: E402
 from kbench.drivers import ProducerSpec, produce  # noqa: E402
 
@@ -49,27 +51,32 @@ def common_props(codec: str, batch_size: int, linger_ms: int) -> dict[str, str]:
     }
 
 
-def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str]) -> float:
+def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str]) -> tuple[float, float]:
     spec = ProducerSpec(topic=topic, props={"bootstrap.servers": bs, **props}, mode="saturated", count=n,
                         flush_timeout=120)
+    before = procstat.snapshot([os.getpid()])
     r = produce(spec, records)
+    cpu = procstat.delta(before, procstat.snapshot([os.getpid()]))[0].total_s
     if r.delivered != n:
         raise RuntimeError(f"kbench delivered {r.delivered}/{n}: {r.delivery_errors}")
-    return r.delivered_rate
+    return r.delivered_rate, cpu or 0.0
 
 
-def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> float:
+def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> tuple[float, float]:
     args = ["--topic", topic, "--num-records", str(n), "--throughput", "-1", "--payload-file", str(payload_file),
             "--payload-delimiter", "\n", "--producer-props", f"bootstrap.servers={bs}",
             *[f"{k}={v}" for k, v in props.items()]]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = kafka_dist.run_tool("org.apache.kafka.tools.ProducerPerformance", args, timeout=600, heap="512m").stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
     if not m or int(m[-1][0]) != n:
         raise RuntimeError(f"ProducerPerformance output not understood: {out[-300:]}")
-    return float(m[-1][1])
+    return float(m[-1][1]), cpu
 
 
-def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]) -> tuple[float, float]:
+def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]) -> tuple[float, float, float]:
     def cmd(f: Path) -> list[str]:
         return ["kcat", "-P", "-b", bs, "-t", topic, "-l", *sum((["-X", f"{k}={v}"] for k, v in props.items()), []), str(f)]
 
@@ -77,9 +84,12 @@ def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, pr
     subprocess.run(cmd(one_file), check=True, timeout=60)
     overhead = time.monotonic() - t
     t = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd(payload_file), check=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.monotonic() - t
-    return n / max(1e-9, wall - overhead), overhead
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return n / max(1e-9, wall - overhead), overhead, cpu
 
 
 def fixed_rate_accuracy(bs: str, topic: str, records: list[bytes], rate: float, seconds: float, props: dict[str, str]) -> dict[str, float]:
@@ -114,8 +124,11 @@ def summarise(runs: list[dict]) -> dict[str, dict[str, float]]:
         med = {t: statistics.median(r["msgs_per_s"] for r in mine if r["tool"] == t) for t in TOOLS}
         per = {(r["rep"], r["tool"]): r["msgs_per_s"] for r in mine}
         reps = sorted({r["rep"] for r in mine})
+        cpu = {t: statistics.median(r.get("client_cpu_us_per_msg", float("nan")) for r in mine if r["tool"] == t)
+               for t in TOOLS}
         summary[codec] = {
             **{f"{t}_median": v for t, v in med.items()},
+            **{f"{t}_cpu_us_per_msg": v for t, v in cpu.items()},
             "kbench/ProducerPerformance": statistics.median(per[(k, "kbench")] / per[(k, "ProducerPerformance")] for k in reps),
             "kbench/kcat": statistics.median(per[(k, "kbench")] / per[(k, "kcat")] for k in reps),
         }
@@ -139,6 +152,13 @@ def markdown(results: dict) -> str:
     for codec, s in summarise(results["runs"]).items():
         lines.append(f"| {codec} | {s['kbench_median']:,.0f} | {s['ProducerPerformance_median']:,.0f} | "
                      f"{s['kcat_median']:,.0f} | {s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} |")
+    if "client_cpu_us_per_msg" in results["runs"][0]:
+        lines += ["", "Client CPU (user + sys of the producing process, µs per message, median; the JVM's includes",
+                  "its start-up and JIT, kcat's its one-record start-up run is not included):", "",
+                  "| codec | kbench | ProducerPerformance | kcat |", "|---|---:|---:|---:|"]
+        for codec, s in summarise(results["runs"]).items():
+            lines.append(f"| {codec} | {s['kbench_cpu_us_per_msg']:.2f} | {s['ProducerPerformance_cpu_us_per_msg']:.2f} | "
+                         f"{s['kcat_cpu_us_per_msg']:.2f} |")
     lines += ["", "Per run (msg/s):", "", "| codec | rep | kbench | ProducerPerformance | kcat | kbench / kcat |",
               "|---|---:|---:|---:|---:|---:|"]
     by: dict[tuple[str, int], dict[str, float]] = {}
@@ -212,12 +232,13 @@ def main() -> int:
                     admin.create_topic({"bootstrap.servers": bs}, topic, partitions=3)
                     extra: dict[str, float] = {}
                     if tool == "kbench":
-                        rate = run_kbench(bs, topic, records, args.records, props)
+                        rate, cpu = run_kbench(bs, topic, records, args.records, props)
                     elif tool == "ProducerPerformance":
-                        rate = run_pp(bs, topic, payload_file, args.records, props)
+                        rate, cpu = run_pp(bs, topic, payload_file, args.records, props)
                     else:
-                        rate, overhead = run_kcat(bs, topic, kcat_file, one_file, args.records, props)
+                        rate, overhead, cpu = run_kcat(bs, topic, kcat_file, one_file, args.records, props)
                         extra["startup_s"] = overhead
+                    extra["client_cpu_us_per_msg"] = 1e6 * cpu / args.records
                     admin.delete_topic({"bootstrap.servers": bs}, topic)
                     print(f"{codec:5} rep {rep} {tool:20} {rate:12,.0f} msg/s{' (warm-up, discarded)' if rep < 0 else ''}",
                           flush=True)
