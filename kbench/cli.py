@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.sim",
     "kbench.commands.inspect",
     "kbench.commands.cluster",
+    "kbench.commands.produce",
 )
 
 

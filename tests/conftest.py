@@ -4,11 +4,14 @@ from __future__ import annotations
 import random
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
 from kbench import corpus
+
+if TYPE_CHECKING:
+    from kbench.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,7 +83,3 @@ def dump_log_segments():
         return per
 
     return run
-
-
-if False:  # typing only
-    from kbench.cluster import LocalCluster  # noqa: F401

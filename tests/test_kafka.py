@@ -3,6 +3,7 @@ every codec at a fixed rate, the consumer sees every message exactly once, histo
 complete and ordered, each broker's CPU delta is positive, the topic config reads back."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -195,3 +196,23 @@ def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, 
         codecs = set(re.findall(r"compresscodec: (\w+)", chunk))
         assert codecs == {codec}, (codec, codecs)
         assert sum(int(c) for c in re.findall(r" count: (\d+)", chunk)) == 500
+
+
+@pytest.mark.kafka
+def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
+                        "--topic", "cli", "--create", "--rate", "400", "--count", "400", "--codec", "zstd",
+                        "-X", "linger.ms=5", "-X", "sasl.password=s3cr3t-value", "--consume", "--json", str(out)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "sent 400, delivered 400, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
+    r = json.loads(out.read_text())
+    assert r["producer"]["service"]["count"] == 400 and r["consumer"]["e2e"]["count"] == 400
+    assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout
+    bad = subprocess.run([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
+                          "--topic", "cli", "--rate", "10", "--count", "1", "-X", "linger.mss=5"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == 'kbench: error: No such configuration property: "linger.mss"'
