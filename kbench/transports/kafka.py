@@ -286,8 +286,6 @@ class KafkaTransport:
             "mode": "fixed-rate" if fixed else "saturated", "rate": req.rate or 0.0, "count": count,
             "duration": 0.0 if fixed else req.duration_s, "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
             "nkeys": 0 if req.cell.key_policy == "none" else 1024, "stats_path": str(stats), "skip_s": req.steady_skip_s,
-            # Saturated runs have no consumer: send the records as a user would, without kbench's header.
-            "headers": fixed,
         }, Path(self._tmp.name) / f"{req.topic}.producer.err")
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)

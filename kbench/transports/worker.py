@@ -82,7 +82,6 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         topic=job["topic"], props=job["props"], mode=job["mode"], rate=float(job.get("rate") or 0.0), count=int(job.get("count") or 0),
         duration=float(job.get("duration") or 0.0), keys=job.get("keys", "none"), nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
-        headers=bool(job.get("headers", True)),
     )
     w = _Window(float(job.get("skip_s", 0.0)))
     _say("STARTED")
