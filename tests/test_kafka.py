@@ -175,6 +175,11 @@ def test_bad_cluster_arguments() -> None:
         LocalCluster(brokers=0)
     with pytest.raises(ClusterError, match="bad heap"):
         LocalCluster(heap="lots")
+    never_started = LocalCluster()
+    assert never_started.dir is None  # no temporary directory until start()
+    never_started.stop()  # a no-op, not an error
+    with pytest.raises(ClusterError, match="not started"):
+        never_started.bootstrap_servers
 
 
 @pytest.mark.kafka
