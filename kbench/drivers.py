@@ -73,8 +73,13 @@ class ProducerSpec:
     stats_path: Path | None = None
     flush_timeout: float = 30.0
     connect_timeout: float = 10.0
+    #: False (saturated only): no ``kb`` header, so the bytes equal a header-less peer's; no
+    #: end-to-end latency or sequence check is then possible downstream.
+    headers: bool = True
 
     def __post_init__(self) -> None:
+        if not self.headers and self.mode != "saturated":
+            raise ValueError("headers=False is only for saturated runs; fixed-rate needs the kb header")
         if self.mode not in MODES:
             raise ValueError(f"unknown producer mode '{self.mode}'; use one of {', '.join(MODES)}")
         if self.mode == "fixed-rate" and self.rate <= 0:
@@ -180,24 +185,34 @@ class RunPair:
 
 
 def _run_native(obj: Any) -> Any:
-    """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop() and is re-raised."""
+    """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop().
+
+    The loop then finishes cleanly (the producer purges what is still queued) and its partial
+    result comes back with ``stopped`` True and ``interrupted`` set.
+    """
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def target() -> None:
         try:
             box["result"] = obj.run()
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             box["error"] = e
+        finally:
+            done.set()
 
     t = threading.Thread(target=target, name="kbench-native", daemon=True)
     t.start()
     interrupted = False
-    while t.is_alive():
+    # wait on an Event, not Thread.join: in CPython 3.11 a join interrupted by Ctrl-C can mark
+    # the thread finished while it still runs
+    while not done.is_set():
         try:
-            t.join(0.2)
+            done.wait(0.2)
         except KeyboardInterrupt:
             obj.stop()
             interrupted = True
+    t.join()
     if "error" in box:
         raise box["error"]
     if interrupted:
@@ -227,6 +242,7 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         stats_path=str(spec.stats_path) if spec.stats_path else None,
         flush_timeout=float(spec.flush_timeout),
         connect_timeout=float(spec.connect_timeout),
+        headers=spec.headers,
     )
 
 
@@ -276,6 +292,8 @@ def produce_and_consume(
     """
     if spec.count <= 0:
         raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
+    if not spec.headers:
+        raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
     run_id = _new_run_id()
     cprops = dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
@@ -283,20 +301,22 @@ def produce_and_consume(
     cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
     prod = _producer(spec, records, run_id)
     cbox: dict[str, Any] = {}
+    cdone = threading.Event()
 
     def ctarget() -> None:
         try:
             cbox["result"] = cons.run()
         except BaseException as e:  # noqa: BLE001
             cbox["error"] = e
+        finally:
+            cdone.set()
 
     ct = threading.Thread(target=ctarget, name="kbench-consumer", daemon=True)
     ct.start()
-    ready = threading.Event()
     try:
         # the consumer flips `ready` once assigned at the end offsets (or on failure)
-        while not cons.ready and ct.is_alive():
-            ready.wait(0.01)
+        while not cons.ready and not cdone.is_set():
+            cdone.wait(0.01)
         if "error" in cbox:
             raise cbox["error"]
         if on_started:
@@ -308,12 +328,16 @@ def produce_and_consume(
             raise
         if pres.get("interrupted"):
             cons.stop()
-        while ct.is_alive():
-            ct.join(0.2)
+        while not cdone.is_set():
+            try:
+                cdone.wait(0.2)
+            except KeyboardInterrupt:
+                cons.stop()
+        ct.join()
     except KeyboardInterrupt:
         prod.stop()
         cons.stop()
-        ct.join()
+        cdone.wait()
         raise
     if "error" in cbox:
         raise cbox["error"]

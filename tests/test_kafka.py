@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -95,8 +96,14 @@ def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_p
     assert p.service.count == 50_000
     lines = stats.read_text().splitlines()
     assert p.stats_count >= 1 and len(lines) == p.stats_count
-    import json
     assert json.loads(lines[-1])["type"] == "producer"
+    # without the kb header (peer-equal bytes): service latency comes from the message opaque
+    bare = produce(ProducerSpec(topic="sat", props=kafka1.client_props(), mode="saturated", count=5_000,
+                                headers=False), json_records)
+    assert (bare.delivered, bare.service.count, bare.failed) == (5_000, 5_000, 0)
+    assert 0 < bare.service.percentile(50) < 60 * 10**9
+    with pytest.raises(ValueError, match="only for saturated"):
+        ProducerSpec(topic="sat", props={}, rate=10, count=1, headers=False)
 
 
 @pytest.mark.kafka
@@ -216,3 +223,21 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
                          env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1
     assert bad.stderr.strip() == 'kbench: error: No such configuration property: "linger.mss"'
+
+
+@pytest.mark.kafka
+def test_ctrl_c_stops_a_run_cleanly(kafka1: LocalCluster) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    admin.create_topic(kafka1.client_props(), "ctrlc", partitions=1)
+    proc = subprocess.Popen([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
+                             "--topic", "ctrlc", "--rate", "1000", "--count", "1000000", "--consume"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # wait until messages arrive on the topic: the C loops are running
+    from kbench.drivers import consume
+    seen = consume(kafka1.client_props(), "ctrlc", expected=0, max_records=10, timeout=60)
+    assert seen.records == 10
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert "sent" in out and "consumer:" in out
