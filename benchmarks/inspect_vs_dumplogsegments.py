@@ -10,12 +10,17 @@ JSON events, as a broker stores them), then times on the same file, best of ``--
 - ``DumpLogSegments --files`` (batch-level, what ``kafka-dump-log.sh`` runs; JVM start included);
 - ``DumpLogSegments --deep-iteration --files`` (every record).
 
-Prints one line per tool with seconds and GB/s (1e9 bytes).  Usage:
-    python benchmarks/inspect_vs_dumplogsegments.py [--size 1GiB] [--batch-size 16KiB] [--repeat 3]
+Prints one line per tool with seconds and GB/s (1e9 bytes); ``--out R.json`` keeps the results
+and ``--render R.json`` prints the Markdown table that benchmarks/README.md holds.  Usage:
+    python benchmarks/inspect_vs_dumplogsegments.py [--size 1GiB] [--batch-size 16KiB] [--repeat 3] [--out R.json]
+    python benchmarks/inspect_vs_dumplogsegments.py --render R.json
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import platform
 import os
 import resource
 import subprocess
@@ -70,6 +75,33 @@ def best(fn, repeat: int) -> tuple[float, float]:
     return min(walls), min(cpus)
 
 
+def machine() -> dict:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"arch": platform.machine(), "cpu": model, "cpus": os.cpu_count(), "kernel": platform.release()}
+
+
+def render(r: dict) -> str:
+    """The Markdown table for benchmarks/README.md, from a results JSON."""
+    m = r["machine"]
+    load = lambda xs: " / ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+    out = [f"Run {r['date']} on {m['cpus']} x {m['cpu']} ({m['arch']}, kernel {m['kernel']}), CRC-32C path "
+           f"{r['crc32c']}; {r['bytes']} bytes, {r['batches']} batches, {r['records']} records; load average "
+           f"{load(r['load_before'])} before, {load(r['load_after'])} after, on {m['cpus']} CPUs. Command: "
+           f"`python {r['command']}`", "",
+           "| tool | wall s | GB/s (wall) | CPU s | GB per CPU-s |", "|---|---:|---:|---:|---:|"]
+    for t in r["tools"]:
+        out.append(f"| {t['tool']} | {t['wall_s']:.3f} | {r['bytes'] / t['wall_s'] / 1e9:.2f} | {t['cpu_s']:.3f} "
+                   f"| {r['bytes'] / t['cpu_s'] / 1e9:.2f} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="1GiB")
@@ -77,7 +109,14 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=None, help="where to write the segment (default: a temporary dir)")
     ap.add_argument("--skip-deep", action="store_true", help="skip DumpLogSegments --deep-iteration")
+    ap.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    ap.add_argument("--render", type=Path, default=None, help="print the Markdown table of a results JSON and exit")
     args = ap.parse_args()
+    if args.render:
+        print(render(json.loads(args.render.read_text())))
+        return 0
+    result: dict = {"date": datetime.date.today().isoformat(), "machine": machine(), "command": " ".join(sys.argv),
+                    "tools": []}
     with tempfile.TemporaryDirectory(prefix="kbench-bench-", dir=args.dir) as tmp:
         d = Path(tmp) / "bench-0"
         d.mkdir()
@@ -87,6 +126,8 @@ def main() -> int:
         assert all(r.status == "ok" for r in rows)
         print(f"segment: {n} bytes, {len(rows)} uncompressed batches of ~{n // len(rows)} bytes, "
               f"{sum(r.records for r in rows)} records; crc32c path: {batch.crc32c_active()}")
+        result.update(bytes=n, batches=len(rows), records=sum(r.records for r in rows), crc32c=batch.crc32c_active(),
+                      load_before=list(os.getloadavg()))
         dump = kafka_dist.java_command("kafka.tools.DumpLogSegments", ["--files", str(f)], heap="1g",
                                        jvm_opts=["-Dlog4j2.level=WARN"])
         deep = kafka_dist.java_command("kafka.tools.DumpLogSegments", ["--deep-iteration", "--files", str(f)],
@@ -110,6 +151,12 @@ def main() -> int:
             fn()  # warm the page cache once
             w, c = best(fn, args.repeat)
             print(f"{name:<55} {w:8.3f} {n / w / 1e9:7.2f} {c:8.3f} {n / c / 1e9:9.2f}", flush=True)
+            result["tools"].append({"tool": name, "wall_s": w, "cpu_s": c})
+        result["load_after"] = list(os.getloadavg())
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.out}")
     return 0
 
 
