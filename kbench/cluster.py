@@ -190,7 +190,12 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random KRaft cluster id (22 url-safe base64 characters).  One starting with '-'
+    would be taken for an option by ``kafka-storage format``, so draw again."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _pid_alive(pid: int) -> bool:
