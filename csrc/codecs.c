@@ -14,6 +14,7 @@
 #include <lz4frame.h>
 #include <snappy-c.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getCParams */
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -25,7 +26,7 @@ struct kb_codec_ctx {
     ZSTD_CCtx *zc;
     ZSTD_DCtx *zd;
     LZ4F_cctx *lc;
-    LZ4F_dctx *ld;
+    uint8_t *lz4_scratch; /* 4 MiB, only to tell "corrupt" from "out of room" */
     int zc_level; /* level the zstd cctx is set up for, INT_MIN if none */
 };
 
@@ -66,8 +67,7 @@ void kb_codec_ctx_free(kb_codec_ctx *c) {
     ZSTD_freeDCtx(c->zd);
     if (c->lc)
         LZ4F_freeCompressionContext(c->lc);
-    if (c->ld)
-        LZ4F_freeDecompressionContext(c->ld);
+    free(c->lz4_scratch);
     free(c);
 }
 
@@ -129,6 +129,7 @@ static LZ4F_preferences_t lz4_prefs(int level) {
     p.frameInfo.blockMode = LZ4F_blockIndependent;
     p.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
     p.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
+    p.autoFlush = 1; /* compress the last partial block straight from the input */
     /* Kafka (lz4-java): level 9 is the fast compressor, other levels LZ4HC. */
     p.compressionLevel = level == 9 ? 0 : level;
     return p;
@@ -381,48 +382,136 @@ static int lz4_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n
     return KB_OK;
 }
 
+/* XXH32 (seed 0 only is used): the LZ4 frame's header and block checksums. */
+#define XXH_P1 2654435761U
+#define XXH_P2 2246822519U
+#define XXH_P3 3266489917U
+#define XXH_P4 668265263U
+#define XXH_P5 374761393U
+
+static uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+static uint32_t xxh32(const uint8_t *p, size_t len, uint32_t seed) {
+    const uint8_t *end = p + len;
+    uint32_t h;
+    if (len >= 16) {
+        uint32_t v1 = seed + XXH_P1 + XXH_P2, v2 = seed + XXH_P2, v3 = seed, v4 = seed - XXH_P1;
+        const uint8_t *limit = end - 16;
+        do {
+            v1 = rotl32(v1 + get_le32(p) * XXH_P2, 13) * XXH_P1;
+            v2 = rotl32(v2 + get_le32(p + 4) * XXH_P2, 13) * XXH_P1;
+            v3 = rotl32(v3 + get_le32(p + 8) * XXH_P2, 13) * XXH_P1;
+            v4 = rotl32(v4 + get_le32(p + 12) * XXH_P2, 13) * XXH_P1;
+            p += 16;
+        } while (p <= limit);
+        h = rotl32(v1, 1) + rotl32(v2, 7) + rotl32(v3, 12) + rotl32(v4, 18);
+    } else {
+        h = seed + XXH_P5;
+    }
+    h += (uint32_t)len;
+    while (p + 4 <= end) {
+        h = rotl32(h + get_le32(p) * XXH_P3, 17) * XXH_P4;
+        p += 4;
+    }
+    while (p < end) {
+        h = rotl32(h + (*p) * XXH_P5, 11) * XXH_P1;
+        p++;
+    }
+    h ^= h >> 15;
+    h *= XXH_P2;
+    h ^= h >> 13;
+    h *= XXH_P3;
+    h ^= h >> 16;
+    return h;
+}
+
+/*
+ * The Kafka LZ4 frame reader (Lz4BlockInputStream's rules): version 01,
+ * independent blocks, no dictionary id, block size id 4..7; an optional
+ * content size, block checksums and content checksum are accepted and
+ * verified; exactly one frame.  Blocks decode straight into dst.
+ */
 static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
                           size_t *outlen, char *err, size_t errlen) {
-    if (!c->ld) {
-        LZ4F_errorCode_t e = LZ4F_createDecompressionContext(&c->ld, LZ4F_VERSION);
-        if (LZ4F_isError(e))
-            return fail(err, errlen, "lz4 create context: %s", LZ4F_getErrorName(e));
-    }
-    LZ4F_resetDecompressionContext(c->ld);
     if (n < 7)
         return fail(err, errlen, "lz4: truncated frame header (%zu bytes)", n);
-    /* Kafka (Lz4BlockInputStream) rejects dependent blocks and dictionary ids. */
-    if (get_le32(src) == 0x184D2204u) {
-        uint8_t flg = src[4];
-        if (!(flg & 0x20))
-            return fail(err, errlen, "lz4: dependent block stream is unsupported by Kafka (FLG 0x%02x)", flg);
-        if (flg & 0x01)
-            return fail(err, errlen, "lz4: dictionary id is unsupported by Kafka (FLG 0x%02x)", flg);
-    }
-    size_t i = 0, o = 0;
-    size_t hint = 1;
-    while (i < n) {
-        size_t sn = n - i, dn = cap - o;
-        hint = LZ4F_decompress(c->ld, dst + o, &dn, src + i, &sn, NULL);
-        if (LZ4F_isError(hint)) {
-            LZ4F_resetDecompressionContext(c->ld);
-            return fail(err, errlen, "lz4 decompress at input byte %zu: %s", i, LZ4F_getErrorName(hint));
-        }
-        i += sn;
-        o += dn;
-        if (hint == 0)
+    if (get_le32(src) != 0x184D2204u)
+        return fail(err, errlen, "lz4: bad frame magic 0x%08x (expected 0x184D2204)", get_le32(src));
+    uint8_t flg = src[4], bd = src[5];
+    if ((flg >> 6) != 1)
+        return fail(err, errlen, "lz4: unsupported frame version %d (FLG 0x%02x)", flg >> 6, flg);
+    if (flg & 0x03)
+        return fail(err, errlen, "lz4: reserved bit or dictionary id set (FLG 0x%02x), unsupported by Kafka", flg);
+    if (!(flg & 0x20))
+        return fail(err, errlen, "lz4: dependent block stream is unsupported by Kafka (FLG 0x%02x)", flg);
+    int bsid = (bd >> 4) & 7;
+    if ((bd & 0x8f) || bsid < 4)
+        return fail(err, errlen, "lz4: bad block descriptor BD 0x%02x", bd);
+    size_t maxblock = (size_t)1 << (8 + 2 * bsid);
+    int has_bsum = (flg & 0x10) != 0, has_csum = (flg & 0x04) != 0, has_size = (flg & 0x08) != 0;
+    size_t hlen = 6 + (has_size ? 8 : 0);
+    if (n < hlen + 1)
+        return fail(err, errlen, "lz4: truncated frame header (%zu bytes)", n);
+    uint8_t hc = (uint8_t)((xxh32(src + 4, hlen - 4, 0) >> 8) & 0xff);
+    if (src[hlen] != hc)
+        return fail(err, errlen, "lz4: header checksum 0x%02x does not match 0x%02x", src[hlen], hc);
+    uint64_t content_size = 0;
+    if (has_size)
+        for (int k = 7; k >= 0; k--)
+            content_size = (content_size << 8) | src[6 + k];
+    size_t i = hlen + 1, o = 0;
+    for (;;) {
+        if (n - i < 4)
+            return fail(err, errlen, "lz4: truncated frame: block header missing at byte %zu", i);
+        uint32_t bs = get_le32(src + i);
+        i += 4;
+        if (bs == 0)
             break;
-        if (sn == 0 && dn == 0) {
-            LZ4F_resetDecompressionContext(c->ld);
-            return o == cap ? KB_ETOOSMALL : fail(err, errlen, "lz4: decoder made no progress");
+        size_t len = bs & 0x7fffffffu;
+        if (len > maxblock)
+            return fail(err, errlen, "lz4: block of %zu bytes at byte %zu exceeds the %zu-byte block size", len, i - 4,
+                        maxblock);
+        if (len + (has_bsum ? 4 : 0) > n - i)
+            return fail(err, errlen, "lz4: truncated frame: block at byte %zu needs %zu bytes, %zu left", i - 4, len,
+                        n - i);
+        if (has_bsum && xxh32(src + i, len, 0) != get_le32(src + i + len))
+            return fail(err, errlen, "lz4: block checksum mismatch at byte %zu", i - 4);
+        if (bs & 0x80000000u) { /* stored raw */
+            if (len > cap - o)
+                return KB_ETOOSMALL;
+            memcpy(dst + o, src + i, len);
+            o += len;
+        } else {
+            size_t room = cap - o < maxblock ? cap - o : maxblock;
+            int r = LZ4_decompress_safe((const char *)src + i, (char *)dst + o, (int)len, (int)room);
+            if (r < 0) {
+                if (room < maxblock) {
+                    /* Corrupt, or only out of room?  Decode into scratch to tell. */
+                    if (!c->lz4_scratch) {
+                        c->lz4_scratch = malloc((size_t)4 << 20);
+                        if (!c->lz4_scratch)
+                            return fail(err, errlen, "lz4: out of memory");
+                    }
+                    if (LZ4_decompress_safe((const char *)src + i, (char *)c->lz4_scratch, (int)len, (int)maxblock) >= 0)
+                        return KB_ETOOSMALL;
+                }
+                return fail(err, errlen, "lz4: corrupt block at byte %zu (LZ4_decompress_safe returned %d)", i - 4, r);
+            }
+            o += (size_t)r;
         }
+        i += len + (has_bsum ? 4 : 0);
     }
-    if (hint != 0) {
-        LZ4F_resetDecompressionContext(c->ld);
-        return fail(err, errlen, "lz4: truncated frame (input ended after %zu bytes)", n);
+    if (has_csum) {
+        if (n - i < 4)
+            return fail(err, errlen, "lz4: truncated frame: content checksum missing");
+        if (xxh32(dst, o, 0) != get_le32(src + i))
+            return fail(err, errlen, "lz4: content checksum mismatch");
+        i += 4;
     }
     if (i != n)
         return fail(err, errlen, "lz4: %zu trailing bytes after the frame", n - i);
+    if (has_size && content_size != o)
+        return fail(err, errlen, "lz4: frame declares %llu bytes but holds %zu", (unsigned long long)content_size, o);
     *outlen = o;
     return KB_OK;
 }
@@ -598,4 +687,17 @@ const char *kb_codec_lib_version(kb_codec_t codec) {
         return ZSTD_versionString();
     }
     return "";
+}
+
+int kb_zstd_cparams(int level, int out[7]) {
+    /* ZSTD_CONTENTSIZE_UNKNOWN: the parameters a stream without a pledged size gets. */
+    ZSTD_compressionParameters p = ZSTD_getCParams(level, ZSTD_CONTENTSIZE_UNKNOWN, 0);
+    out[0] = (int)p.windowLog;
+    out[1] = (int)p.chainLog;
+    out[2] = (int)p.hashLog;
+    out[3] = (int)p.searchLog;
+    out[4] = (int)p.minMatch;
+    out[5] = (int)p.targetLength;
+    out[6] = (int)p.strategy;
+    return KB_OK;
 }

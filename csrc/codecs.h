@@ -92,4 +92,12 @@ size_t kb_decompress_hint(kb_codec_t codec, const uint8_t *src, size_t n);
 /** Version string of the library behind a codec ("1.5.4"), static storage. */
 const char *kb_codec_lib_version(kb_codec_t codec);
 
+/**
+ * The zstd compression parameters kb_compress uses at a level (those of a
+ * stream with unknown size): windowLog, chainLog, hashLog, searchLog,
+ * minMatch, targetLength, strategy.  Lets benchmarks give another zstd the
+ * same parameters.
+ */
+int kb_zstd_cparams(int level, int out[7]);
+
 #endif

@@ -188,7 +188,23 @@ static PyObject *py_lib_versions(PyObject *self, PyObject *unused) {
                          "zstd", kb_codec_lib_version(KB_CODEC_ZSTD));
 }
 
+PyDoc_STRVAR(zstd_cparams_doc,
+             "zstd_cparams(level) -> dict\n\n"
+             "zstd parameters kbench uses at level (a stream of unknown size, as zstd-jni):\n"
+             "wlog, clog, hlog, slog, mml, tlen, strat (the zstd CLI's --zstd= names).");
+
+static PyObject *py_zstd_cparams(PyObject *self, PyObject *arg) {
+    (void)self;
+    int codec, lv, p[7];
+    if (kb_py_codec_arg("zstd", arg, &codec, &lv) < 0)
+        return NULL;
+    kb_zstd_cparams(lv, p);
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "wlog", p[0], "clog", p[1], "hlog", p[2], "slog", p[3],
+                         "mml", p[4], "tlen", p[5], "strat", p[6]);
+}
+
 static PyMethodDef methods[] = {
+    {"zstd_cparams", py_zstd_cparams, METH_O, zstd_cparams_doc},
     {"compress", (PyCFunction)(void (*)(void))py_compress, METH_VARARGS | METH_KEYWORDS, compress_doc},
     {"decompress", (PyCFunction)(void (*)(void))py_decompress, METH_VARARGS | METH_KEYWORDS, decompress_doc},
     {"available", py_available, METH_NOARGS, available_doc},
