@@ -7,7 +7,13 @@
 
 #include "codecbench.h"
 #include "entropy.h"
+#include "py_batch.h"
+#include "py_sim.h"
 #include "py_codecs.h"
+#include "py_kafka_util.h"
+#include "admin.h"
+#include "py_histogram.h"
+#include "py_drivers.h"
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
@@ -21,7 +27,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!m)
         return NULL;
     if (kb_py_codecs_init(m) < 0 || kb_codecbench_init(m) < 0 ||
-        kb_entropy_init(m) < 0) {
+        kb_entropy_init(m) < 0 ||
+        kb_py_kafka_util_init(m) < 0 || kb_admin_init(m) < 0 ||
+        kb_py_histogram_init(m) < 0 || kb_py_drivers_init(m) < 0 ||
+        kb_py_batch_init(m) < 0 || kb_py_sim_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

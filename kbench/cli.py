@@ -16,6 +16,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.run",
     "kbench.commands.plans",
     "kbench.commands.gate",
+    "kbench.commands.cluster",
+    "kbench.commands.sim",
+    "kbench.commands.inspect",
 )
 
 

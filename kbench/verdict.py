@@ -21,6 +21,8 @@ HEADLINE: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "E": (("ratio", "x", False), ("records_per_batch_p50", "rec", False), ("bytes_per_batch_p50", "B", False)),
     "F": (("broker_cpu_s_per_gb", "CPU-s/GB", True), ("recompressed", "", True)),
 }
+#: The metric each experiment's pairwise verdicts are drawn on.
+VERDICT_ON: dict[str, str] = {"A": "corrected_p99_us", "B": "achieved_rate_msgs", "C": "ratio", "D": "cpu_s_per_gb", "E": "ratio", "F": "broker_cpu_s_per_gb"}
 #: Columns that identify a cell in a table (besides cell_id); D adds the role.
 LABEL_COLUMNS = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
 #: The axis each experiment compares; cells equal on every other label are paired.
@@ -158,7 +160,8 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
             cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
         table_rows.append(cells)
     text = format_table(headers, table_rows)
-    m, _, lower = metrics[0]
+    m = VERDICT_ON[experiment]
+    lower = next(lo for name, _, lo in metrics if name == m)
     comps = compare(experiment, per_metric[m], lower)
     if comps:
         vrows = [[c.a.key[0], c.b.key[0], _label(c.a, COMPARED[experiment]), _label(c.b, COMPARED[experiment]), c.verdict] for c in comps]

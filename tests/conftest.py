@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
 from kbench import corpus
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +22,36 @@ def json_bytes() -> bytes:
 def random_bytes() -> bytes:
     """1 MiB of incompressible bytes."""
     return random.Random(3).randbytes(1 << 20)
+
+
+def parse_dump(text: str) -> list[dict[str, str]]:
+    """Batch lines of DumpLogSegments output as dicts (key: value pairs)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("baseOffset:"):
+            out.append(dict(re.findall(r"(\w+): (\S+)", line)))
+    return out
+
+
+@pytest.fixture(scope="session")
+def dump_log_segments():
+    """Run Kafka's DumpLogSegments --deep-iteration over files; returns the batch dicts per file."""
+    from kbench import kafka_dist
+
+    def run(files: list[Path]) -> dict[str, list[dict[str, str]]]:
+        proc = kafka_dist.run_tool("kafka.tools.DumpLogSegments",
+                                   ["--deep-iteration", "--files", ",".join(str(f) for f in files)], timeout=300)
+        per: dict[str, list[dict[str, str]]] = {}
+        cur = None
+        chunks: dict[str, list[str]] = {}
+        for line in proc.stdout.splitlines():
+            if line.startswith("Dumping "):
+                cur = line[len("Dumping "):].strip()
+                chunks[cur] = []
+            elif cur is not None:
+                chunks[cur].append(line)
+        for name, lines in chunks.items():
+            per[name] = parse_dump("\n".join(lines))
+        return per
+
+    return run

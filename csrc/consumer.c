@@ -1,0 +1,179 @@
+/*
+ * consumer.c - the consumer loop.  Like the producer, the client handle is
+ * created, used and destroyed by the calling thread only.
+ */
+#define _GNU_SOURCE
+#include "consumer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+/** Decode an 8-byte big-endian header value; -1 when size is not 8. */
+static int64_t hdr64(rd_kafka_headers_t *h, const char *name) {
+    const void *v;
+    size_t sz;
+    if (!h || rd_kafka_header_get_last(h, name, &v, &sz) || sz != 8)
+        return -1;
+    const uint8_t *b = v;
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x = (x << 8) | b[i];
+    return (int64_t)x;
+}
+
+/** Assign all partitions of c->topic at their high watermarks; 0 or -1 with err. */
+static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms) {
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
+    rd_kafka_topic_destroy(rkt);
+    if (e || md->topic_cnt != 1 || md->topics[0].err) {
+        snprintf(c->err, sizeof(c->err), "topic '%s' not available (%s); create it first", c->topic,
+                 e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        return -1;
+    }
+    int np = md->topics[0].partition_cnt;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
+    int rc = 0;
+    for (int i = 0; i < np; i++) {
+        int32_t pid = md->topics[0].partitions[i].id;
+        int64_t lo = 0, hi = 0;
+        int64_t until = kb_now_ns() + (int64_t)tms * 1000000;
+        /* right after topic creation a leader may not serve yet: retry until the deadline */
+        while ((e = rd_kafka_query_watermark_offsets(rk, c->topic, pid, &lo, &hi, 2000)) != 0 &&
+               kb_now_ns() < until && !atomic_load(&c->stop))
+            rd_kafka_poll(rk, 100);
+        if (e) {
+            snprintf(c->err, sizeof(c->err), "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
+            rc = -1;
+            break;
+        }
+        rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = hi;
+    }
+    rd_kafka_metadata_destroy(md);
+    if (rc == 0) {
+        e = rd_kafka_assign(rk, l);
+        if (e) {
+            snprintf(c->err, sizeof(c->err), "assign %s: %s", c->topic, rd_kafka_err2str(e));
+            rc = -1;
+        }
+    }
+    c->partitions = np;
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+/** Count client-level errors (connection failures and the like). */
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    (void)rk;
+    (void)reason;
+    kb_consumer *c = opaque;
+    kb_errcount_add(&c->errors, err);
+}
+
+int kb_consumer_run(kb_consumer *c) {
+    char err[KB_KERRLEN] = "";
+    c->err[0] = 0;
+    uint8_t *seen = NULL;
+    if (c->expected > 0) {
+        seen = calloc((size_t)(c->expected + 7) / 8, 1);
+        if (!seen) {
+            snprintf(c->err, sizeof(c->err), "out of memory for %lld sequence numbers", (long long)c->expected);
+            return -1;
+        }
+    }
+    rd_kafka_conf_t *conf = kb_conf_new(&c->props, err, sizeof(err));
+    if (!conf) {
+        snprintf(c->err, sizeof(c->err), "%s", err);
+        free(seen);
+        return -1;
+    }
+    char gid[64];
+    snprintf(gid, sizeof(gid), "kbench-%016llx", (unsigned long long)c->run_id);
+    if (!kb_props_get(&c->props, "group.id"))
+        rd_kafka_conf_set(conf, "group.id", gid, NULL, 0);
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
+    rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (!rk) {
+        snprintf(c->err, sizeof(c->err), "%s", err);
+        free(seen);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    int tms = (int)(c->connect_timeout_s * 1000);
+    if (kb_wait_reachable(rk, kb_props_get(&c->props, "bootstrap.servers"), tms, err, sizeof(err)) < 0) {
+        snprintf(c->err, sizeof(c->err), "%s", err);
+        goto out;
+    }
+    if (assign_at_end(rk, c, tms) < 0)
+        goto out;
+    atomic_store(&c->ready, 1);
+    c->t_start = kb_now_ns();
+    int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        if (c->expected > 0 && c->unique >= c->expected)
+            break;
+        if (c->max_records > 0 && c->records >= c->max_records)
+            break;
+        int64_t now = kb_now_ns();
+        if (now >= deadline) {
+            c->timed_out = 1;
+            break;
+        }
+        int64_t left_ms = (deadline - now) / 1000000;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+        if (!m)
+            continue;
+        now = kb_now_ns();
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                kb_errcount_add(&c->errors, m->err);
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        rd_kafka_headers_t *h = NULL;
+        rd_kafka_message_headers(m, &h);
+        int64_t t = hdr64(h, KB_HDR_TIME), seq = hdr64(h, KB_HDR_SEQ), run = hdr64(h, KB_HDR_RUN);
+        if (t < 0 || seq < 0) {
+            c->no_header++;
+        } else if (c->run_id && (uint64_t)run != c->run_id) {
+            c->foreign++;
+        } else {
+            if (c->records == 0)
+                c->t_first = now;
+            c->t_last = now;
+            c->records++;
+            c->bytes += (int64_t)m->len;
+            kb_hist_record(c->e2e, now - t);
+            if (seen) {
+                if (seq >= c->expected) {
+                    c->out_of_range++;
+                } else if (seen[seq >> 3] & (1u << (seq & 7))) {
+                    c->duplicates++;
+                } else {
+                    seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
+                    c->unique++;
+                }
+            } else {
+                c->unique++;
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    c->stopped = atomic_load(&c->stop);
+out:
+    c->t_end = kb_now_ns();
+    atomic_store(&c->ready, 1); /* never leave a waiter hanging, even on error */
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    free(seen);
+    return c->err[0] ? -1 : 0;
+}

@@ -1,0 +1,46 @@
+/*
+ * consumer.h - the consumer loop: end-to-end latency from the kb.t header,
+ * record/byte counts, and loss/duplicate detection from kb.s sequence numbers.
+ */
+#ifndef KBENCH_CONSUMER_H
+#define KBENCH_CONSUMER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "histogram.h"
+#include "kafka_conf.h"
+#include "producer.h"
+
+/** A consumer run: inputs set by the caller, outputs filled by kb_consumer_run(). */
+typedef struct {
+    /* inputs */
+    kb_props props;
+    char *topic;
+    uint64_t run_id;       /* count only messages of this run (0 = any) */
+    int64_t expected;      /* sequence numbers 0..expected-1 are tracked; stop once all are seen */
+    int64_t max_records;   /* stop after this many records (0 = no limit) */
+    double timeout_s;      /* stop after this long from the start of consumption */
+    double connect_timeout_s;
+    atomic_int stop;       /* set from another thread to stop cleanly */
+    atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
+    /* outputs */
+    kb_hist *e2e;          /* now - kb.t header, ns */
+    int64_t records, bytes, unique, duplicates, out_of_range, foreign, no_header;
+    int64_t t_start, t_first, t_last, t_end;
+    int32_t partitions;
+    int timed_out, stopped;
+    kb_errcount errors;
+    char err[KB_KERRLEN];
+} kb_consumer;
+
+/**
+ * Assign every partition of the topic at its current high watermark, signal
+ * ready, then consume until all expected sequence numbers were seen,
+ * max_records were read, timeout_s passed or stop was set.  0 on success
+ * (timing out is not an error: lost = expected - unique), -1 with c->err set
+ * when the client cannot be created, reached or assigned.
+ */
+int kb_consumer_run(kb_consumer *c);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * histogram.c - log-linear histogram: queries, merge, cost measurement.
+ */
+#include "histogram.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+void kb_hist_reset(kb_hist *h) {
+    memset(h, 0, sizeof(*h));
+    h->min = INT64_MAX;
+    h->max = -1;
+}
+
+int64_t kb_hist_lowest_at(int i) {
+    int bucket = (i >> KB_HIST_SUB_HALF_BITS) - 1;
+    int sub = (i & (KB_HIST_SUB_HALF - 1)) + KB_HIST_SUB_HALF;
+    if (bucket < 0) {
+        sub -= KB_HIST_SUB_HALF;
+        bucket = 0;
+    }
+    return (int64_t)sub << bucket;
+}
+
+int64_t kb_hist_highest_at(int i) {
+    int bucket = (i >> KB_HIST_SUB_HALF_BITS) - 1;
+    if (bucket < 0)
+        bucket = 0;
+    return kb_hist_lowest_at(i) + ((int64_t)1 << bucket) - 1;
+}
+
+void kb_hist_merge(kb_hist *dst, const kb_hist *src) {
+    for (int i = 0; i < KB_HIST_LEN; i++)
+        dst->counts[i] += src->counts[i];
+    dst->total += src->total;
+    dst->underflow += src->underflow;
+    dst->overflow += src->overflow;
+    dst->sum += src->sum;
+    if (src->total) {
+        if (src->min < dst->min)
+            dst->min = src->min;
+        if (src->max > dst->max)
+            dst->max = src->max;
+    }
+}
+
+int64_t kb_hist_percentile(const kb_hist *h, double p) {
+    if (h->total == 0)
+        return -1;
+    if (p < 0)
+        p = 0;
+    if (p > 100)
+        p = 100;
+    int64_t rank = (int64_t)ceil(p / 100.0 * (double)h->total);
+    if (rank < 1)
+        rank = 1;
+    int64_t acc = 0;
+    for (int i = 0; i < KB_HIST_LEN; i++) {
+        acc += h->counts[i];
+        if (acc >= rank) {
+            int64_t v = kb_hist_highest_at(i);
+            if (v > h->max)
+                v = h->max;
+            if (v < h->min)
+                v = h->min;
+            return v;
+        }
+    }
+    return h->max;
+}
+
+double kb_hist_mean(const kb_hist *h) {
+    return h->total ? h->sum / (double)h->total : 0.0;
+}
+
+double kb_hist_record_cost_ns(int64_t n, int with_clock) {
+    kb_hist *hp = malloc(sizeof(kb_hist));
+    if (!hp || n <= 0) {
+        free(hp);
+        return -1.0;
+    }
+    kb_hist_reset(hp);
+#define h (*hp)
+    uint64_t x = 88172645463325252ULL;
+    int64_t t0 = kb_now_ns();
+    if (with_clock) {
+        int64_t prev = kb_now_ns();
+        for (int64_t i = 0; i < n; i++) {
+            int64_t now = kb_now_ns();
+            kb_hist_record(&h, now - prev + (int64_t)(i & 0xfffff) * 1000);
+            prev = now;
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            kb_hist_record(&h, (int64_t)(x & 0x3ffffffffULL));
+        }
+    }
+    int64_t dt = kb_now_ns() - t0;
+    int ok = h.total + h.overflow == n;
+#undef h
+    free(hp);
+    return ok ? (double)dt / (double)n : -1.0;
+}

@@ -1,0 +1,140 @@
+/*
+ * kafka_conf.c - librdkafka configuration helpers.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kafka_conf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+int kb_props_add(kb_props *p, const char *key, const char *val) {
+    char **nk = realloc(p->keys, (p->n + 1) * sizeof(char *));
+    if (!nk)
+        return -1;
+    p->keys = nk;
+    char **nv = realloc(p->vals, (p->n + 1) * sizeof(char *));
+    if (!nv)
+        return -1;
+    p->vals = nv;
+    char *k = strdup(key), *v = strdup(val);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -1;
+    }
+    p->keys[p->n] = k;
+    p->vals[p->n] = v;
+    p->n++;
+    return 0;
+}
+
+const char *kb_props_get(const kb_props *p, const char *key) {
+    const char *r = NULL;
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->keys[i], key) == 0)
+            r = p->vals[i];
+    return r;
+}
+
+void kb_props_free(kb_props *p) {
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->keys[i]);
+        free(p->vals[i]);
+    }
+    free(p->keys);
+    free(p->vals);
+    p->keys = p->vals = NULL;
+    p->n = 0;
+}
+
+int kb_prop_is_secret(const char *key) {
+    static const char *const marks[] = {"password", "secret", "key.pem", "private", "sasl.oauthbearer.config",
+                                        "sasl.kerberos.keytab", NULL};
+    for (int i = 0; marks[i]; i++)
+        if (strstr(key, marks[i]))
+            return 1;
+    return 0;
+}
+
+/** Replace every occurrence of secret in s (in place, bounded by cap) with "[redacted]". */
+static void redact(char *s, size_t cap, const char *secret) {
+    size_t sl = strlen(secret);
+    if (sl == 0)
+        return;
+    char out[KB_KERRLEN];
+    size_t o = 0;
+    const char *r = s;
+    while (*r && o + 1 < sizeof(out)) {
+        if (strncmp(r, secret, sl) == 0) {
+            const char *rep = "[redacted]";
+            while (*rep && o + 1 < sizeof(out))
+                out[o++] = *rep++;
+            r += sl;
+        } else {
+            out[o++] = *r++;
+        }
+    }
+    out[o] = 0;
+    snprintf(s, cap, "%s", out);
+}
+
+rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf) {
+        snprintf(err, errlen, "out of memory creating librdkafka conf");
+        return NULL;
+    }
+    /* quiet by default (librdkafka logs to stderr); the caller's properties may raise it */
+    rd_kafka_conf_set(conf, "log_level", "2", NULL, 0);
+    for (size_t i = 0; i < p->n; i++) {
+        char e[KB_KERRLEN] = "";
+        if (rd_kafka_conf_set(conf, p->keys[i], p->vals[i], e, sizeof(e)) != RD_KAFKA_CONF_OK) {
+            if (kb_prop_is_secret(p->keys[i]))
+                redact(e, sizeof(e), p->vals[i]);
+            snprintf(err, errlen, "%s", e);
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
+    return conf;
+}
+
+rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *err, size_t errlen) {
+    char e[KB_KERRLEN] = "";
+    rd_kafka_t *rk = rd_kafka_new(type, conf, e, sizeof(e));
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "%s", e);
+    }
+    return rk;
+}
+
+int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, char *err, size_t errlen) {
+    const struct rd_kafka_metadata *md = NULL;
+    int64_t deadline = kb_now_ns() + (int64_t)timeout_ms * 1000000;
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    for (;;) {
+        int64_t left_ms = (deadline - kb_now_ns()) / 1000000;
+        if (left_ms <= 0)
+            break;
+        e = rd_kafka_metadata(rk, 0, NULL, &md, (int)left_ms);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            int nb = md->broker_cnt;
+            rd_kafka_metadata_destroy(md);
+            if (nb > 0)
+                return 0;
+        } else if (e != RD_KAFKA_RESP_ERR__TRANSPORT && e != RD_KAFKA_RESP_ERR__TIMED_OUT) {
+            break;
+        }
+        if (e == RD_KAFKA_RESP_ERR__TRANSPORT)
+            rd_kafka_poll(rk, 100); /* a failed connect answers at once: pace the retries */
+    }
+    snprintf(err, errlen,
+             "no Kafka broker reachable at '%s' within %.1f s (%s); check that the cluster is up "
+             "(kbench cluster status) and bootstrap.servers is right",
+             bootstrap ? bootstrap : "?", timeout_ms / 1000.0, rd_kafka_err2str(e));
+    return -1;
+}

@@ -1,0 +1,52 @@
+/*
+ * kafka_conf.h - librdkafka configuration from key/value pairs, passed
+ * verbatim, with librdkafka's own error messages and secrets redacted.
+ */
+#ifndef KBENCH_KAFKA_CONF_H
+#define KBENCH_KAFKA_CONF_H
+
+#include <stddef.h>
+
+#include <librdkafka/rdkafka.h>
+
+#define KB_KERRLEN 512
+
+/** An owned list of librdkafka properties (NUL-terminated strings). */
+typedef struct {
+    char **keys;
+    char **vals;
+    size_t n;
+} kb_props;
+
+/** Append a copy of key=val; 0 or -1 on out of memory. */
+int kb_props_add(kb_props *p, const char *key, const char *val);
+
+/** Value of key, or NULL when absent. */
+const char *kb_props_get(const kb_props *p, const char *key);
+
+/** Free every string and reset to empty. */
+void kb_props_free(kb_props *p);
+
+/** 1 when a property's value must never be printed (passwords, keys, secrets). */
+int kb_prop_is_secret(const char *key);
+
+/**
+ * A new rd_kafka_conf_t holding every property of p, applied in order.  On
+ * failure returns NULL with librdkafka's message in err (secret values
+ * replaced by "[redacted]").
+ */
+rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen);
+
+/**
+ * Create a client of the given type from p (NULL on failure, message in err).
+ * The conf is consumed on success and destroyed on failure.
+ */
+rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *err, size_t errlen);
+
+/**
+ * Block until a broker answers a metadata request or timeout_ms passes;
+ * 0 on success, else -1 with a one-line message naming the bootstrap servers.
+ */
+int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, char *err, size_t errlen);
+
+#endif

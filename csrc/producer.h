@@ -1,0 +1,81 @@
+/*
+ * producer.h - the producer loop over librdkafka: fixed-rate (schedule-based,
+ * coordinated-omission-corrected) or saturated, with per-message headers
+ * carrying the monotonic send time, sequence number and run id.
+ */
+#ifndef KBENCH_PRODUCER_H
+#define KBENCH_PRODUCER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "histogram.h"
+#include "kafka_conf.h"
+
+#define KB_MODE_SATURATED 0
+#define KB_MODE_FIXED_RATE 1
+#define KB_KEYS_NONE 0
+#define KB_KEYS_ROUND_ROBIN 1
+#define KB_KEYS_RANDOM 2
+#define KB_MAX_ERR_CODES 32
+
+/** Header names every kbench message carries (8-byte big-endian values). */
+#define KB_HDR_TIME "kb.t" /* CLOCK_MONOTONIC ns at produce() */
+#define KB_HDR_SEQ "kb.s"  /* sequence number, 0-based */
+#define KB_HDR_RUN "kb.r"  /* run id */
+
+/** Error code -> count (librdkafka error codes). */
+typedef struct {
+    int n;
+    int code[KB_MAX_ERR_CODES];
+    int64_t count[KB_MAX_ERR_CODES];
+    int64_t other; /* codes beyond the table */
+} kb_errcount;
+
+/** Count one occurrence of code in e. */
+void kb_errcount_add(kb_errcount *e, int code);
+
+/** A producer run: inputs set by the caller, outputs filled by kb_producer_run(). */
+typedef struct {
+    /* inputs */
+    kb_props props;
+    char *topic;
+    const uint8_t *payload;  /* corpus bytes */
+    const int64_t *offsets;  /* nrec + 1 offsets into payload: record i = [offsets[i], offsets[i+1]) */
+    size_t nrec;
+    int mode;                /* KB_MODE_* */
+    double rate;             /* messages/s (fixed-rate) */
+    int64_t count;           /* messages to send; 0 = until duration_s */
+    double duration_s;       /* 0 = no time limit */
+    int key_policy;          /* KB_KEYS_* */
+    int64_t nkeys;           /* size of the key set */
+    int32_t partition;       /* -1 = librdkafka's partitioner */
+    uint64_t run_id;
+    const char *stats_path;  /* NULL = no statistics file */
+    double flush_timeout_s;
+    double connect_timeout_s;
+    atomic_int stop;         /* set from another thread to stop cleanly */
+    /* outputs */
+    kb_hist *service;        /* delivery - actual send */
+    kb_hist *delay;          /* actual send - due (fixed-rate) */
+    kb_hist *corrected;      /* delivery - due (fixed-rate) */
+    int64_t sent, delivered, failed, dr_failed, bytes, queue_full, stats_count, undelivered;
+    int64_t t0, t_first_send, t_last_send, t_last_due, t_end;
+    int stopped;             /* 1 when stop was requested */
+    kb_errcount dr_errors;   /* delivery errors by code */
+    kb_errcount client_errors; /* error_cb events by code */
+    char err[KB_KERRLEN];
+} kb_producer;
+
+/**
+ * Run the loop to completion (count/duration reached, or stop set), flush
+ * (bounded by flush_timeout_s; what is left is purged and counted as
+ * undelivered) and destroy the client.  0 on success, -1 with p->err set when
+ * the client could not be created, no broker answered within
+ * connect_timeout_s, the topic does not exist, or a fatal error occurred.
+ * Histograms must be allocated by the caller.
+ */
+int kb_producer_run(kb_producer *p);
+
+#endif

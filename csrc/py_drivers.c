@@ -1,0 +1,354 @@
+/*
+ * py_drivers.c - Python types over the producer and consumer loops.
+ *
+ * A driver object owns its inputs (copied strings, held buffers) and its
+ * histograms; run() may be called once, releases the GIL for the whole run
+ * and returns a dict of counters plus Histogram objects.  stop() only sets an
+ * atomic flag, so it is safe from another thread or a signal handler's
+ * Python code.
+ */
+#include "py_drivers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "producer.h"
+#include "py_histogram.h"
+#include "py_kafka_util.h"
+
+/** A dict error name -> count from e. */
+static PyObject *errdict(const kb_errcount *e) {
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < e->n; i++) {
+        PyObject *v = PyLong_FromLongLong(e->count[i]);
+        if (!v || PyDict_SetItemString(d, rd_kafka_err2name((rd_kafka_resp_err_t)e->code[i]), v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    if (d && e->other) {
+        PyObject *v = PyLong_FromLongLong(e->other);
+        if (!v || PyDict_SetItemString(d, "OTHER", v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+/** Move *h into a Histogram object (or None when NULL); *h becomes NULL. */
+static PyObject *take_hist(kb_hist **h) {
+    if (!*h)
+        Py_RETURN_NONE;
+    kb_hist *x = *h;
+    *h = NULL;
+    return kb_py_hist_wrap(x);
+}
+
+/* ------------------------------------------------------------------ Producer */
+
+typedef struct {
+    PyObject_HEAD kb_producer *p;
+    Py_buffer payload, offsets;
+    int have_payload, have_offsets;
+    atomic_int used;
+} ProducerObject;
+
+static void producer_dealloc(ProducerObject *o) {
+    if (o->p) {
+        kb_props_free(&o->p->props);
+        free(o->p->topic);
+        free((char *)o->p->stats_path);
+        free(o->p->service);
+        free(o->p->delay);
+        free(o->p->corrected);
+        free(o->p);
+    }
+    if (o->have_payload)
+        PyBuffer_Release(&o->payload);
+    if (o->have_offsets)
+        PyBuffer_Release(&o->offsets);
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
+                             "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
+                             "stats_path", "flush_timeout", "connect_timeout", NULL};
+    PyObject *props;
+    const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
+    PyObject *payload, *offsets;
+    double rate = 0, duration = 0, flush_to = 30, conn_to = 10;
+    long long count = 0, nkeys = 0, run_id = 0;
+    int partition = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzdd:Producer", kwlist, &PyDict_Type, &props, &topic,
+                                     &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
+                                     &run_id, &stats, &flush_to, &conn_to))
+        return NULL;
+    ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
+    if (!o)
+        return NULL;
+    o->p = calloc(1, sizeof(kb_producer));
+    if (!o->p) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    kb_producer *p = o->p;
+    if (kb_py_props(props, &p->props) < 0)
+        goto fail;
+    if (PyObject_GetBuffer(payload, &o->payload, PyBUF_SIMPLE) < 0)
+        goto fail;
+    o->have_payload = 1;
+    if (PyObject_GetBuffer(offsets, &o->offsets, PyBUF_SIMPLE) < 0)
+        goto fail;
+    o->have_offsets = 1;
+    if (o->offsets.len % 8 || o->offsets.len < 16) {
+        PyErr_SetString(PyExc_ValueError, "offsets must hold n+1 >= 2 int64 values (array('q'))");
+        goto fail;
+    }
+    p->payload = o->payload.buf;
+    p->offsets = o->offsets.buf;
+    p->nrec = (size_t)(o->offsets.len / 8 - 1);
+    if (p->offsets[0] < 0 || p->offsets[p->nrec] > o->payload.len) {
+        PyErr_SetString(PyExc_ValueError, "offsets run outside the payload");
+        goto fail;
+    }
+    for (size_t i = 0; i < p->nrec; i++)
+        if (p->offsets[i + 1] < p->offsets[i]) {
+            PyErr_Format(PyExc_ValueError, "offsets must not decrease (index %zu)", i);
+            goto fail;
+        }
+    if (strcmp(mode, "fixed-rate") == 0)
+        p->mode = KB_MODE_FIXED_RATE;
+    else if (strcmp(mode, "saturated") == 0)
+        p->mode = KB_MODE_SATURATED;
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown mode '%s'; use fixed-rate or saturated", mode);
+        goto fail;
+    }
+    if (p->mode == KB_MODE_FIXED_RATE && !(rate > 0)) {
+        PyErr_Format(PyExc_ValueError, "fixed-rate needs rate > 0 messages/s, got %g", rate);
+        goto fail;
+    }
+    if (count <= 0 && !(duration > 0)) {
+        PyErr_SetString(PyExc_ValueError, "give count > 0 or duration > 0");
+        goto fail;
+    }
+    if (strcmp(keys, "none") == 0)
+        p->key_policy = KB_KEYS_NONE;
+    else if (strcmp(keys, "round-robin") == 0)
+        p->key_policy = KB_KEYS_ROUND_ROBIN;
+    else if (strcmp(keys, "random") == 0)
+        p->key_policy = KB_KEYS_RANDOM;
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown key policy '%s'; use none, round-robin or random", keys);
+        goto fail;
+    }
+    if (p->key_policy != KB_KEYS_NONE && (nkeys < 1 || nkeys > 10000000)) {
+        PyErr_Format(PyExc_ValueError, "key policy '%s' needs nkeys in 1..10000000, got %lld", keys, nkeys);
+        goto fail;
+    }
+    if (!(flush_to > 0) || !(conn_to > 0)) {
+        PyErr_SetString(PyExc_ValueError, "flush_timeout and connect_timeout must be > 0");
+        goto fail;
+    }
+    p->topic = strdup(topic);
+    p->stats_path = stats ? strdup(stats) : NULL;
+    p->rate = rate;
+    p->count = count;
+    p->duration_s = duration;
+    p->nkeys = nkeys;
+    p->partition = partition;
+    p->run_id = (uint64_t)run_id;
+    p->flush_timeout_s = flush_to;
+    p->connect_timeout_s = conn_to;
+    p->service = kb_hist_new();
+    if (p->mode == KB_MODE_FIXED_RATE) {
+        p->delay = kb_hist_new();
+        p->corrected = kb_hist_new();
+    }
+    if (!p->topic || !p->service || (p->mode == KB_MODE_FIXED_RATE && (!p->delay || !p->corrected))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    return (PyObject *)o;
+fail:
+    Py_DECREF(o);
+    return NULL;
+}
+
+static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
+    (void)unused;
+    if (atomic_exchange(&o->used, 1)) {
+        PyErr_SetString(PyExc_RuntimeError, "a Producer runs once; make a new one");
+        return NULL;
+    }
+    kb_producer *p = o->p;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = kb_producer_run(p);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_SetString(kb_KafkaError, p->err);
+        return NULL;
+    }
+    return Py_BuildValue(
+        "{s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "mode",
+        p->mode == KB_MODE_FIXED_RATE ? "fixed-rate" : "saturated", "sent", (long long)p->sent, "delivered",
+        (long long)p->delivered, "failed", (long long)p->failed, "undelivered", (long long)p->undelivered, "bytes",
+        (long long)p->bytes, "queue_full", (long long)p->queue_full, "stats_count", (long long)p->stats_count, "t0_ns",
+        (long long)p->t0, "first_send_ns", (long long)p->t_first_send, "last_send_ns", (long long)p->t_last_send,
+        "last_due_ns", (long long)p->t_last_due, "end_ns", (long long)p->t_end, "dr_failed",
+        (long long)p->dr_failed, "stopped", p->stopped ? Py_True : Py_False, "delivery_errors",
+        errdict(&p->dr_errors), "client_errors", errdict(&p->client_errors), "service", take_hist(&p->service),
+        "delay", take_hist(&p->delay), "corrected", take_hist(&p->corrected));
+}
+
+static PyObject *producer_stop(ProducerObject *o, PyObject *unused) {
+    (void)unused;
+    atomic_store(&o->p->stop, 1);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef producer_methods[] = {
+    {"run", (PyCFunction)producer_run, METH_NOARGS,
+     "run() -> dict: produce until count/duration (or stop()), flush, and return counters and histograms"},
+    {"stop", (PyCFunction)producer_stop, METH_NOARGS, "stop(): ask a running run() to finish cleanly"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ProducerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kbench._native.Producer",
+    .tp_basicsize = sizeof(ProducerObject),
+    .tp_dealloc = (destructor)producer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
+              "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
+              "connect_timeout=10): the C producer loop (see kbench.drivers).",
+    .tp_methods = producer_methods,
+    .tp_new = producer_new,
+};
+
+/* ------------------------------------------------------------------ Consumer */
+
+typedef struct {
+    PyObject_HEAD kb_consumer *c;
+    atomic_int used;
+} ConsumerObject;
+
+static void consumer_dealloc(ConsumerObject *o) {
+    if (o->c) {
+        kb_props_free(&o->c->props);
+        free(o->c->topic);
+        free(o->c->e2e);
+        free(o->c);
+    }
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"props", "topic", "run_id", "expected", "max_records", "timeout", "connect_timeout", NULL};
+    PyObject *props;
+    const char *topic;
+    long long run_id = 0, expected = 0, max_records = 0;
+    double timeout = 60, conn_to = 10;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLdd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+                                     &expected, &max_records, &timeout, &conn_to))
+        return NULL;
+    if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0) {
+        PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, expected/max_records >= 0");
+        return NULL;
+    }
+    ConsumerObject *o = (ConsumerObject *)type->tp_alloc(type, 0);
+    if (!o)
+        return NULL;
+    o->c = calloc(1, sizeof(kb_consumer));
+    if (!o->c) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    kb_consumer *c = o->c;
+    if (kb_py_props(props, &c->props) < 0) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    c->topic = strdup(topic);
+    c->e2e = kb_hist_new();
+    c->run_id = (uint64_t)run_id;
+    c->expected = expected;
+    c->max_records = max_records;
+    c->timeout_s = timeout;
+    c->connect_timeout_s = conn_to;
+    if (!c->topic || !c->e2e) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)o;
+}
+
+static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
+    (void)unused;
+    if (atomic_exchange(&o->used, 1)) {
+        PyErr_SetString(PyExc_RuntimeError, "a Consumer runs once; make a new one");
+        return NULL;
+    }
+    kb_consumer *c = o->c;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = kb_consumer_run(c);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_SetString(kb_KafkaError, c->err);
+        return NULL;
+    }
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}", "records",
+                         (long long)c->records, "bytes", (long long)c->bytes, "unique", (long long)c->unique,
+                         "duplicates", (long long)c->duplicates, "out_of_range", (long long)c->out_of_range,
+                         "foreign", (long long)c->foreign, "no_header", (long long)c->no_header, "start_ns",
+                         (long long)c->t_start, "first_ns", (long long)c->t_first, "last_ns", (long long)c->t_last,
+                         "end_ns", (long long)c->t_end, "partitions", (int)c->partitions, "timed_out",
+                         c->timed_out ? Py_True : Py_False, "stopped", c->stopped ? Py_True : Py_False, "errors",
+                         errdict(&c->errors), "e2e", take_hist(&c->e2e));
+}
+
+static PyObject *consumer_stop(ConsumerObject *o, PyObject *unused) {
+    (void)unused;
+    atomic_store(&o->c->stop, 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *consumer_ready(ConsumerObject *o, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(atomic_load(&o->c->ready));
+}
+
+static PyMethodDef consumer_methods[] = {
+    {"run", (PyCFunction)consumer_run, METH_NOARGS,
+     "run() -> dict: assign at the end offsets, consume until all expected seen / max_records / timeout / stop()"},
+    {"stop", (PyCFunction)consumer_stop, METH_NOARGS, "stop(): ask a running run() to finish cleanly"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef consumer_getset[] = {
+    {"ready", (getter)consumer_ready, NULL, "True once partitions are assigned (or the run failed)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ConsumerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kbench._native.Consumer",
+    .tp_basicsize = sizeof(ConsumerObject),
+    .tp_dealloc = (destructor)consumer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Consumer(props, topic, run_id=0, expected=0, max_records=0, timeout=60, connect_timeout=10):\n"
+              "the C consumer loop (see kbench.drivers).",
+    .tp_methods = consumer_methods,
+    .tp_getset = consumer_getset,
+    .tp_new = consumer_new,
+};
+
+int kb_py_drivers_init(PyObject *m) {
+    if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&ConsumerType) < 0)
+        return -1;
+    if (PyModule_AddObjectRef(m, "Producer", (PyObject *)&ProducerType) < 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "Consumer", (PyObject *)&ConsumerType);
+}

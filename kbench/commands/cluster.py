@@ -1,0 +1,96 @@
+"""``kbench cluster up|status|down``: a local Apache Kafka (KRaft) cluster on 127.0.0.1."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kbench import _native
+from kbench.cluster import DEFAULT_HEAP, DEFAULT_PORT_BASE, ClusterError, LocalCluster, default_dir, down, read_state, status
+from kbench.kafka_dist import KafkaDistError
+
+
+def _kv(text: str) -> tuple[str, str]:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. --broker-config num.io.threads=4)")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("cluster", help="start, inspect or stop a local Kafka cluster", description=__doc__)
+    csub = p.add_subparsers(dest="cluster_command", metavar="ACTION")
+    csub.required = True
+
+    up = csub.add_parser("up", help="format storage, start the brokers and wait until all are registered")
+    up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="number of nodes (broker+controller each)")
+    up.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
+    up.add_argument("--broker-config", type=_kv, action="append", default=[], metavar="K=V",
+                    help="extra broker setting, repeatable (defaults pin compression.type=producer)")
+    up.add_argument("--heap", default=DEFAULT_HEAP, help=f"broker JVM heap (default {DEFAULT_HEAP})")
+    up.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
+                    help=f"node i listens on BASE+i-1 and its controller on BASE+100+i-1 (default {DEFAULT_PORT_BASE}; 0 = free ports)")
+    up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    up.set_defaults(func=_up)
+
+    st = csub.add_parser("status", help="show the cluster's brokers, pids and whether they are alive")
+    st.add_argument("--dir", type=Path, default=None)
+    st.set_defaults(func=_status)
+
+    dn = csub.add_parser("down", help="stop the processes 'up' started (and only those)")
+    dn.add_argument("--dir", type=Path, default=None)
+    dn.add_argument("--timeout", type=float, default=15.0, help="seconds before SIGKILL")
+    dn.set_defaults(func=_down)
+
+
+def _dir(args: argparse.Namespace) -> Path:
+    return args.dir if args.dir is not None else default_dir()
+
+
+def _print_state(d: Path, alive: dict[int, bool] | None = None) -> None:
+    st = read_state(d)
+    print(f"cluster {st.cluster_id} (Kafka {st.kafka_version}) in {st.dir}")
+    print(f"bootstrap.servers={st.bootstrap_servers}")
+    for b in st.brokers:
+        extra = "" if alive is None else ("  alive" if alive[b.node_id] else "  DEAD")
+        print(f"  node {b.node_id}: pid {b.pid} port {b.port} controller {b.controller_port} data {b.data_dir} logs {b.log_dir}{extra}")
+
+
+def _up(args: argparse.Namespace) -> int:
+    d = _dir(args)
+    try:
+        c = LocalCluster(brokers=args.brokers, directory=d, broker_config=dict(args.broker_config), heap=args.heap,
+                         port_base=args.port_base, start_timeout=args.timeout, die_with_parent=False)
+        c.start()
+    except (ClusterError, KafkaDistError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 1
+    _print_state(d)
+    print(f"state: {d / 'cluster.json'}; stop with: kbench cluster down --dir {d}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    d = _dir(args)
+    try:
+        alive = status(d)
+        _print_state(d, alive)
+        if not all(alive.values()):
+            return 1
+        md = _native.metadata({"bootstrap.servers": read_state(d).bootstrap_servers}, timeout=5.0)
+        print(f"registered brokers: {sorted(b[0] for b in md['brokers'])}; topics: {len(md['topics'])}")
+    except (ClusterError, _native.KafkaError) as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    d = _dir(args)
+    try:
+        pids = down(d, timeout=args.timeout)
+    except ClusterError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 1
+    print(f"stopped pids {pids}" if pids else "no running broker of this cluster was left; state removed")
+    return 0

@@ -1,0 +1,320 @@
+"""Producer and consumer drivers: Python configuration and results over the C loops.
+
+The loops live in C (``kbench._native.Producer`` / ``Consumer``); each runs with the GIL
+released from start to end.  This module only prepares inputs (corpus records as one buffer
+plus an ``array('q')`` of offsets, librdkafka properties passed verbatim), runs the loops in
+worker threads so Ctrl-C in the main thread reaches them as a clean ``stop()``, and turns
+their dicts into dataclasses.
+
+Every message carries three 8-byte big-endian headers: ``kb.t`` (CLOCK_MONOTONIC ns at
+``produce()``), ``kb.s`` (sequence number from 0) and ``kb.r`` (run id), so a consumer on the
+same host measures end-to-end latency and checks every sequence number.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from kbench import _native
+from kbench._native import Histogram, KafkaError
+
+__all__ = [
+    "ConsumerResult",
+    "KafkaError",
+    "ProducerResult",
+    "ProducerSpec",
+    "RunPair",
+    "consume",
+    "produce",
+    "produce_and_consume",
+    "records_buffer",
+    "redact",
+]
+
+MODES = ("fixed-rate", "saturated")
+KEY_POLICIES = ("none", "round-robin", "random")
+_SECRET_MARKS = ("password", "secret", "key.pem", "private", "sasl.oauthbearer.config", "keytab", "sasl.username")
+
+
+def redact(props: Mapping[str, str]) -> dict[str, str]:
+    """A copy of librdkafka properties safe for logs and CSVs (secret values replaced)."""
+    return {k: ("[redacted]" if any(m in k for m in _SECRET_MARKS) else str(v)) for k, v in props.items()}
+
+
+def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
+    """Records back to back plus n+1 int64 offsets, the layout the C producer cycles through."""
+    if not records:
+        raise ValueError("the corpus has no records")
+    offs = array("q", [0])
+    total = 0
+    for r in records:
+        total += len(r)
+        offs.append(total)
+    return b"".join(records), offs
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """What to produce and how.  ``props`` are librdkafka properties, passed verbatim."""
+
+    topic: str
+    props: Mapping[str, str]
+    mode: str = "fixed-rate"
+    rate: float = 0.0  # messages/s, fixed-rate only
+    count: int = 0  # messages (0 = until duration)
+    duration: float = 0.0  # seconds (0 = until count)
+    keys: str = "none"
+    nkeys: int = 0
+    partition: int = -1
+    stats_path: Path | None = None
+    flush_timeout: float = 30.0
+    connect_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown producer mode '{self.mode}'; use one of {', '.join(MODES)}")
+        if self.mode == "fixed-rate" and self.rate <= 0:
+            raise ValueError("fixed-rate mode needs --rate > 0 (messages per second)")
+        if self.count <= 0 and self.duration <= 0:
+            raise ValueError("give a message count > 0 or a duration > 0")
+        if self.keys not in KEY_POLICIES:
+            raise ValueError(f"unknown key policy '{self.keys}'; use one of {', '.join(KEY_POLICIES)}")
+        if self.keys != "none" and self.nkeys < 1:
+            raise ValueError(f"key policy '{self.keys}' needs nkeys >= 1")
+
+
+@dataclass
+class ProducerResult:
+    """Counters and histograms of one producer run (latencies in ns)."""
+
+    mode: str
+    sent: int
+    delivered: int
+    failed: int
+    undelivered: int
+    bytes: int
+    queue_full: int
+    stats_count: int
+    t0_ns: int
+    first_send_ns: int
+    last_send_ns: int
+    last_due_ns: int
+    end_ns: int
+    stopped: bool
+    delivery_errors: dict[str, int]
+    client_errors: dict[str, int]
+    service: Histogram
+    delay: Histogram | None
+    corrected: Histogram | None
+    rate: float = 0.0  # target (fixed-rate)
+    dr_failed: int = 0
+
+    @property
+    def send_seconds(self) -> float:
+        """From the first due time (fixed-rate) or first send (saturated) to the last send."""
+        start = self.t0_ns if self.mode == "fixed-rate" else self.first_send_ns
+        return max(0.0, (self.last_send_ns - start) / 1e9)
+
+    @property
+    def achieved_rate(self) -> float:
+        """Messages/s actually sent.  Fixed-rate: (sent - 1) / (last send - first due)."""
+        if self.sent < 2:
+            return 0.0
+        return (self.sent - 1) / self.send_seconds if self.send_seconds > 0 else 0.0
+
+    @property
+    def delivered_rate(self) -> float:
+        """Delivered messages per second of the whole run (first send to end of flush)."""
+        span = (self.end_ns - self.first_send_ns) / 1e9
+        return self.delivered / span if span > 0 else 0.0
+
+    @property
+    def rate_deviation(self) -> float | None:
+        """(achieved - target) / target for fixed-rate runs."""
+        if self.mode != "fixed-rate" or self.rate <= 0:
+            return None
+        return (self.achieved_rate - self.rate) / self.rate
+
+    @property
+    def latency_comparable(self) -> bool:
+        """Saturated-mode latencies are queueing, not service: never compare them."""
+        return self.mode == "fixed-rate"
+
+
+@dataclass
+class ConsumerResult:
+    """What the consumer saw (latencies in ns)."""
+
+    records: int
+    bytes: int
+    unique: int
+    duplicates: int
+    out_of_range: int
+    foreign: int
+    no_header: int
+    start_ns: int
+    first_ns: int
+    last_ns: int
+    end_ns: int
+    partitions: int
+    timed_out: bool
+    stopped: bool
+    errors: dict[str, int]
+    e2e: Histogram
+    expected: int = 0
+
+    @property
+    def lost(self) -> int:
+        return max(0, self.expected - self.unique) if self.expected else 0
+
+
+@dataclass
+class RunPair:
+    producer: ProducerResult
+    consumer: ConsumerResult | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _run_native(obj: Any) -> Any:
+    """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop() and is re-raised."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = obj.run()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="kbench-native", daemon=True)
+    t.start()
+    interrupted = False
+    while t.is_alive():
+        try:
+            t.join(0.2)
+        except KeyboardInterrupt:
+            obj.stop()
+            interrupted = True
+    if "error" in box:
+        raise box["error"]
+    if interrupted:
+        box["result"]["interrupted"] = True
+    return box["result"]
+
+
+def _new_run_id() -> int:
+    return int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
+
+
+def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
+    payload, offsets = records_buffer(records)
+    return _native.Producer(
+        dict(spec.props),
+        spec.topic,
+        payload,
+        offsets,
+        mode=spec.mode,
+        rate=float(spec.rate),
+        count=int(spec.count),
+        duration=float(spec.duration),
+        keys=spec.keys,
+        nkeys=int(spec.nkeys),
+        partition=int(spec.partition),
+        run_id=run_id,
+        stats_path=str(spec.stats_path) if spec.stats_path else None,
+        flush_timeout=float(spec.flush_timeout),
+        connect_timeout=float(spec.connect_timeout),
+    )
+
+
+def _producer_result(d: dict[str, Any], spec: ProducerSpec) -> ProducerResult:
+    d = dict(d)
+    d.pop("interrupted", None)
+    return ProducerResult(rate=spec.rate if spec.mode == "fixed-rate" else 0.0, **d)
+
+
+def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = None) -> ProducerResult:
+    """Run the C producer loop to completion; KafkaError carries librdkafka's message."""
+    rid = run_id if run_id is not None else _new_run_id()
+    return _producer_result(_run_native(_producer(spec, records, rid)), spec)
+
+
+def _consumer(props: Mapping[str, str], topic: str, run_id: int, expected: int, timeout: float, max_records: int,
+              connect_timeout: float) -> Any:
+    return _native.Consumer(dict(props), topic, run_id=run_id, expected=expected, max_records=max_records,
+                            timeout=timeout, connect_timeout=connect_timeout)
+
+
+def _consumer_result(d: dict[str, Any], expected: int) -> ConsumerResult:
+    d = dict(d)
+    d.pop("interrupted", None)
+    return ConsumerResult(expected=expected, **d)
+
+
+def consume(props: Mapping[str, str], topic: str, expected: int, run_id: int = 0, timeout: float = 60.0,
+            max_records: int = 0, connect_timeout: float = 10.0) -> ConsumerResult:
+    """Consume from the topic's current end offsets (standalone use)."""
+    c = _consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
+    return _consumer_result(_run_native(c), expected)
+
+
+def produce_and_consume(
+    spec: ProducerSpec,
+    records: Sequence[bytes],
+    consumer_props: Mapping[str, str] | None = None,
+    consume_timeout: float | None = None,
+    on_started: Callable[[], None] | None = None,
+) -> RunPair:
+    """Start a consumer at the topic's end, then the producer; wait for both.
+
+    The consumer expects exactly the producer's messages (``spec.count`` of them, by sequence
+    number and run id) and stops when it has seen all of them or after ``consume_timeout``
+    (default: the producer's expected duration + 30 s).
+    """
+    if spec.count <= 0:
+        raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
+    run_id = _new_run_id()
+    cprops = dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
+    expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
+    timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
+    cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
+    prod = _producer(spec, records, run_id)
+    cbox: dict[str, Any] = {}
+
+    def ctarget() -> None:
+        try:
+            cbox["result"] = cons.run()
+        except BaseException as e:  # noqa: BLE001
+            cbox["error"] = e
+
+    ct = threading.Thread(target=ctarget, name="kbench-consumer", daemon=True)
+    ct.start()
+    ready = threading.Event()
+    try:
+        # the consumer flips `ready` once assigned at the end offsets (or on failure)
+        while not cons.ready and ct.is_alive():
+            ready.wait(0.01)
+        if "error" in cbox:
+            raise cbox["error"]
+        if on_started:
+            on_started()
+        try:
+            pres = _run_native(prod)
+        except BaseException:
+            cons.stop()
+            raise
+        if pres.get("interrupted"):
+            cons.stop()
+        while ct.is_alive():
+            ct.join(0.2)
+    except KeyboardInterrupt:
+        prod.stop()
+        cons.stop()
+        ct.join()
+        raise
+    if "error" in cbox:
+        raise cbox["error"]
+    return RunPair(_producer_result(pres, spec), _consumer_result(cbox["result"], spec.count))

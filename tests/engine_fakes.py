@@ -1,0 +1,128 @@
+"""Test doubles for the engine: a scriptable transport and plan helpers."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kbench.transport import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
+
+
+def lat(base: float) -> LatencySummary:
+    return LatencySummary(count=100, p50_us=base, p95_us=base * 2, p99_us=base * 3, p999_us=base * 4, max_us=base * 5)
+
+
+@dataclass
+class FakeTransport:
+    """Runs nothing; returns measurements shaped by its settings and records every request."""
+
+    kind: str = "fake"
+    saturated: dict[str, float] = field(default_factory=lambda: {"none": 40_000.0, "zstd:3": 30_000.0})
+    max_rate: float | None = None  # a fixed rate above this is only achieved at this value
+    steal_pct: float | None = 0.0
+    cpu_regressed_role: str | None = None
+    fail_on: Callable[[RunRequest], bool] | None = None  # raise TransportError
+    interrupt_after: int | None = None  # KeyboardInterrupt at this call number (1-based)
+    broker_versions: tuple[str | None, ...] = ("4.1.2",)
+    requests: list[RunRequest] = field(default_factory=list)
+    opened: int = 0
+    closed: int = 0
+
+    def open(self) -> TransportInfo:
+        self.opened += 1
+        brokers = tuple(BrokerInfo(broker_id=i, version=v, pid=None, log_dir=None, default_compression="producer") for i, v in enumerate(self.broker_versions))
+        return TransportInfo(kind="fake", bootstrap="127.0.0.1:1", brokers=brokers, kafka_version="4.1.2", client="fake")
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def run(self, req: RunRequest) -> RunResult:
+        self.requests.append(req)
+        if self.interrupt_after is not None and len(self.requests) >= self.interrupt_after:
+            raise KeyboardInterrupt
+        if self.fail_on is not None and self.fail_on(req):
+            raise TransportError("broker went away (sasl.password=hunter2-SECRET)")
+        codec = req.cell.codec
+        if req.rate is None:
+            achieved = self.saturated.get(codec, 20_000.0)
+        else:
+            achieved = req.rate if self.max_rate is None else min(req.rate, self.max_rate)
+        n = int(achieved * req.duration_s)
+        payload = n * 300
+        cpu = []
+        for role in ("producer", "consumer", "broker-0"):
+            regressed = role == self.cpu_regressed_role
+            cpu.append(CpuSample(role=role, usr_s=-0.1 if regressed else 0.5, sys_s=0.1, wall_s=req.duration_s, regressed=regressed, pid=1000))
+        ratio = 4.0 if codec.startswith("zstd") else 1.0
+        return RunResult(
+            messages_sent=n,
+            messages_acked=n,
+            payload_bytes=payload,
+            elapsed_s=req.duration_s,
+            target_rate=req.rate,
+            achieved_rate=achieved,
+            latency_service=lat(100),
+            latency_delay=lat(10),
+            latency_corrected=lat(120 if codec == "none" else 130),
+            latency_e2e=lat(200),
+            consumed=n,
+            lost=0,
+            duplicated=0,
+            cpu=tuple(cpu),
+            steal_pct=self.steal_pct,
+            producer_wire_bytes=int(payload / ratio),
+            consumer_wire_bytes=int(payload / ratio),
+            stored_bytes=int(payload / ratio),
+            stored_batches=10,
+            stored_codecs=(codec.split(":")[0],) if req.cell.topic_compression == "producer" else (req.cell.topic_compression,),
+            topic_compression_readback=req.cell.topic_compression,
+            batch_fill=BatchFill(10, 5, 6, 7, 1000, 1100, 1200, "fake"),
+        )
+
+
+PLAN_TEXT = """
+name = "t"
+repetitions = 3
+duration_s = 1
+warmup_s = 0.5
+corpus_size = 20000
+seed = 7
+
+[transport]
+kind = "dry"
+
+[client]
+"sasl.password" = "hunter2-SECRET"
+"sasl.username" = "alice-USER"
+"ssl.key.password" = "kp-SECRET"
+
+[[sweep]]
+name = "sat"
+experiments = ["B"]
+codec = ["none", "zstd:3"]
+rate = "saturated"
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json", "random"]
+rate = "auto"
+"""
+
+SECRETS = ("hunter2-SECRET", "alice-USER", "kp-SECRET")
+
+
+def write_plan(dirpath: Path, text: str = PLAN_TEXT, name: str = "plan.toml") -> Path:
+    p = dirpath / name
+    p.write_text(text)
+    return p
+
+
+def grep_secrets(run_dir: Path) -> list[str]:
+    hits = []
+    for f in run_dir.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            hits += [f"{f.name}:{s}" for s in SECRETS if s.encode() in data]
+    return hits

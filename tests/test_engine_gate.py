@@ -1,0 +1,107 @@
+"""The environment gate: >= 12 checks, blocking vs warning, read from fixture /proc and /sys."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbench import gate
+
+STAT0 = "cpu  1000 0 500 8000 100 0 0 0 0 0\ncpu0 1 2 3\n"
+STAT_STEAL = "cpu  1100 0 550 8800 100 0 0 50 0 0\n"  # steal 50 of 1000 ticks = 5 %
+STAT_CALM = "cpu  1100 0 550 8850 100 0 0 0 0 0\n"
+VM0 = "pswpin 10\npswpout 20\n"
+VM1 = "pswpin 10\npswpout 25\n"
+
+
+def fixture_roots(tmp: Path, governor: str = "performance", clock: str = "tsc", load: str = "0.10") -> tuple[Path, Path]:
+    proc, sys_ = tmp / "proc", tmp / "sys"
+    proc.mkdir()
+    (proc / "loadavg").write_text(f"{load} 0.2 0.3 1/100 4242\n")
+    (proc / "meminfo").write_text("MemTotal: 16000000 kB\nMemAvailable: 8000000 kB\n")
+    for i in range(2):
+        d = sys_ / f"devices/system/cpu/cpu{i}/cpufreq"
+        d.mkdir(parents=True)
+        (d / "scaling_governor").write_text(governor + "\n")
+    cs = sys_ / "devices/system/clocksource/clocksource0"
+    cs.mkdir(parents=True)
+    (cs / "current_clocksource").write_text(clock + "\n")
+    return proc, sys_
+
+
+def ctx(tmp: Path, **kw: object) -> gate.GateContext:
+    proc, sys_ = fixture_roots(tmp)
+    base: dict[str, object] = dict(
+        proc=proc, sys_root=sys_, transport_kind="local", broker_versions=["4.1.2"], broker_default_compression=["producer"],
+        disk_paths=[tmp], min_free_bytes=1, librdkafka_version="2.0.2", java_version="17.0.15",
+        codec_versions={"zstd": "1.5.4", "lz4": "1.9.4", "snappy": "1.1.9", "zlib": "1.2.13"}, corpus_entropies={"json": 5.1},
+        sample_s=0.0, cpu_count=2, open_files_limit=65536, time_sync=lambda: True,
+        before=gate.ProcSample(STAT0, VM0), after=gate.ProcSample(STAT_CALM, VM0),
+    )
+    base.update(kw)
+    return gate.GateContext(**base)  # type: ignore[arg-type]
+
+
+def by_name(report: gate.GateReport) -> dict[str, gate.CheckResult]:
+    return {r.name: r for r in report.results}
+
+
+def test_at_least_twelve_checks_all_pass_on_a_clean_machine(tmp_path: Path) -> None:
+    rep = gate.run_gate(ctx(tmp_path))
+    assert len(rep.results) >= 12
+    assert len({r.name for r in rep.results}) == len(rep.results)
+    assert {r.severity for r in rep.results} == {"blocking", "warning"}
+    bad = [r for r in rep.results if r.outcome != "pass"]
+    assert not bad, bad
+    assert not rep.blocked
+
+
+def test_steal_is_computed_and_blocks(tmp_path: Path) -> None:
+    assert gate.steal_pct(STAT0, STAT_STEAL) == pytest.approx(5.0)
+    rep = gate.run_gate(ctx(tmp_path, after=gate.ProcSample(STAT_STEAL, VM0)))
+    assert by_name(rep)["CPU steal"].outcome == "fail"
+    assert rep.blocked and [r.name for r in rep.blocking_failures] == ["CPU steal"]
+
+
+@pytest.mark.parametrize(
+    "kw,name,blocking",
+    [
+        ({"broker_versions": ["4.1.2", "3.9.0"]}, "broker versions equal", True),
+        ({"broker_default_compression": ["lz4"]}, "topic compression.type", True),
+        ({"min_free_bytes": 1 << 60}, "free disk", True),
+        ({"open_files_limit": 1024}, "open-file limit", True),
+        ({"librdkafka_version": None}, "librdkafka version", True),
+        ({"librdkafka_version": "1.6.0"}, "librdkafka version", True),
+        ({"codec_versions": {"zstd": "1.5.4"}}, "codec library versions", True),
+        ({"java_version": "11.0.2"}, "Java version", True),
+        ({"java_version": None}, "Java version", True),
+        ({"after": gate.ProcSample(STAT_CALM, VM1)}, "swap activity", False),
+        ({"time_sync": lambda: False}, "time sync", False),
+        ({"corpus_entropies": {"mine": 7.9}}, "corpus entropy", False),
+        ({"min_mem_available": 1 << 60}, "available memory", False),
+    ],
+)
+def test_each_check_can_fail(tmp_path: Path, kw: dict[str, object], name: str, blocking: bool) -> None:
+    rep = gate.run_gate(ctx(tmp_path, **kw))
+    r = by_name(rep)[name]
+    assert r.outcome == "fail", r
+    assert rep.blocked is blocking
+
+
+def test_governor_clocksource_and_load_warn(tmp_path: Path) -> None:
+    proc, sys_ = fixture_roots(tmp_path / "x", governor="powersave", clock="hpet", load="9.0") if (tmp_path / "x").mkdir() is None else (None, None)
+    rep = gate.run_gate(ctx(tmp_path, proc=proc, sys_root=sys_))
+    names = by_name(rep)
+    for n in ("CPU governor", "clock source", "load average"):
+        assert names[n].outcome == "fail" and names[n].severity == "warning"
+    assert not rep.blocked
+
+
+def test_missing_sysfs_is_unknown_not_failure(tmp_path: Path) -> None:
+    rep = gate.run_gate(ctx(tmp_path, sys_root=tmp_path / "nothing"))
+    assert by_name(rep)["CPU governor"].outcome == "unknown"
+    assert not rep.blocked
+
+
+def test_java_not_required_for_a_bootstrap_cluster(tmp_path: Path) -> None:
+    assert by_name(gate.run_gate(ctx(tmp_path, java_version=None, transport_kind="bootstrap")))["Java version"].outcome == "pass"

@@ -1,0 +1,72 @@
+"""SIGKILL ``kbench run`` mid-plan, resume it: every cell x repetition exactly once, no truncated row."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kbench import plan as plan_mod, results
+
+from engine_fakes import PLAN_TEXT, grep_secrets, write_plan
+
+DRY_PLAN = PLAN_TEXT.replace("duration_s = 1", "duration_s = 0.25").replace("warmup_s = 0.5", "warmup_s = 0.05")
+
+
+def kbench(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kbench", "run", *args, "--gate-sample-s", "0", "--force"]
+
+
+def wait_for_journal(path: Path, lines: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            return
+        assert proc.poll() is None, "kbench run ended before it could be killed"
+        time.sleep(0.02)  # polling an observable condition, not a fixed wait
+    raise AssertionError(f"{path} never reached {lines} lines")
+
+
+def test_sigkill_then_resume(tmp_path: Path) -> None:
+    plan_file = write_plan(tmp_path, DRY_PLAN)
+    run = tmp_path / "run"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.Popen(kbench(str(plan_file), "-o", str(run), "-X", "sasl.password=hunter2-SECRET"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        wait_for_journal(run / results.JOURNAL, 4, p)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    done_before = results.read_done(run)
+    assert 4 <= len(done_before) < 18
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["state"] == "running"
+
+    r = subprocess.run(kbench("--resume", str(run)), capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "== A:" in r.stdout and "== D:" in r.stdout
+
+    plan = plan_mod.load(str(plan_file))
+    cells = plan_mod.expand(plan)
+    for exp in ("A", "B", "C", "D"):
+        path = run / f"{exp}.csv"
+        data = path.read_bytes()
+        assert data.endswith(b"\n")
+        rows = list(csv.reader(data.decode().splitlines()))
+        header, body = rows[0], rows[1:]
+        assert header == list(results.COLUMNS[exp])
+        assert all(len(x) == len(header) for x in body), "a truncated row survived"
+        key_cols = ["cell_id", "rep"] + (["role"] if exp == "D" else [])
+        idx = [header.index(c) for c in key_cols]
+        keys = [tuple(x[i] for i in idx) for x in body]
+        assert len(keys) == len(set(keys)), f"duplicate rows in {exp}.csv"
+        want = {(c.cell_id, str(rep)) for c in cells if exp in c.experiments for rep in range(1, plan.repetitions + 1)}
+        assert {k[:2] for k in keys} == want
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["state"] == "complete" and len(m["resumes"]) == 1
+    assert grep_secrets(run) == []

@@ -1,0 +1,59 @@
+"""CSV results: header once, complete rows only, reconcile against the journal."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbench import results
+
+
+def row(cell: str, rep: int, status: str = "OK") -> dict[str, object]:
+    return {"cell_id": cell, "rep": rep, "codec": "zstd:3", "achieved_rate_msgs": 1234.5, "status": status, "reason": "a, \"quoted\" reason"}
+
+
+def test_append_writes_header_once_and_na(tmp_path: Path) -> None:
+    w = results.ResultsWriter(tmp_path)
+    w.append("A", [row("c-000", 1)])
+    w.append("A", [row("c-000", 2)])
+    text = (tmp_path / "A.csv").read_text()
+    assert text.count("cell_id,rep,") == 1
+    rows = results.read_rows(tmp_path / "A.csv")
+    assert [r["rep"] for r in rows] == ["1", "2"]
+    assert rows[0]["corrected_p99_us"] == "NA"
+    assert rows[0]["reason"] == 'a, "quoted" reason'
+    assert list(rows[0]) == list(results.COLUMNS["A"])
+
+
+def test_reconcile_drops_truncated_and_unjournaled_rows(tmp_path: Path) -> None:
+    w = results.ResultsWriter(tmp_path)
+    for rep in (1, 2):
+        w.append("A", [row("c-000", rep)])
+        w.mark_done("c-000", rep, "OK")
+    w.append("A", [row("c-001", 1)])  # written, but the journal entry never made it
+    with (tmp_path / "A.csv").open("a") as f:
+        f.write("c-001,2,sw,zst")  # killed mid-row
+    with (tmp_path / "done.jsonl").open("a") as f:
+        f.write('{"cell_id": "c-0')  # killed mid-entry
+    assert results.read_done(tmp_path) == {("c-000", 1), ("c-000", 2)}
+    dropped = results.reconcile(tmp_path)
+    assert dropped == {"done.jsonl": 1, "A.csv": 2}
+    data = (tmp_path / "A.csv").read_bytes()
+    assert data.endswith(b"\n")
+    assert [(r["cell_id"], r["rep"]) for r in results.read_rows(tmp_path / "A.csv")] == [("c-000", "1"), ("c-000", "2")]
+    assert (tmp_path / "done.jsonl").read_bytes().endswith(b"\n")
+    assert results.reconcile(tmp_path) == {}  # idempotent
+
+
+def test_unknown_column_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(KeyError):
+        results.ResultsWriter(tmp_path).append("B", [{"cell_id": "x", "bogus": 1}])
+    assert not (tmp_path / "B.csv").exists()
+
+
+def test_format_value() -> None:
+    assert results.format_value(None) == "NA"
+    assert results.format_value(float("nan")) == "NA"
+    assert results.format_value(True) == "true"
+    assert results.format_value(1234567.891) == "1234568"
+    assert results.format_value(("lz4", "zstd")) == "lz4|zstd"

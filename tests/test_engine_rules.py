@@ -1,0 +1,123 @@
+"""The experiments' rules: REJECTED, saturated flag, CPU NA / FAILED_CPU_REGRESSED, steal INVALID."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kbench import corpus, plan as plan_mod, results, rules
+from kbench.plan import Cell
+from kbench.transport import CpuSample, RunResult
+
+from engine_fakes import lat
+
+CORPUS = corpus.generate("json", 5000)
+
+
+def cell(exps: tuple[str, ...], rate: float | str = 1000.0, codec: str = "zstd:3", tc: str = "producer") -> Cell:
+    return Cell("x-000", "x", exps, codec, "json", 16384, 5.0, 1, "all", rate, tc)
+
+
+def result(target: float | None = 1000.0, achieved: float = 1000.0, **kw: object) -> RunResult:
+    base = dict(
+        messages_sent=1000, messages_acked=1000, payload_bytes=10**9, elapsed_s=1.0, target_rate=target, achieved_rate=achieved,
+        latency_service=lat(10), latency_delay=lat(1), latency_corrected=lat(12), latency_e2e=lat(20), consumed=1000, lost=0, duplicated=0,
+        cpu=(CpuSample("producer", 2.0, 1.0, 10.0, pid=1), CpuSample("broker-0", 1.0, 0.5, 10.0, pid=2)),
+        steal_pct=0.0, producer_wire_bytes=10**8, consumer_wire_bytes=10**8, stored_bytes=2 * 10**8, stored_batches=100,
+        stored_codecs=("zstd",), topic_compression_readback="producer",
+    )
+    base.update(kw)
+    return RunResult(**base)  # type: ignore[arg-type]
+
+
+def rows(c: Cell, r: RunResult, rf: int = 1) -> dict[str, list[dict[str, object]]]:
+    out = rules.rows_for(c, 1, r, CORPUS, CORPUS.entropy, rf)
+    for exp, rs in out.items():
+        for row in rs:
+            assert set(row) <= set(results.COLUMNS[exp]), set(row) - set(results.COLUMNS[exp])
+    return out
+
+
+@pytest.mark.parametrize("achieved,status", [(1000.0, "OK"), (980.5, "OK"), (1019.0, "OK"), (979.0, "REJECTED"), (900.0, "REJECTED"), (1030.0, "REJECTED")])
+def test_rate_off_by_more_than_2_percent_is_rejected(achieved: float, status: str) -> None:
+    out = rows(cell(("A", "C", "D")), result(achieved=achieved))
+    for exp in ("A", "C", "D"):
+        for r in out[exp]:
+            assert r["status"] == status
+    if status == "REJECTED":
+        reason = str(out["A"][0]["reason"])
+        assert "off the target" in reason and "1000.0 msgs/s" in reason
+
+
+def test_saturated_rows_are_flagged() -> None:
+    out = rows(cell(("B",), rate="saturated"), result(target=None, achieved=50_000.0))
+    b = out["B"][0]
+    assert b["latency_flag"] == rules.SATURATED_FLAG
+    assert b["status"] == "OK" and b["target_rate_msgs"] is None
+    assert b["payload_mb_per_s"] == pytest.approx(1000.0)
+
+
+def test_cpu_per_role_normalised_per_gb() -> None:
+    out = rows(cell(("D",)), result(), rf=3)
+    d = {r["role"]: r for r in out["D"]}
+    assert d["producer"]["cpu_s_per_gb"] == pytest.approx(3.0)
+    assert d["producer"]["usr_pct"] == pytest.approx(20.0) and d["producer"]["sys_pct"] == pytest.approx(10.0)
+    assert d["producer"]["wire_bytes"] == 10**8
+    assert d["broker-0"]["wire_bytes"] == 2 * 10**8 * 2  # stored x (RF-1)
+    assert all(r["status"] == "OK" for r in out["D"])
+
+
+def test_unreadable_cpu_is_na_never_zero() -> None:
+    r = result(cpu=(CpuSample("producer", 1.0, 1.0, 10.0), CpuSample("broker-0", None, None, 10.0, note="pid vanished")))
+    d = {x["role"]: x for x in rows(cell(("D",)), r)["D"]}
+    assert d["broker-0"]["status"] == "NA"
+    assert d["broker-0"]["cpu_s"] is None and d["broker-0"]["cpu_s_per_gb"] is None
+    assert "pid vanished" in str(d["broker-0"]["reason"])
+    assert d["producer"]["status"] == "OK"
+    assert results.format_value(d["broker-0"]["cpu_s"]) == "NA"
+
+
+def test_negative_cpu_delta_is_failed_cpu_regressed() -> None:
+    r = result(cpu=(CpuSample("consumer", -0.5, 0.1, 10.0, regressed=True),))
+    d = rows(cell(("D",)), r)["D"][0]
+    assert d["status"] == "FAILED_CPU_REGRESSED"
+    assert d["cpu_s"] is None
+
+
+@pytest.mark.parametrize("steal,status", [(0.5, "OK"), (1.0, "OK"), (1.5, "INVALID")])
+def test_steal_above_1_percent_invalidates_the_run(steal: float, status: str) -> None:
+    out = rows(cell(("A", "D")), result(steal_pct=steal))
+    assert out["A"][0]["status"] == status
+    assert all(r["status"] == status for r in out["D"])
+
+
+def test_invalid_outranks_rejected() -> None:
+    out = rows(cell(("A",)), result(achieved=500.0, steal_pct=5.0))
+    assert out["A"][0]["status"] == "INVALID"
+    assert "off the target" in str(out["A"][0]["reason"]) and "steal" in str(out["A"][0]["reason"])
+
+
+def test_loss_and_topic_config_mismatch_fail() -> None:
+    assert rows(cell(("A",)), result(lost=3))["A"][0]["status"] == "FAILED_LOSS"
+    out = rows(cell(("C",), tc="lz4"), result(topic_compression_readback="producer"))
+    assert out["C"][0]["status"] == "FAILED_TOPIC_CONFIG"
+
+
+def test_c_reports_ratio_and_entropy() -> None:
+    c = rows(cell(("C",)), result())["C"][0]
+    assert c["ratio"] == pytest.approx(5.0)
+    assert c["corpus_entropy_bits"] == pytest.approx(CORPUS.entropy)
+    assert c["corpus_sha256"] == CORPUS.sha256
+
+
+@pytest.mark.parametrize("tc,stored,expect", [("producer", ("zstd",), False), ("lz4", ("lz4",), True), ("zstd", ("zstd",), False)])
+def test_f_detects_recompression_from_stored_codecs(tc: str, stored: tuple[str, ...], expect: bool) -> None:
+    f = rows(cell(("F",), tc=tc), result(stored_codecs=stored, topic_compression_readback=tc))["F"][0]
+    assert f["recompressed"] is expect
+    assert f["broker_cpu_s_per_gb"] == pytest.approx(1.5)
+
+
+def test_failed_rows_cover_every_experiment() -> None:
+    out = rules.failed_rows(cell(("A", "D")), 2, 1000.0, "boom")
+    assert set(out) == {"A", "D"} and out["D"][0]["role"] == "all"
+    assert all(r[0]["status"] == "FAILED_RUN" for r in out.values())
