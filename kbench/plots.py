@@ -176,12 +176,14 @@ def pareto(m: "pd.DataFrame | None") -> "Figure | None":
     ok = _ok(m, "ratio", "compress_mb_s")
     if ok is None:
         return None
-    keys = ["codec", "level", "block_size"] + _varying(ok, ["corpus", "machine"])
+    level = ok["level"].astype(str) if "level" in ok.columns else ""
+    ok = ok.assign(spec=ok["codec"].astype(str) + (":" + level).where(~level.isin(["", "NA", "nan"]), ""))
+    keys = ["spec", "block_size"] + _varying(ok, ["corpus", "machine"])
     med = ok.groupby(keys, sort=True, dropna=False)[["ratio", "compress_mb_s"]].median().reset_index()
     fig = _figure()
     ax = fig.add_subplot()
-    for codec, g in med.groupby("codec", sort=True):
-        ax.scatter(g["compress_mb_s"], g["ratio"], label=str(codec), s=22)
+    for spec, g in med.groupby("spec", sort=True):
+        ax.scatter(g["compress_mb_s"], g["ratio"], label=str(spec), s=22)
     pts = sorted(zip(med["compress_mb_s"], med["ratio"]), key=lambda p: (-p[0], -p[1]))
     front, best = [], float("-inf")
     for s, r in pts:

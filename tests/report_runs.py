@@ -1,0 +1,158 @@
+"""Run directories for the report and notebook tests, made by the engine itself.
+
+Real runs of small plans with the best transport this build has (``sim`` when present,
+else ``dry``; a local Kafka cluster is too slow for the unit suite).  The two-"machine"
+set is two runs under different CPU affinity (``taskset``), each labelled as its own
+machine in its manifest's ``machine`` fields, plus an experiment-M CSV per machine made
+by ``kbench codecs bench --csv RUN_DIR/M.csv``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_CACHE: dict[str, object] = {}
+
+
+def best_transport() -> str:
+    return "sim" if importlib.util.find_spec("kbench.transports.sim") else "dry"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def kbench(*args: str, cpus: str | None = None, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "kbench", *args]
+    if cpus is not None and shutil.which("taskset"):
+        cmd = ["taskset", "-c", cpus, *cmd]
+    p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+SMALL = """\
+repetitions = 3
+warmup = true
+duration_s = {duration}
+warmup_s = 0.1
+steady_skip_s = 0
+auto_rate_fraction = 0.5
+seed = 7
+
+[transport]
+kind = "{transport}"
+
+[corpora]
+json = {{ source = "json", size = 262144, seed = 1 }}
+random = {{ source = "random", size = 262144, seed = 1 }}
+"""
+
+
+def plan_text(name: str, sweeps: str, duration: float = 0.3) -> str:
+    head = f'name = "{name}"\ndescription = "test plan for reports ({name})"\n'
+    return head + SMALL.format(duration=duration, transport=best_transport()) + sweeps
+
+
+#: The zstd-vs-none plan's sweeps (experiments A, B, C, D), at test durations.
+ZSTD_VS_NONE = """
+[[sweep]]
+name = "saturated"
+experiments = ["B"]
+codec = ["none", "zstd:3"]
+corpus = ["json", "random"]
+batch_size = 65536
+linger_ms = 5
+rate = "saturated"
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json", "random"]
+batch_size = 65536
+linger_ms = 5
+rate = "auto"
+"""
+
+#: A quick-sized plan with A–E for the two-machine notebooks.
+MACHINE = """
+[[sweep]]
+name = "saturated"
+experiments = ["B"]
+codec = ["none", "zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = "saturated"
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = "auto"
+
+[[sweep]]
+name = "batch"
+experiments = ["E"]
+codec = ["lz4", "zstd:3"]
+corpus = ["json"]
+batch_size = [16384, 65536]
+linger_ms = 5
+rate = "auto"
+"""
+
+
+def _run(root: Path, name: str, sweeps: str, cpus: str | None = None) -> Path:
+    plan = root / f"{name}.toml"
+    plan.write_text(plan_text(name, sweeps))
+    out = root / name
+    kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", cpus=cpus)
+    return out
+
+
+def zstd_vs_none_run(root: Path) -> Path:
+    """One run of the zstd-vs-none plan's matrix (A–D)."""
+    key = f"zvn:{root}"
+    if key not in _CACHE:
+        root.mkdir(parents=True, exist_ok=True)
+        _CACHE[key] = _run(root, "zstd-vs-none", ZSTD_VS_NONE)
+    return _CACHE[key]  # type: ignore[return-value]
+
+
+def label_machine(run_dir: Path, label: str, cores: int) -> None:
+    """Name a run's machine in its manifest (the grouping key) and record its CPU share."""
+    path = run_dir / "manifest.json"
+    man = json.loads(path.read_text())
+    man["machine"].update(label=label, logical_cores=cores, physical_cores=cores)
+    path.write_text(json.dumps(man, indent=2, sort_keys=True))
+
+
+def two_machines(root: Path) -> list[Path]:
+    """Two runs pinned to different CPUs, labelled as two machines, each with M.csv."""
+    key = f"two:{root}"
+    if key not in _CACHE:
+        root.mkdir(parents=True, exist_ok=True)
+        ncpu = len(os.sched_getaffinity(0))
+        cpus = [str(min(i, ncpu - 1)) for i in (0, 1)]
+        dirs = []
+        for i, c in enumerate(cpus):
+            d = _run(root, f"machine-{i}", MACHINE, cpus=c)
+            kbench("codecs", "bench", "--corpus", "json", "--corpus-size", "262144", "--codecs", "lz4,zstd:1,zstd:3",
+                   "--block-sizes", "16k,64k", "--min-time", "0.01", "--repeats", "3", "--csv", str(d / "M.csv"), cpus=c)
+            label_machine(d, f"cpu{c}-pinned", 1)
+            dirs.append(d)
+        _CACHE[key] = dirs
+    return _CACHE[key]  # type: ignore[return-value]
