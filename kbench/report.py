@@ -345,7 +345,7 @@ def _section_m(ctx: _Ctx, df: "pd.DataFrame") -> None:
                      dec[k].cell() if k in dec else "NA", c.n.text])
     ctx.add(
         doc.Heading(2, TITLES["M"], "exp-m"),
-        doc.Para("In-memory compress/decompress of the corpus cut into blocks, in Kafka's framing; warm-up repetitions excluded; MB = 10^6 bytes.", "note"),
+        doc.Para("In-memory compress/decompress of the corpus cut into blocks, in Kafka's framing; warm-up repetitions excluded; MB = a million bytes.", "note"),
         doc.Table(["machine", "corpus", "codec", "level", "block bytes", "entropy (bits/B)", "ratio", "compress MB/s median [range]", "decompress MB/s median [range]", "n"], rows),
     )
 
