@@ -102,11 +102,8 @@ def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machi
 def librdkafka_version() -> str | None:
     """The librdkafka version loaded at run time (from kbench._native if it exports it)."""
     native = getattr(kbench._native, "rdkafka_version", None)
-    if callable(native):
-        try:
-            return str(native())
-        except Exception:  # noqa: BLE001 - fall through to ctypes
-            pass
+    if isinstance(native, str):
+        return native
     for name in ("rdkafka", "librdkafka.so.1"):
         path = ctypes.util.find_library(name) if name == "rdkafka" else name
         if not path:

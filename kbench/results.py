@@ -72,7 +72,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     + ("payload_mb_per_s", "producer_wire_mb_per_s", "service_p50_us", "service_p99_us", "latency_flag", "lost", "duplicated", "delivery_errors")
     + TAIL_COLUMNS,
     "C": CELL_COLUMNS
-    + ("payload_bytes", "stored_bytes", "ratio", "corpus_entropy_bits", "corpus_sha256", "corpus_near_random", "stored_batches", "stored_codecs")
+    + ("payload_bytes", "stored_bytes", "ratio", "batch_ratio", "corpus_entropy_bits", "corpus_sha256", "corpus_near_random", "stored_batches", "stored_codecs")
     + TAIL_COLUMNS,
     "D": CELL_COLUMNS
     + ("role", "pid", "usr_pct", "sys_pct", "cpu_s", "payload_gb", "cpu_s_per_gb", "wire_bytes", "wire_source", "steal_pct")

@@ -113,6 +113,10 @@ def _ratio(res: RunResult) -> float | None:
 
 def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, str | None, str]:
     """usr %, sys %, cpu seconds, and a status/reason for one role."""
+    if (c.usr_s is None or c.sys_s is None) and c.total_s is not None:
+        if c.regressed or c.total_s < 0:
+            return None, None, None, "FAILED_CPU_REGRESSED", f"{c.role}: CPU counter went backwards ({c.total_s:.3f}s)"
+        return None, None, c.total_s, None, ""
     if c.usr_s is None or c.sys_s is None:
         return None, None, None, "NA", f"{c.role}: CPU counters unreadable{(' (' + c.note + ')') if c.note else ''}"
     if c.regressed or c.usr_s < 0 or c.sys_s < 0:
@@ -147,7 +151,10 @@ def rows_for(
             row.update(_lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
             row["out_of_range"] = sum(x.out_of_range for x in (res.latency_corrected, res.latency_service, res.latency_e2e) if x is not None)
             row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
-            out["A"] = [finish(row, verdict)]
+            v = verdict
+            if res.latency_corrected is None:
+                v = v.merged(Verdict("NA", ["latency not measured by this transport"]))
+            out["A"] = [finish(row, v)]
         elif exp == "B":
             el = res.elapsed_s if res.elapsed_s > 0 else float("nan")
             row["payload_mb_per_s"] = res.payload_bytes / el / 1e6
@@ -161,6 +168,7 @@ def rows_for(
                 payload_bytes=res.payload_bytes,
                 stored_bytes=res.stored_bytes,
                 ratio=_ratio(res),
+                batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes) if (res.stored_uncompressed_bytes and res.stored_bytes) else None,
                 corpus_entropy_bits=corpus_entropy,
                 corpus_sha256=corpus.sha256,
                 corpus_near_random=corpus_entropy >= 6.3,

@@ -15,7 +15,7 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from kbench import gate as gate_mod
 from kbench import manifest as manifest_mod
@@ -191,8 +191,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     manifest_mod.write(run_dir, man, scrub)
 
     rows_written = 0
-    info = transport.open()
     try:
+        info = transport.open()
         man["transport"] = {
             "kind": info.kind,
             "bootstrap": info.bootstrap,
@@ -315,15 +315,17 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
             out.append(f"{title}\n(no rows)")
             continue
         text = verdict.headline(exp, rows)
-        excluded = [r for r in rows if r["status"] != "OK"]
+        excluded: dict[tuple[str, str, str, str], list[str]] = {}
+        for r in rows:
+            if r["status"] != "OK":
+                excluded.setdefault((r["cell_id"], r["rep"], r["status"], r["reason"]), []).append(r.get("role", ""))
         if excluded:
-            text += "\n\nexcluded: " + "; ".join(f"{r['cell_id']} rep {r['rep']}{(' ' + r['role']) if r.get('role') else ''}: {r['status']} ({r['reason']})" for r in excluded[:12])
-            if len(excluded) > 12:
-                text += f"; ... {len(excluded) - 12} more"
+            items = [f"{cid} rep {rep}{(' [' + ', '.join(x for x in roles if x) + ']') if any(roles) else ''}: {st} ({why})" for (cid, rep, st, why), roles in excluded.items()]
+            text += f"\n\nexcluded ({sum(map(len, excluded.values()))} rows):\n  " + "\n  ".join(items[:12])
+            if len(items) > 12:
+                text += f"\n  ... {len(items) - 12} more (see {exp}.csv)"
         if exp == "B":
             text += f"\n(B latencies are flagged {rules.SATURATED_FLAG}: queueing, not service; see A)"
         out.append(f"{title}\n{text}")
     return "\n\n".join(out)
 
-
-ProgressFactory = Callable[[int, float], Progress]

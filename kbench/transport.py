@@ -99,6 +99,7 @@ class CpuSample:
     regressed: bool = False  # a counter went backwards
     pid: int | None = None
     note: str = ""
+    total_s: float | None = None  # usr+sys when the source cannot split them (thread CPU clocks)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class RunResult:
     consumer_wire_bytes: int | None = None  # consumer in (client statistics)
     stored_bytes: int | None = None  # bytes of the partitions' log segments
     stored_batches: int | None = None
+    stored_uncompressed_bytes: int | None = None  # the stored batches' bytes once decompressed
     stored_codecs: tuple[str, ...] = ()  # codecs seen in stored batches
     topic_compression_readback: str | None = None  # topic compression.type read back
     batch_fill: BatchFill | None = None

@@ -16,7 +16,7 @@ __all__ = ["CellSummary", "Comparison", "HEADLINE", "compare", "summarise", "for
 HEADLINE: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "A": (("corrected_p50_us", "µs", True), ("corrected_p99_us", "µs", True), ("corrected_p999_us", "µs", True)),
     "B": (("achieved_rate_msgs", "msgs/s", False), ("payload_mb_per_s", "MB/s", False)),
-    "C": (("ratio", "x", False), ("corpus_entropy_bits", "bits/B", False)),
+    "C": (("ratio", "x", False), ("batch_ratio", "x", False), ("corpus_entropy_bits", "bits/B", False)),
     "D": (("cpu_s_per_gb", "CPU-s/GB", True), ("usr_pct", "%", True), ("sys_pct", "%", True)),
     "E": (("ratio", "x", False), ("records_per_batch_p50", "rec", False), ("bytes_per_batch_p50", "B", False)),
     "F": (("broker_cpu_s_per_gb", "CPU-s/GB", True), ("recompressed", "", True)),
@@ -157,7 +157,10 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
         cells = [s.key[0], *(str(s.labels.get(c, "")) for c in label_cols), f"{s.n}" + (f" (+{s.excluded} excl.)" if s.excluded else "")]
         for m, _, _ in metrics:
             t = per_metric[m][i]
-            cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
+            if m == "recompressed":
+                cells.append("NA" if t.median is None else ("true" if t.median >= 0.5 else "false") + ("" if t.lo == t.hi else " (mixed)"))
+            else:
+                cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
         table_rows.append(cells)
     text = format_table(headers, table_rows)
     m = VERDICT_ON[experiment]

@@ -1,0 +1,136 @@
+"""One client role in its own process, so that its CPU is its own: ``python -m
+kbench.transports.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
+or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
+
+The process measures its own CPU (``/proc/self/stat``: the loop thread and librdkafka's
+threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kbench import _native, drivers
+from kbench.corpus import read_records
+from kbench.cpu import PidCpu, read_pid_cpu
+
+PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
+
+
+def _hist(h: Any) -> dict[str, Any] | None:
+    if h is None:
+        return None
+    out: dict[str, Any] = {"count": h.count, "out_of_range": h.underflow + h.overflow}
+    for name, p in PCTS:
+        v = h.percentile(p)
+        out[name] = None if v is None else v / 1000.0
+    out["max_us"] = None if h.max is None else h.max / 1000.0
+    out["encoded"] = base64.b64encode(h.encode()).decode()
+    return out
+
+
+class _Window:
+    """CPU of this process from ``skip_s`` after :meth:`start` to :meth:`stop`."""
+
+    def __init__(self, skip_s: float) -> None:
+        self.skip_s = skip_s
+        self.a: PidCpu | None = None
+        self.t_a = 0.0
+        self._timer: threading.Timer | None = None
+
+    def _mark(self) -> None:
+        self.a, self.t_a = read_pid_cpu(_pid()), time.monotonic()
+
+    def start(self) -> None:
+        if self.skip_s <= 0:
+            self._mark()
+        else:
+            self._timer = threading.Timer(self.skip_s, self._mark)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def stop(self) -> dict[str, Any]:
+        if self._timer is not None:
+            self._timer.cancel()
+        b, t_b = read_pid_cpu(_pid()), time.monotonic()
+        if self.a is None or b is None:
+            return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip" if self.a is None else "unreadable"}
+        return {"usr_s": b.utime_s - self.a.utime_s, "sys_s": b.stime_s - self.a.stime_s, "wall_s": t_b - self.t_a, "note": ""}
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def producer(job: dict[str, Any]) -> dict[str, Any]:
+    records = read_records(job["corpus_file"], "lenprefixed")
+    spec = drivers.ProducerSpec(
+        topic=job["topic"], props=job["props"], mode=job["mode"], rate=float(job.get("rate") or 0.0), count=int(job.get("count") or 0),
+        duration=float(job.get("duration") or 0.0), keys=job.get("keys", "none"), nkeys=int(job.get("nkeys", 0)),
+        stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
+    )
+    w = _Window(float(job.get("skip_s", 0.0)))
+    _say("STARTED")
+    w.start()
+    r = drivers.produce(spec, records, run_id=int(job["run_id"]))
+    cpu = w.stop()
+    return {
+        "sent": r.sent, "delivered": r.delivered, "failed": r.failed, "undelivered": r.undelivered, "bytes": r.bytes,
+        "achieved_rate": r.achieved_rate, "delivered_rate": r.delivered_rate, "send_seconds": r.send_seconds,
+        "delivery_errors": r.delivery_errors, "client_errors": r.client_errors,
+        "service": _hist(r.service), "delay": _hist(r.delay), "corrected": _hist(r.corrected), "cpu": cpu,
+    }
+
+
+def consumer(job: dict[str, Any]) -> dict[str, Any]:
+    c = _native.Consumer(dict(job["props"]), job["topic"], run_id=int(job["run_id"]), expected=int(job["expected"]), max_records=0,
+                         timeout=float(job["timeout"]), connect_timeout=float(job.get("connect_timeout", 10.0)))
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["r"] = c.run()
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            box["e"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    while not c.ready and t.is_alive():
+        t.join(0.005)
+    w = _Window(float(job.get("skip_s", 0.0)))
+    _say("READY")
+    w.start()
+    t.join()
+    cpu = w.stop()
+    if "e" in box:
+        raise box["e"]
+    r = drivers.ConsumerResult(expected=int(job["expected"]), **{k: v for k, v in box["r"].items() if k != "interrupted"})
+    return {"records": r.records, "bytes": r.bytes, "unique": r.unique, "duplicates": r.duplicates, "lost": r.lost,
+            "timed_out": r.timed_out, "errors": r.errors, "e2e": _hist(r.e2e), "cpu": cpu}
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.readline())
+    try:
+        out = producer(job) if job["role"] == "producer" else consumer(job)
+    except Exception as e:  # noqa: BLE001 - one line back to the parent
+        _say("ERROR " + json.dumps(str(e)))
+        return 1
+    _say("RESULT " + json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The engine over the simulated transport (no cluster): real batches, segments and thread CPU."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from kbench import plan as plan_mod, results
+from kbench.runner import RunOptions, execute
+from kbench.transports import make
+
+from test_engine_runner import GATE_OK
+
+PLAN = """
+name = "sim"
+repetitions = 2
+warmup = false
+duration_s = 1
+corpus_size = 300000
+seed = 3
+[transport]
+kind = "sim"
+[[sweep]]
+name = "sat"
+experiments = ["B"]
+codec = ["none", "zstd:3"]
+rate = "saturated"
+[[sweep]]
+name = "c"
+experiments = ["C", "D", "E"]
+codec = ["none", "zstd:3"]
+batch_size = [16384, 262144]
+rate = "auto"
+[[sweep]]
+name = "f"
+experiments = ["F"]
+codec = ["zstd:3"]
+rate = 10000
+topic_compression = ["producer", "lz4"]
+"""
+
+
+def test_sim_plan(tmp_path: Path) -> None:
+    (tmp_path / "p.toml").write_text(PLAN)
+    plan = plan_mod.load(str(tmp_path / "p.toml"))
+    o = execute(RunOptions(plan=plan, run_dir=tmp_path / "run", gate_sample_s=0, gate_overrides=GATE_OK, progress_stream=io.StringIO()), make(plan.transport))
+    assert o.state == "complete"
+    c = results.read_rows(tmp_path / "run" / "C.csv")
+    ratio = {(r["codec"], r["batch_size"]): float(r["ratio"]) for r in c}
+    assert ratio[("zstd:3", "262144")] > ratio[("zstd:3", "16384")] > 2 * ratio[("none", "16384")]
+    e = results.read_rows(tmp_path / "run" / "E.csv")
+    fill = {r["batch_size"]: float(r["records_per_batch_p50"]) for r in e if r["codec"] == "none"}
+    assert fill["262144"] > fill["16384"] >= 1
+    d = results.read_rows(tmp_path / "run" / "D.csv")
+    assert {r["role"] for r in d} == {"producer", "broker-0", "consumer"}
+    assert all(r["usr_pct"] == "NA" and float(r["cpu_s"]) >= 0 for r in d if r["status"] == "OK")
+    f = {r["topic_compression"]: r for r in results.read_rows(tmp_path / "run" / "F.csv")}
+    assert f["producer"]["recompressed"] == "false" and f["lz4"]["recompressed"] == "true"
+    assert f["lz4"]["stored_codecs"] == "lz4"
