@@ -123,7 +123,7 @@ def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
     keys = ["machine"] + labels
     metrics = [("corrected_p50_us", "p50 µs"), ("corrected_p95_us", "p95 µs"), ("corrected_p99_us", "p99 µs"), ("corrected_p999_us", "p99.9 µs")]
     st = {m: stats(ctx.ledger, df, "A", m, keys) for m, _ in metrics}
-    rate = stats(ctx.ledger, df, "A", "target_rate_msgs", keys, "int")
+    rate = stats(ctx.ledger, df, "A", "target_rate_msgs", keys, "int", only_ok=False)  # a setting, not a measurement
     achieved = stats(ctx.ledger, df, "A", "rate_error_pct", keys, "f2")
     headers = ["machine", "arch", "physical cores", "fixed rate (msgs/s)", *labels, *(h for _, h in metrics), "rate error %", "n"]
     rows: list[list[str]] = []

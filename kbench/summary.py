@@ -68,12 +68,14 @@ def stats(
     metric: str,
     keys: Sequence[str],
     kind: str = "auto",
+    only_ok: bool = True,
 ) -> dict[tuple[str, ...], Stat]:
-    """Per group of ``keys``: median, min, max and count of ``metric`` over OK rows."""
+    """Per group of ``keys``: median, min, max and count of ``metric`` over OK rows (over
+    every row with ``only_ok=False``, for settings such as the target rate)."""
     out: dict[tuple[str, ...], Stat] = {}
     if metric not in df.columns or df.empty:
         return out
-    ok = df[(df["status"] == "OK") & df[metric].notna()]
+    ok = df[((df["status"] == "OK") | (not only_ok)) & df[metric].notna()]
     try:
         values = ok[metric].astype(float).to_numpy()
     except (TypeError, ValueError):
