@@ -124,55 +124,48 @@ def load_runs(paths: Sequence[Path | str]) -> list[Run]:
 
 
 def _read_csv(run: Run, exp: str) -> "pd.DataFrame":
+    """One CSV, all rows (M warm-ups included), text columns as text, ``NA`` as missing."""
     import pandas as pd
 
     path = run.csvs[exp]
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+        df = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}, na_values=["NA", ""], keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise LoadError(f"{path}: empty; remove it or re-run the experiment") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
         raise LoadError(f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run") from None
     need = ("status",) if exp != "M" else ("status", "codec", "ratio")
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise LoadError(f"{path}: no column {', '.join(missing)}; is this a kbench {exp}.csv?")
+    for c in df.columns:
+        if c in TEXT_COLUMNS:
+            df[c] = df[c].fillna("NA")
+        elif df[c].dtype == object:  # a numeric column holding text: keep it as text
+            df[c] = df[c].fillna("NA").astype(str)
     df["_run"] = run.index
     df["_row"] = range(len(df))
     m = run.machine
     df["machine"] = run.label
-    for col in ("arch", "cpu_model", "physical_cores", "logical_cores", "memory_bytes", "kernel", "hostname_hash"):
+    for col in ("arch", "cpu_model", "kernel", "hostname_hash"):
         v = m.get(col)
         df[col] = "NA" if v is None else str(v)
+    for col in ("physical_cores", "logical_cores", "memory_bytes"):
+        v = m.get(col)
+        df[col] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
     df["run_id"] = str(run.manifest.get("run_id", run.path.name))
     df["run_dir"] = str(run.path)
     df["plan_name"] = str(run.manifest.get("plan_name", ""))
     t = run.manifest.get("transport")
     df["transport"] = str(t.get("kind", "")) if isinstance(t, Mapping) else ""
-    if exp == "M":
-        df = df[df["warmup"].str.lower() != "true"] if "warmup" in df.columns else df
-    return df
-
-
-def _typed(df: "pd.DataFrame") -> "pd.DataFrame":
-    """Numeric columns as floats (``NA`` and blanks missing); text columns as text."""
-    import pandas as pd
-
-    for c in df.columns:
-        if c in TEXT_COLUMNS or c.startswith("_"):
-            continue
-        num = pd.to_numeric(df[c].replace({"NA": None, "": None}), errors="coerce")
-        has_text = df[c].notna() & ~df[c].isin(["NA", ""]) & num.isna()
-        if not has_text.any():
-            df[c] = num
-    for c in ("physical_cores", "logical_cores", "memory_bytes"):
-        if c in df.columns:
-            df[c] = pd.to_numeric(df[c].replace({"NA": None}), errors="coerce")
     return df
 
 
 def frames(runs: Sequence[Run]) -> dict[str, "pd.DataFrame"]:
-    """One DataFrame per experiment present in any of ``runs``."""
+    """One DataFrame per experiment present in any of ``runs``.
+
+    ``_gid`` is a row's position in the concatenation, in run order, of the experiment's
+    CSV rows (all of them): what :mod:`kbench.provenance` row sets refer to."""
     import pandas as pd
 
     out: dict[str, pd.DataFrame] = {}
@@ -180,8 +173,14 @@ def frames(runs: Sequence[Run]) -> dict[str, "pd.DataFrame"]:
         parts = [_read_csv(r, exp) for r in runs if exp in r.csvs]
         if not parts:
             continue
-        df = pd.concat(parts, ignore_index=True, sort=False).fillna("NA") if len(parts) > 1 else parts[0]
-        out[exp] = _typed(df.reset_index(drop=True))
+        df = pd.concat(parts, ignore_index=True, sort=False) if len(parts) > 1 else parts[0]
+        for c in df.columns:
+            if df[c].dtype == object:
+                df[c] = df[c].fillna("NA")
+        df["_gid"] = range(len(df))
+        if exp == "M" and "warmup" in df.columns:
+            df = df[df["warmup"].str.lower() != "true"].reset_index(drop=True)
+        out[exp] = df
     return out
 
 

@@ -21,7 +21,8 @@ def _figure(w: float = 8.0, h: float = 4.2) -> "Figure":
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(w, h), dpi=100, layout="constrained")
+    fig = Figure(figsize=(w, h), dpi=DPI)
+    fig.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.14, wspace=0.25)
     FigureCanvasAgg(fig)
     return fig
 
@@ -29,7 +30,7 @@ def _figure(w: float = 8.0, h: float = 4.2) -> "Figure":
 def png(fig: "Figure") -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
@@ -45,6 +46,17 @@ def _join(df: "pd.DataFrame", cols: list[str]) -> "pd.Series":
     for c in cols[1:]:
         s = s + " / " + df[c].astype(str)
     return s
+
+
+MAX_LEGEND = 12
+DPI = 80
+
+
+def _legend(ax: object) -> None:
+    """A legend, unless there are too many series to read one."""
+    handles, labels = ax.get_legend_handles_labels()  # type: ignore[attr-defined]
+    if 0 < len(labels) <= MAX_LEGEND:
+        ax.legend(fontsize=7)  # type: ignore[attr-defined]
 
 
 def _varying(df: "pd.DataFrame", cols: list[str]) -> list[str]:
@@ -71,7 +83,7 @@ def latency_percentiles(a: "pd.DataFrame | None") -> "Figure | None":
     ax.set_yscale("log")
     ax.set_ylabel("corrected latency (µs, log)")
     ax.set_title("A · latency percentiles at the common fixed rate (median, range)")
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
@@ -101,27 +113,44 @@ def throughput(b: "pd.DataFrame | None") -> "Figure | None":
     ax.set_xticks(range(len(machines)), machines, fontsize=7)
     ax.set_ylabel("msgs/s (saturated)")
     ax.set_title("B · saturated throughput per codec and machine (median, range)")
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
 def cpu_per_role(d: "pd.DataFrame | None") -> "Figure | None":
-    """Experiment D: CPU % per role, usr and sys stacked, per codec (medians)."""
+    """Experiment D: CPU % per role (one panel each), usr solid and sys light on top, one
+    bar per machine within each codec (and corpus) group; medians over repetitions and cells."""
     ok = _ok(d, "usr_pct", "sys_pct")
     if ok is None:
         return None
-    keys = _varying(ok, ["machine"]) + ["role", "codec"] + _varying(ok, ["corpus"])
-    med = ok.groupby(keys, sort=True)[["usr_pct", "sys_pct"]].median().reset_index()
-    fig = _figure(max(8.0, 0.45 * len(med)), 4.5)
-    ax = fig.add_subplot()
-    labels = [" / ".join(str(r[k]) for k in keys) for _, r in med.iterrows()]
-    x = range(len(med))
-    ax.bar(x, med["usr_pct"], label="usr")
-    ax.bar(x, med["sys_pct"], bottom=med["usr_pct"], label="sys")
-    ax.set_xticks(list(x), labels, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("CPU % of one CPU (median)")
-    ax.set_title("D · CPU per role, usr + sys stacked")
-    ax.legend(fontsize=7)
+    group = ["codec"] + _varying(ok, ["corpus"])
+    ok = ok.assign(_group=_join(ok, group))
+    med = ok.groupby(["role", "_group", "machine"], sort=True)[["usr_pct", "sys_pct"]].median()
+    roles = sorted(ok["role"].unique())[:6]
+    groups = sorted(ok["_group"].unique())
+    machines = sorted(ok["machine"].unique())
+    fig = _figure(max(8.0, 2.6 * len(roles)), 4.2)
+    width = 0.8 / max(1, len(machines))
+    colors = [f"C{i % 10}" for i in range(len(machines))]
+    for i, role in enumerate(roles):
+        ax = fig.add_subplot(1, len(roles), i + 1)
+        for j, m in enumerate(machines):
+            xs, usr, sys_ = [], [], []
+            for gi, g in enumerate(groups):
+                if (role, g, m) in med.index:
+                    u, s_ = med.loc[(role, g, m)]
+                    xs.append(gi + (j - (len(machines) - 1) / 2) * width)
+                    usr.append(u)
+                    sys_.append(s_)
+            ax.bar(xs, usr, width, color=colors[j], label=f"{m} usr" if i == 0 and len(machines) <= MAX_LEGEND else None)
+            ax.bar(xs, sys_, width, bottom=usr, color=colors[j], alpha=0.45, label=f"{m} sys" if i == 0 and len(machines) <= MAX_LEGEND else None)
+        ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
+        ax.set_title(str(role), fontsize=9)
+        if i == 0:
+            ax.set_ylabel("CPU % of one CPU (median)")
+            _legend(ax)
+    fig.suptitle("D · CPU per role, usr (solid) + sys (light)", fontsize=10)
+    fig.subplots_adjust(bottom=0.22, wspace=0.3)
     return fig
 
 
@@ -140,7 +169,7 @@ def ratio_vs_entropy(c: "pd.DataFrame | None") -> "Figure | None":
     ax.set_xlabel("corpus entropy (bits/byte)")
     ax.set_ylabel("ratio (payload / stored)")
     ax.set_title("C · ratio against corpus entropy")
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
@@ -149,7 +178,8 @@ def batch_effect(e: "pd.DataFrame | None") -> "Figure | None":
     ok = _ok(e, "ratio", "batch_size")
     if ok is None:
         return None
-    series = ["codec"] + _varying(ok, ["machine", "corpus", "linger_ms", "partitions"])
+    # One line per codec (and machine, corpus when they vary); medians over the other settings.
+    series = ["codec"] + _varying(ok, ["machine", "corpus"])
     fig = _figure(9.0, 4.2)
     ax = fig.add_subplot(1, 2, 1)
     ax2 = fig.add_subplot(1, 2, 2)
@@ -164,9 +194,9 @@ def batch_effect(e: "pd.DataFrame | None") -> "Figure | None":
         a.set_xlabel("batch.size (bytes)")
     ax.set_ylabel("ratio")
     ax2.set_ylabel("records per batch (p50)")
-    ax.set_title("E · ratio vs batch.size", fontsize=10)
+    ax.set_title("E · ratio vs batch.size (median over linger.ms, partitions)", fontsize=9)
     ax2.set_title("E · batch fill vs batch.size", fontsize=10)
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
@@ -196,7 +226,7 @@ def pareto(m: "pd.DataFrame | None") -> "Figure | None":
     ax.set_xlabel("compress MB/s (median, log)")
     ax.set_ylabel("ratio")
     ax.set_title("M · ratio–speed trade-off")
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 

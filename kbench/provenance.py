@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 __all__ = ["Fig", "Ledger", "FORMATS", "fmt", "verify"]
 
@@ -52,8 +52,7 @@ def fmt(value: float | None, kind: str = "auto") -> str:
     return FORMATS[kind](float(value))
 
 
-@dataclass(frozen=True)
-class Fig:
+class Fig(NamedTuple):
     """One printed number: its index in the ledger, value and text (``NA`` if missing)."""
 
     id: int
@@ -65,7 +64,7 @@ class Fig:
 
     @property
     def ok(self) -> bool:
-        return self.value is not None and not math.isnan(self.value)
+        return self.value is not None and self.value == self.value
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -101,41 +100,44 @@ def _derive(op: str, vals: Sequence[float], unit: str | None = None) -> float:
 
 @dataclass
 class Ledger:
-    """The figures of one report and the row sets they were computed from."""
+    """The figures of one report and the row sets they were computed from.
 
-    sets: list[list[tuple[int, str, int]]] = field(default_factory=list)
-    figs: list[dict[str, Any]] = field(default_factory=list)
-    _set_ids: dict[tuple[tuple[int, str, int], ...], int] = field(default_factory=dict)
+    A row set is ``(experiment, gids)``: positions in the run-ordered concatenation of the
+    experiment's CSV rows (``_gid`` in :func:`kbench.frames.frames`)."""
 
-    def _add(self, value: float | None, kind: str, entry: dict[str, Any]) -> Fig:
-        text = fmt(value, kind)
-        entry["t"] = text
-        entry["f"] = kind
-        self.figs.append(entry)
+    sets: list[tuple[str, list[int]]] = field(default_factory=list)
+    figs: list[tuple[Any, ...]] = field(default_factory=list)  # (op, format, text, a, b)
+    _set_ids: dict[tuple[str, bytes], int] = field(default_factory=dict)
+
+    def _add(self, value: float | None, kind: str, op: str, a: Any, b: Any) -> Fig:
+        text = "NA" if value is None or value != value else FORMATS[kind](value)
+        self.figs.append((op, kind, text, a, b))
         return Fig(len(self.figs) - 1, value, text)
 
-    def row_set(self, refs: Iterable[tuple[int, str, int]]) -> int:
-        key = tuple(refs)
+    def row_set(self, experiment: str, gids: Any) -> int:
+        """The id of a set of rows (``gids``: ints or an integer numpy array)."""
+        import numpy as np
+
+        arr = np.asarray(gids, dtype=np.int64)
+        key = (experiment, arr.tobytes())
         sid = self._set_ids.get(key)
         if sid is None:
             sid = len(self.sets)
-            self.sets.append(list(key))
+            self.sets.append((experiment, arr.tolist()))
             self._set_ids[key] = sid
         return sid
 
-    def agg(self, op: str, values: Sequence[float], set_id: int, column: str, kind: str = "auto") -> Fig:
-        """``op`` (median, min, max, count) of ``column`` over the rows of ``set_id``."""
-        value = float(len(values)) if op == "count" else (AGG[op](values) if values else None)
-        return self._add(value, kind, {"op": op, "set": set_id, "col": column})
-
-    def cell(self, value: float | None, ref: tuple[int, str, int], column: str, kind: str = "auto") -> Fig:
-        """One CSV cell as printed."""
-        return self._add(value, kind, {"op": "value", "set": self.row_set([ref]), "col": column})
+    def agg(self, op: str, values: Sequence[float], set_id: int, column: str, kind: str = "auto", value: float | None = None) -> Fig:
+        """``op`` (median, min, max, count) of ``column`` over the rows of ``set_id``
+        (``value``: the result when the caller computed it already)."""
+        if value is None:
+            value = float(len(values)) if op == "count" else (AGG[op](values) if len(values) else None)
+        return self._add(value, kind, op, set_id, column)
 
     def manifest(self, value: Any, run: int, path: str, kind: str = "auto") -> Fig:
         """A manifest value (``path`` like ``machine/physical_cores``)."""
-        v = None if value is None else float(value)
-        return self._add(v, kind, {"op": "manifest", "run": run, "path": path})
+        v = None if value is None or isinstance(value, bool) else float(value)
+        return self._add(v, kind, "manifest", run, path)
 
     def derive(self, op: str, args: Sequence[Fig], kind: str = "auto", unit: str | None = None) -> Fig:
         """A figure computed from other figures (ratio, pct_change, sum, spread_pct, diff, scale)."""
@@ -145,16 +147,15 @@ class Ledger:
                 value = _derive(op, [a.value for a in args], unit)  # type: ignore[misc]
             except ZeroDivisionError:
                 value = None
-        entry: dict[str, Any] = {"op": op, "args": [a.id for a in args]}
-        if unit:
-            entry["unit"] = unit
-        return self._add(value, kind, entry)
+        return self._add(value, kind, op, [a.id for a in args], unit)
 
     def as_dict(self, run_dirs: Sequence[str]) -> dict[str, Any]:
-        return {"runs": list(run_dirs), "sets": self.sets, "figures": self.figs}
+        """``figures``: ``[op, format, text, a, b]`` each, where (a, b) is (set id, column)
+        for median/min/max/count, (run index, path) for manifest, (figure ids, unit) otherwise."""
+        return {"runs": list(run_dirs), "sets": [[e, g] for e, g in self.sets], "figures": [list(f) for f in self.figs]}
 
     def texts(self) -> set[str]:
-        return {f["t"] for f in self.figs}
+        return {f[2] for f in self.figs}
 
 
 def _manifest_value(man: Mapping[str, Any], path: str) -> Any:
@@ -185,37 +186,44 @@ def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None
 
     Returns the list of problems (empty when every printed number is reproduced)."""
     dirs = [Path(p) for p in (run_dirs if run_dirs is not None else prov["runs"])]
-    tables: dict[tuple[int, str], list[dict[str, str]]] = {}
+    tables: dict[str, list[dict[str, str]]] = {}
     manifests: dict[int, Mapping[str, Any]] = {}
 
-    def rows(run: int, exp: str) -> list[dict[str, str]]:
-        key = (run, exp)
-        if key not in tables:
-            with (dirs[run] / f"{exp}.csv").open(newline="") as f:
-                tables[key] = list(csv.DictReader(f))
-        return tables[key]
+    def rows(exp: str) -> list[dict[str, str]]:
+        if exp not in tables:
+            tables[exp] = []
+            for d in dirs:
+                p = d / f"{exp}.csv"
+                if p.is_file():
+                    with p.open(newline="") as f:
+                        tables[exp].extend(csv.DictReader(f))
+        return tables[exp]
 
     values: list[float | None] = []
     problems: list[str] = []
-    for i, f in enumerate(prov["figures"]):
-        op = f["op"]
+    for i, entry in enumerate(prov["figures"]):
+        op, kind, text, a, b = entry
+        f = {"op": op, "f": kind, "t": text}
+        if op in AGG:
+            f.update(set=a, col=b)
+        elif op == "manifest":
+            f.update(run=a, path=b)
+        else:
+            f.update(args=a, unit=b)
         v: float | None
         try:
-            if op in AGG or op == "value":
-                refs = prov["sets"][f["set"]]
+            if op in AGG:
+                exp, gids = prov["sets"][f["set"]]
+                table = rows(exp)
                 if op == "count":
-                    values.append(float(len(refs)))
-                    v = values[-1]
-                    if fmt(v, f["f"]) != f["t"]:
-                        problems.append(f"figure {i}: recomputed {fmt(v, f['f'])!r} but the report prints {f['t']!r}")
-                    continue
-                xs = [_num(rows(r, e)[n][f["col"]]) for r, e, n in refs]
-                if any(x is None for x in xs):
-                    problems.append(f"figure {i} ({f['t']}): a source cell of {f['col']} is not a number")
-                    values.append(None)
-                    continue
-                nums = [x for x in xs if x is not None]
-                v = nums[0] if op == "value" else (AGG[op](nums) if nums else None)
+                    v = float(len(gids))
+                else:
+                    xs = [_num(table[g][f["col"]]) for g in gids]
+                    if any(x is None for x in xs):
+                        problems.append(f"figure {i} ({f['t']}): a source cell of {exp}.{f['col']} is not a number")
+                        values.append(None)
+                        continue
+                    v = AGG[op]([x for x in xs if x is not None]) if xs else None
             elif op == "manifest":
                 if f["run"] not in manifests:
                     manifests[f["run"]] = json.loads((dirs[f["run"]] / "manifest.json").read_text())
@@ -224,7 +232,7 @@ def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None
             else:
                 args = [values[a] for a in f["args"]]
                 v = None if any(a is None for a in args) else _derive(op, args, f.get("unit"))  # type: ignore[arg-type]
-        except (KeyError, IndexError, ValueError, ZeroDivisionError, OSError) as e:
+        except (KeyError, IndexError, ValueError, ZeroDivisionError, OSError, TypeError) as e:
             problems.append(f"figure {i} ({f['t']}): cannot recompute ({e})")
             values.append(None)
             continue

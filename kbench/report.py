@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from kbench import document as doc
 from kbench.frames import Run, frames, load_runs
 from kbench.provenance import Fig, Ledger
-from kbench.summary import NO_DIFF, Stat, label_text, overlap_verdict, stats, varying
+from kbench.summary import Stat, empty_stat, label_text, overlap_verdict, stats, varying
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,12 +67,21 @@ class _Ctx:
         return self.ledger.manifest(r.machine.get(field_), r.index, f"machine/{field_}", "int")
 
 
+def _is_text(s: "pd.Series") -> bool:
+    import pandas as pd
+
+    return not pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
 def _rows_keys(df: "pd.DataFrame", keys: Sequence[str]) -> list[tuple[str, ...]]:
     """Every group of ``keys`` in ``df`` (OK or not), as label texts, sorted."""
     if df.empty:
         return []
     uniq = df[list(keys)].drop_duplicates()
-    out = {tuple(label_text(v) for v in row) for row in uniq.itertuples(index=False, name=None)}
+    if all(_is_text(uniq[k]) for k in keys):
+        out = set(uniq.itertuples(index=False, name=None))
+    else:
+        out = {tuple(label_text(v) for v in row) for row in uniq.itertuples(index=False, name=None)}
     return sorted(out, key=lambda k: tuple((0, float(x)) if _isnum(x) else (1, x) for x in k))
 
 
@@ -85,9 +94,7 @@ def _isnum(x: str) -> bool:
 
 
 def _na_stat(ctx: _Ctx, metric: str) -> Stat:
-    sid = ctx.ledger.row_set([])
-    na = ctx.ledger.agg("median", [], sid, metric)
-    return Stat(na, na, na, ctx.ledger.agg("count", [], sid, metric, "int"))
+    return empty_stat(ctx.ledger, metric)
 
 
 def _baseline(codecs: Sequence[str]) -> str:
@@ -186,7 +193,7 @@ def _section_b(ctx: _Ctx, df: "pd.DataFrame") -> None:
         rows.append([machine, str(ctx.machine_run(machine).machine.get("arch", "NA")), cores.text, vcpu.text, *k[1:], s.cell(),
                      mb[k].median.text if k in mb else "NA", vs, per_v.text, per_c.text, s.n.text])
     flagged = df[df.get("latency_flag", "") == SATURATED_FLAG] if "latency_flag" in df.columns else df.iloc[0:0]
-    nflag = ctx.ledger.agg("count", [0.0] * len(flagged), ctx.ledger.row_set((int(r), "B", int(n)) for r, n in zip(flagged["_run"], flagged["_row"])), "latency_flag", "int")
+    nflag = ctx.ledger.agg("count", [0.0] * len(flagged), ctx.ledger.row_set("B", flagged["_gid"].to_numpy()), "latency_flag", "int")
     ctx.add(
         doc.Heading(2, TITLES["B"], "exp-b"),
         doc.Para(f"Latency columns are deliberately left out: at saturation each codec runs at a different rate, so its "
@@ -333,7 +340,7 @@ def _section_f(ctx: _Ctx, df: "pd.DataFrame") -> None:
 
 def _section_m(ctx: _Ctx, df: "pd.DataFrame") -> None:
     keys = ["machine", "corpus", "codec", "level", "block_size"]
-    df = df.assign(level=df["level"].replace({"": "-"})) if "level" in df.columns else df
+    df = df.assign(level=df["level"].replace({"": "-", "NA": "-"})) if "level" in df.columns else df
     ratio = stats(ctx.ledger, df, "M", "ratio", keys, "f3")
     ent = stats(ctx.ledger, df, "M", "corpus_entropy_bits_per_byte", keys, "f3")
     comp = stats(ctx.ledger, df, "M", "compress_mb_s", keys)
@@ -365,7 +372,7 @@ def _excluded(ctx: _Ctx) -> None:
         if bad.empty:
             continue
         for (machine, status, reason), g in bad.groupby(["machine", "status", "reason"], sort=True):
-            sid = ctx.ledger.row_set((int(r), exp, int(n)) for r, n in zip(g["_run"], g["_row"]))
+            sid = ctx.ledger.row_set(exp, g["_gid"].to_numpy())
             n = ctx.ledger.agg("count", [0.0] * len(g), sid, "status", "int")
             cells = sorted({str(c) for c in g["cell_id"]}) if "cell_id" in g.columns else sorted({str(c) for c in g["codec"]})
             shown = ", ".join(cells[:6]) + (", …" if len(cells) > 6 else "")
@@ -435,12 +442,12 @@ def _threats(ctx: _Ctx) -> None:
     if b is not None and "latency_flag" in b.columns:
         fl = b[b["latency_flag"] == SATURATED_FLAG]
         if len(fl):
-            n = L.agg("count", [0.0] * len(fl), L.row_set((int(r), "B", int(x)) for r, x in zip(fl["_run"], fl["_row"])), "latency_flag", "int")
+            n = L.agg("count", [0.0] * len(fl), L.row_set("B", fl["_gid"].to_numpy()), "latency_flag", "int")
             items.append(f"Saturated latency excluded: {n} B rows are flagged {SATURATED_FLAG}; the report uses no B latency.")
     d = ctx.frames.get("D")
     if d is not None and "steal_pct" in d.columns and d["steal_pct"].notna().any():
         sel = d[d["steal_pct"].notna()]
-        sid = L.row_set((int(r), "D", int(x)) for r, x in zip(sel["_run"], sel["_row"]))
+        sid = L.row_set("D", sel["_gid"].to_numpy())
         mx = L.agg("max", [float(x) for x in sel["steal_pct"]], sid, "steal_pct", "f2")
         items.append(f"CPU steal: at most {mx}% during the D runs (a run above the limit in the manifest's rules is INVALID).")
     for exp, df in ctx.frames.items():
@@ -449,7 +456,7 @@ def _threats(ctx: _Ctx) -> None:
                              ("FAILED_LOSS", "failed: records lost or duplicated"), ("FAILED_RUN", "failed runs")):
             g = df[df["status"] == status]
             if len(g):
-                n = L.agg("count", [0.0] * len(g), L.row_set((int(r), exp, int(x)) for r, x in zip(g["_run"], g["_row"])), "status", "int")
+                n = L.agg("count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy()), "status", "int")
                 items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
     for r in ctx.runs:
         man = r.manifest
@@ -480,10 +487,18 @@ def _threats(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- assembly
 
 
+def _textify(df: "pd.DataFrame") -> "pd.DataFrame":
+    """Label columns as the CSV wrote them (text), so tables group and print them verbatim."""
+    for c in (*LABELS, "level", "block_size", "role", "machine"):
+        if c in df.columns and not _is_text(df[c]):
+            df[c] = df[c].map({v: label_text(v) for v in df[c].unique()})
+    return df
+
+
 def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list[doc.Block], Ledger, dict[str, bytes], str]:
     """The report's blocks, its ledger, its plots (name → PNG) and its title."""
     runs = load_runs(list(run_dirs))
-    fr = frames(runs)
+    fr = {e: _textify(f) for e, f in frames(runs).items()}
     ctx = _Ctx(runs, fr)
     plans = sorted({str(r.manifest.get("plan_name", "?")) for r in runs})
     machines = sorted({r.label for r in runs})
@@ -553,4 +568,4 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
 
 def provenance_texts(prov: Mapping[str, Any]) -> set[str]:
     """The printed texts of a provenance.json (for audits)."""
-    return {f["t"] for f in prov["figures"]}
+    return {f[2] for f in prov["figures"]}

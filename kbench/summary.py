@@ -6,7 +6,6 @@ were computed from (see :mod:`kbench.provenance`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from kbench.provenance import Fig, Ledger
@@ -14,23 +13,55 @@ from kbench.provenance import Fig, Ledger
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["NO_DIFF", "Stat", "label_text", "overlap_verdict", "stats", "varying"]
+__all__ = ["NO_DIFF", "Stat", "empty_stat", "label_text", "overlap_verdict", "stats", "varying"]
 
 NO_DIFF = "no significant difference"
 
 
-@dataclass(frozen=True)
 class Stat:
-    """Median, range and number of OK repetitions of one metric in one group."""
+    """Median, range and number of OK repetitions of one metric in one group.
 
-    median: Fig
-    lo: Fig
-    hi: Fig
-    n: Fig
+    The figures are entered in the ledger when first used, so a number that a report does
+    not print costs nothing."""
+
+    __slots__ = ("_ledger", "_set", "_metric", "_kind", "_vals", "_figs")
+
+    def __init__(self, ledger: Ledger, set_id: int, metric: str, kind: str, med: float | None, lo: float | None, hi: float | None, n: int) -> None:
+        self._ledger, self._set, self._metric, self._kind = ledger, set_id, metric, kind
+        self._vals = {"median": med, "min": lo, "max": hi, "count": float(n)}
+        self._figs: dict[str, Fig] = {}
+
+    def _fig(self, op: str) -> Fig:
+        f = self._figs.get(op)
+        if f is None:
+            v = self._vals[op]
+            f = self._ledger.agg(op, (), self._set, self._metric, "int" if op == "count" else self._kind, value=v)
+            self._figs[op] = f
+        return f
+
+    @property
+    def median(self) -> Fig:
+        return self._fig("median")
+
+    @property
+    def lo(self) -> Fig:
+        return self._fig("min")
+
+    @property
+    def hi(self) -> Fig:
+        return self._fig("max")
+
+    @property
+    def n(self) -> Fig:
+        return self._fig("count")
 
     @property
     def ok(self) -> bool:
-        return self.median.ok
+        return self._vals["median"] is not None
+
+    def value(self, op: str) -> float | None:
+        """A value without entering it in the ledger (for comparisons)."""
+        return self._vals[op]
 
     def cell(self) -> str:
         """``median [lo–hi]`` (or ``NA``)."""
@@ -42,6 +73,11 @@ class Stat:
 
     def range(self) -> str:
         return "NA" if not self.ok else f"{self.lo}–{self.hi}"
+
+
+def empty_stat(ledger: Ledger, metric: str) -> Stat:
+    """A group with no OK row: NA, n = 0."""
+    return Stat(ledger, ledger.row_set("", []), metric, "auto", None, None, None, 0)
 
 
 def label_text(v: Any) -> str:
@@ -72,30 +108,31 @@ def stats(
 ) -> dict[tuple[str, ...], Stat]:
     """Per group of ``keys``: median, min, max and count of ``metric`` over OK rows (over
     every row with ``only_ok=False``, for settings such as the target rate)."""
+    import pandas as pd
+
     out: dict[tuple[str, ...], Stat] = {}
-    if metric not in df.columns or df.empty:
+    if metric not in df.columns or df.empty or not pd.api.types.is_numeric_dtype(df[metric]):
         return out
-    ok = df[((df["status"] == "OK") | (not only_ok)) & df[metric].notna()]
-    try:
-        values = ok[metric].astype(float).to_numpy()
-    except (TypeError, ValueError):
-        return out
-    runs = ok["_run"].to_numpy()
-    rows = ok["_row"].to_numpy()
+    mask = df[metric].notna()
+    if only_ok:
+        mask &= df["status"] == "OK"
+    ok = df.loc[mask, [*keys, metric, "_gid"]]
     if ok.empty:
         return out
-    groups = ok.groupby(list(keys), sort=False, dropna=False).indices if keys else {(): range(len(ok))}
-    for key, idx in groups.items():
+    gids = ok["_gid"].to_numpy()
+    texts = not any(pd.api.types.is_numeric_dtype(ok[k]) for k in keys)
+    if keys:
+        g = ok.groupby(list(keys), sort=False)
+        agg = g[metric].agg(["median", "min", "max", "size"])
+        indices = g.indices
+    else:
+        v = ok[metric]
+        agg = pd.DataFrame({"median": [v.median()], "min": [v.min()], "max": [v.max()], "size": [len(v)]}, index=[()])
+        indices = {(): range(len(ok))}
+    for key, med, lo, hi, n in agg.itertuples(name=None):
         k = key if isinstance(key, tuple) else (key,)
-        ktext = tuple(label_text(x) for x in k)
-        vals = [float(values[i]) for i in idx]
-        sid = ledger.row_set((int(runs[i]), exp, int(rows[i])) for i in idx)
-        out[ktext] = Stat(
-            median=ledger.agg("median", vals, sid, metric, kind),
-            lo=ledger.agg("min", vals, sid, metric, kind),
-            hi=ledger.agg("max", vals, sid, metric, kind),
-            n=ledger.agg("count", vals, sid, metric, "int"),
-        )
+        sid = ledger.row_set(exp, gids[indices[key]])
+        out[k if texts else tuple(label_text(x) for x in k)] = Stat(ledger, sid, metric, kind, float(med), float(lo), float(hi), int(n))
     return out
 
 
@@ -103,7 +140,8 @@ def overlap_verdict(a: Stat, b: Stat, lower: str = "lower", higher: str = "highe
     """``no significant difference`` when the ranges overlap, else which side is higher."""
     if not (a.ok and b.ok):
         return "not comparable (no OK repetitions)"
-    assert a.lo.value is not None and a.hi.value is not None and b.lo.value is not None and b.hi.value is not None
-    if a.lo.value <= b.hi.value and b.lo.value <= a.hi.value:
+    alo, ahi, blo, bhi = a.value("min"), a.value("max"), b.value("min"), b.value("max")
+    assert alo is not None and ahi is not None and blo is not None and bhi is not None
+    if alo <= bhi and blo <= ahi:
         return NO_DIFF
-    return higher if b.lo.value > a.hi.value else lower
+    return higher if blo > ahi else lower

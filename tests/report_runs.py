@@ -61,9 +61,9 @@ random = {{ source = "random", size = 262144, seed = 1 }}
 """
 
 
-def plan_text(name: str, sweeps: str, duration: float = 0.3) -> str:
+def plan_text(name: str, sweeps: str, duration: float = 0.3, transport: str | None = None) -> str:
     head = f'name = "{name}"\ndescription = "test plan for reports ({name})"\n'
-    return head + SMALL.format(duration=duration, transport=best_transport()) + sweeps
+    return head + SMALL.format(duration=duration, transport=transport or best_transport()) + sweeps
 
 
 #: The zstd-vs-none plan's sweeps (experiments A, B, C, D), at test durations.
@@ -118,21 +118,22 @@ rate = "auto"
 """
 
 
-def _run(root: Path, name: str, sweeps: str, cpus: str | None = None) -> Path:
+def _run(root: Path, name: str, sweeps: str, cpus: str | None = None, transport: str | None = None, duration: float = 0.3) -> Path:
     plan = root / f"{name}.toml"
-    plan.write_text(plan_text(name, sweeps))
+    plan.write_text(plan_text(name, sweeps, duration, transport))
     out = root / name
     # --force: a shared CI machine often shows CPU steal; the manifest records it and the report lists it as a threat.
     kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", "--force", cpus=cpus)
     return out
 
 
-def zstd_vs_none_run(root: Path) -> Path:
-    """One run of the zstd-vs-none plan's matrix (A–D)."""
-    key = f"zvn:{root}"
+def zstd_vs_none_run(root: Path, transport: str | None = None) -> Path:
+    """One run of the zstd-vs-none plan's matrix (A–D); ``transport="local"``: real Kafka."""
+    key = f"zvn:{root}:{transport}"
     if key not in _CACHE:
         root.mkdir(parents=True, exist_ok=True)
-        _CACHE[key] = _run(root, "zstd-vs-none", ZSTD_VS_NONE)
+        duration = 1.5 if transport == "local" else 0.3
+        _CACHE[key] = _run(root, "zstd-vs-none", ZSTD_VS_NONE, transport=transport, duration=duration)
     return _CACHE[key]  # type: ignore[return-value]
 
 

@@ -67,10 +67,13 @@ def untraceable_numbers(md: str, prov: dict, run_dirs: list[Path]) -> list[str]:
     text = md
     for lit in literals:
         text = text.replace(lit.replace("|", "\\|"), " ")
-    allowed = set(numeric)
-    for t in (f["t"] for f in prov["figures"]):
-        allowed.update(NUMBER.findall(t))
-    return sorted({tok for tok in NUMBER.findall(text) if tok not in allowed and tok.lstrip("+-−") not in allowed})
+    def norm(tok: str) -> str:  # a unit sign after a figure is text, not part of the number
+        return tok.rstrip("%×").lstrip("+-−")
+
+    allowed = {norm(v) for v in numeric}
+    for t in (f[2] for f in prov["figures"]):
+        allowed.update(norm(x) for x in NUMBER.findall(t))
+    return sorted({tok for tok in NUMBER.findall(text) if norm(tok) not in allowed})
 
 
 def test_zstd_vs_none_report_has_every_table(zvn_report: Path) -> None:
