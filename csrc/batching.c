@@ -189,8 +189,8 @@ static int close_batch(model *m, int32_t p, kb_close_t why, double t, kb_error *
     part_state *ps = &m->parts[p];
     kb_buf out = {0};
     int stored = 0;
-    int fallback = m->cfg->client == KB_CLIENT_LIBRDKAFKA;
-    if (kb_bb_finish(&ps->bb, m->ctx, m->cfg->codec, m->cfg->level, fallback, &out, &stored, e) < 0) {
+    int rdk = m->cfg->client == KB_CLIENT_LIBRDKAFKA;
+    if (kb_bb_finish(&ps->bb, m->ctx, m->cfg->codec, m->cfg->level, rdk, &out, &stored, e) < 0) {
         kb_buf_free(&out);
         return -1;
     }

@@ -11,19 +11,6 @@
 
 #include "clock.h"
 
-/** Decode an 8-byte big-endian header value; -1 when size is not 8. */
-static int64_t hdr64(rd_kafka_headers_t *h, const char *name) {
-    const void *v;
-    size_t sz;
-    if (!h || rd_kafka_header_get_last(h, name, &v, &sz) || sz != 8)
-        return -1;
-    const uint8_t *b = v;
-    uint64_t x = 0;
-    for (int i = 0; i < 8; i++)
-        x = (x << 8) | b[i];
-    return (int64_t)x;
-}
-
 /** Assign all partitions of c->topic at their high watermarks; 0 or -1 with err. */
 static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms) {
     const struct rd_kafka_metadata *md = NULL;
@@ -141,7 +128,14 @@ int kb_consumer_run(kb_consumer *c) {
         }
         rd_kafka_headers_t *h = NULL;
         rd_kafka_message_headers(m, &h);
-        int64_t t = hdr64(h, KB_HDR_TIME), seq = hdr64(h, KB_HDR_SEQ), run = hdr64(h, KB_HDR_RUN);
+        const void *hv = NULL;
+        size_t hsz = 0;
+        int64_t t = -1, seq = -1, run = 0;
+        if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
+            t = kb_get_be64((const uint8_t *)hv + KB_HDR_TIME_OFF);
+            seq = kb_get_be64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
+            run = kb_get_be64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+        }
         if (t < 0 || seq < 0) {
             c->no_header++;
         } else if (c->run_id && (uint64_t)run != c->run_id) {

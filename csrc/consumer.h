@@ -1,6 +1,6 @@
 /*
- * consumer.h - the consumer loop: end-to-end latency from the kb.t header,
- * record/byte counts, and loss/duplicate detection from kb.s sequence numbers.
+ * consumer.h - the consumer loop: end-to-end latency from the send time in the
+ * "kb" header, record/byte counts, and loss/duplicate detection from its sequence numbers.
  */
 #ifndef KBENCH_CONSUMER_H
 #define KBENCH_CONSUMER_H
@@ -25,7 +25,7 @@ typedef struct {
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
     /* outputs */
-    kb_hist *e2e;          /* now - kb.t header, ns */
+    kb_hist *e2e;          /* now - send time from the kb header, ns */
     int64_t records, bytes, unique, duplicates, out_of_range, foreign, no_header;
     int64_t t_start, t_first, t_last, t_end;
     int32_t partitions;

@@ -14,6 +14,7 @@
 #include "admin.h"
 #include "py_histogram.h"
 #include "py_drivers.h"
+#include "procstat.h"
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
@@ -27,10 +28,11 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!m)
         return NULL;
     if (kb_py_codecs_init(m) < 0 || kb_codecbench_init(m) < 0 ||
-        kb_entropy_init(m) < 0 ||
+        kb_entropy_init(m) < 0 || kb_py_batch_init(m) < 0 ||
+        kb_py_sim_init(m) < 0 ||
         kb_py_kafka_util_init(m) < 0 || kb_admin_init(m) < 0 ||
         kb_py_histogram_init(m) < 0 || kb_py_drivers_init(m) < 0 ||
-        kb_py_batch_init(m) < 0 || kb_py_sim_init(m) < 0) {
+        kb_procstat_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -42,17 +42,6 @@ static void be64(uint8_t *b, uint64_t v) {
     }
 }
 
-/** Decode an 8-byte big-endian value; 0 when size is not 8. */
-static int64_t rd_be64(const void *p, size_t size) {
-    if (size != 8)
-        return 0;
-    const uint8_t *b = p;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return (int64_t)v;
-}
-
 /** Due time of message seq on the fixed-rate schedule. */
 static inline int64_t due_of(const kb_producer *p, int64_t seq) {
     return p->t0 + (int64_t)((double)seq * (1e9 / p->rate));
@@ -73,9 +62,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     rd_kafka_headers_t *h = NULL;
     const void *v;
     size_t sz;
-    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, KB_HDR_TIME, &v, &sz))
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, KB_HDR_NAME, &v, &sz) ||
+        sz != KB_HDR_LEN)
         return;
-    int64_t sent = rd_be64(v, sz);
+    int64_t sent = kb_get_be64((const uint8_t *)v + KB_HDR_TIME_OFF);
     kb_hist_record(p->service, now - sent);
     if (p->mode == KB_MODE_FIXED_RATE) {
         int64_t seq = (int64_t)(intptr_t)m->_private;
@@ -109,16 +99,14 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     }
 }
 
-/** Build the 3 kbench headers for one message. */
+/** Build the kbench header for one message (one allocation for the list, one for the header). */
 static rd_kafka_headers_t *make_headers(int64_t sent, int64_t seq, uint64_t run_id) {
-    uint8_t b[8];
-    rd_kafka_headers_t *h = rd_kafka_headers_new(3);
-    be64(b, (uint64_t)sent);
-    rd_kafka_header_add(h, KB_HDR_TIME, -1, b, 8);
-    be64(b, (uint64_t)seq);
-    rd_kafka_header_add(h, KB_HDR_SEQ, -1, b, 8);
-    be64(b, run_id);
-    rd_kafka_header_add(h, KB_HDR_RUN, -1, b, 8);
+    uint8_t b[KB_HDR_LEN];
+    be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
+    be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
+    be64(b + KB_HDR_RUN_OFF, run_id);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+    rd_kafka_header_add(h, KB_HDR_NAME, 2, b, KB_HDR_LEN);
     return h;
 }
 

@@ -1,7 +1,7 @@
 /*
  * producer.h - the producer loop over librdkafka: fixed-rate (schedule-based,
- * coordinated-omission-corrected) or saturated, with per-message headers
- * carrying the monotonic send time, sequence number and run id.
+ * coordinated-omission-corrected) or saturated; each message carries a header
+ * with the monotonic send time, sequence number and run id.
  */
 #ifndef KBENCH_PRODUCER_H
 #define KBENCH_PRODUCER_H
@@ -20,10 +20,24 @@
 #define KB_KEYS_RANDOM 2
 #define KB_MAX_ERR_CODES 32
 
-/** Header names every kbench message carries (8-byte big-endian values). */
-#define KB_HDR_TIME "kb.t" /* CLOCK_MONOTONIC ns at produce() */
-#define KB_HDR_SEQ "kb.s"  /* sequence number, 0-based */
-#define KB_HDR_RUN "kb.r"  /* run id */
+/**
+ * Every kbench message carries one header, "kb", of 24 bytes: three
+ * big-endian 64-bit values at these offsets.
+ */
+#define KB_HDR_NAME "kb"
+#define KB_HDR_LEN 24
+#define KB_HDR_TIME_OFF 0 /* CLOCK_MONOTONIC ns at produce() */
+#define KB_HDR_SEQ_OFF 8  /* sequence number, 0-based */
+#define KB_HDR_RUN_OFF 16 /* run id */
+
+/** Read a big-endian 64-bit value. */
+static inline int64_t kb_get_be64(const void *p) {
+    const uint8_t *b = p;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return (int64_t)v;
+}
 
 /** Error code -> count (librdkafka error codes). */
 typedef struct {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <snappy-c.h>
+
 #include "crc32c.h"
 #include "varint.h"
 
@@ -165,7 +167,7 @@ static void write_header(uint8_t *h, const kb_batch_builder *b, int codec, size_
     kb_be32(h + 17, kb_crc32c(0, h + 21, KB_BATCH_OVERHEAD - 21 + region_len));
 }
 
-int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int level, int fallback_uncompressed,
+int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int level, int librdkafka,
                  kb_buf *out, int *stored_codec, kb_error *e) {
     if (b->count == 0) {
         kb_error_set(e, -1, "a batch needs at least one record");
@@ -173,6 +175,9 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
     }
     size_t raw = b->raw.len;
     size_t cap = codec == KB_CODEC_NONE ? raw : kb_compress_bound(codec, raw);
+    int raw_snappy = librdkafka && codec == KB_CODEC_SNAPPY;
+    if (raw_snappy && snappy_max_compressed_length(raw) > cap)
+        cap = snappy_max_compressed_length(raw);
     if (cap > (size_t)INT32_MAX - KB_BATCH_OVERHEAD) {
         kb_error_set(e, -1, "batch of %zu bytes exceeds Kafka's 2 GiB limit", raw);
         return -1;
@@ -187,6 +192,17 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
     int used = (int)codec;
     if (codec == KB_CODEC_NONE) {
         memcpy(region, b->raw.p, raw);
+    } else if (raw_snappy) {
+        rlen = cap;
+        if (snappy_compress((const char *)b->raw.p, raw, (char *)region, &rlen) != SNAPPY_OK) {
+            kb_error_set(e, -1, "snappy: raw compression failed");
+            return -1;
+        }
+        if (rlen > raw) {
+            memcpy(region, b->raw.p, raw);
+            rlen = raw;
+            used = KB_CODEC_NONE;
+        }
     } else {
         char err[KB_ERRLEN] = "";
         int rc = kb_compress(ctx, codec, level, b->raw.p, raw, region, cap, &rlen, err, sizeof(err));
@@ -194,7 +210,7 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
             kb_error_set(e, -1, "%s: %s", kb_codec_name(codec), rc == KB_ETOOSMALL ? "output exceeded its bound" : err);
             return -1;
         }
-        if (fallback_uncompressed && rlen > raw) {
+        if (librdkafka && rlen > raw) {
             memcpy(region, b->raw.p, raw);
             rlen = raw;
             used = KB_CODEC_NONE;

@@ -90,11 +90,12 @@ void kb_bb_reset(kb_batch_builder *b, const kb_batch_meta *m);
 int kb_bb_append(kb_batch_builder *b, const kb_record *r, kb_error *e);
 /**
  * Write the batch (header, records compressed as one stream with codec/level,
- * CRC-32C) at the end of out.  With fallback_uncompressed (librdkafka), a
+ * CRC-32C) at the end of out.  With librdkafka set, the batch is framed as
+ * librdkafka frames it: snappy as one raw block (no xerial framing), and a
  * compressed region larger than the raw one is replaced by the raw one.
  * *stored_codec receives the codec actually written.  0 or -1 with e set.
  */
-int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int level, int fallback_uncompressed,
+int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int level, int librdkafka,
                  kb_buf *out, int *stored_codec, kb_error *e);
 void kb_bb_free(kb_batch_builder *b);
 

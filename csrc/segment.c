@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "varint.h"
@@ -21,6 +23,7 @@ void kb_seg_reader_init(kb_seg_reader *r, const uint8_t *buf, size_t n) {
     r->buf = buf;
     r->n = n;
     r->pos = 0;
+    r->base = 0;
     r->done = 0;
 }
 
@@ -40,13 +43,13 @@ int kb_seg_next(kb_seg_reader *r, kb_codec_ctx *ctx, int verify_crc, int decompr
         return 0;
     const uint8_t *p = r->buf + r->pos;
     size_t left = r->n - r->pos;
-    row_reset(o, r->pos);
+    row_reset(o, r->base + r->pos);
     if (left < HEADER_SIZE_UP_TO_MAGIC) {
         r->done = 1;
         o->size = left;
         o->status = KB_SEG_TRUNCATED;
-        snprintf(o->msg, sizeof(o->msg), "%zu trailing bytes at position %zu, fewer than a batch header", left,
-                 r->pos);
+        snprintf(o->msg, sizeof(o->msg), "%zu trailing bytes at position %llu, fewer than a batch header", left,
+                 (unsigned long long)o->position);
         return 1;
     }
     o->base_offset = (int64_t)kb_rd64(p);
@@ -56,8 +59,8 @@ int kb_seg_next(kb_seg_reader *r, kb_codec_ctx *ctx, int verify_crc, int decompr
         r->done = 1;
         o->size = left;
         o->status = KB_SEG_CORRUPT;
-        snprintf(o->msg, sizeof(o->msg), "record size %d at position %zu is smaller than the minimum %d", size,
-                 r->pos + 8, RECORD_OVERHEAD_V0);
+        snprintf(o->msg, sizeof(o->msg), "record size %d at position %llu is smaller than the minimum %d", size,
+                 (unsigned long long)o->position + 8, RECORD_OVERHEAD_V0);
         return 1;
     }
     uint64_t total = (uint64_t)size + KB_LOG_OVERHEAD;
@@ -65,8 +68,8 @@ int kb_seg_next(kb_seg_reader *r, kb_codec_ctx *ctx, int verify_crc, int decompr
         r->done = 1;
         o->size = left;
         o->status = KB_SEG_TRUNCATED;
-        snprintf(o->msg, sizeof(o->msg), "partial batch at position %zu: %llu bytes declared, %zu present", r->pos,
-                 (unsigned long long)total, left);
+        snprintf(o->msg, sizeof(o->msg), "partial batch at position %llu: %llu bytes declared, %zu present",
+                 (unsigned long long)o->position, (unsigned long long)total, left);
         if (o->magic == 2 && left >= KB_BATCH_OVERHEAD) {
             o->count = (int32_t)kb_rd32(p + 57);
             o->codec = kb_rd16(p + 21) & KB_ATTR_CODEC_MASK;
@@ -124,6 +127,136 @@ int kb_seg_next(kb_seg_reader *r, kb_codec_ctx *ctx, int verify_crc, int decompr
     }
     o->uncompressed = (int64_t)v.records_len;
     return 1;
+}
+
+static int push_row(kb_seg_batch **rows, size_t *n, size_t *cap) {
+    if (*n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 256;
+    kb_seg_batch *r = realloc(*rows, nc * sizeof(**rows));
+    if (!r)
+        return -1;
+    *rows = r;
+    *cap = nc;
+    return 0;
+}
+
+#define SCAN_CHUNK (8u << 20)
+
+int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int decompress, size_t max_uncompressed,
+                     kb_seg_batch **rows, size_t *nrows, kb_error *e) {
+    *rows = NULL;
+    *nrows = 0;
+    size_t cap_rows = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        kb_error_set(e, -1, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        kb_error_set(e, -1, "cannot stat %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    uint64_t fsize = (uint64_t)st.st_size;
+    size_t cap = SCAN_CHUNK;
+    uint8_t *buf = malloc(cap);
+    kb_buf scratch = {0};
+    uint64_t base = 0; /* file position of buf[0] */
+    size_t filled = 0, pos = 0;
+    int eof = 0, rc = -1;
+    if (!buf) {
+        kb_error_set(e, -1, "out of memory");
+        goto done;
+    }
+    for (;;) {
+        /* make sure the next batch is wholly in the buffer, or we are at EOF */
+        size_t left = filled - pos;
+        size_t need = HEADER_SIZE_UP_TO_MAGIC;
+        if (left >= HEADER_SIZE_UP_TO_MAGIC) {
+            int32_t sz = (int32_t)kb_rd32(buf + pos + 8);
+            need = sz >= RECORD_OVERHEAD_V0 ? (size_t)sz + KB_LOG_OVERHEAD : HEADER_SIZE_UP_TO_MAGIC;
+        }
+        if (left < need && !eof) {
+            memmove(buf, buf + pos, left);
+            base += pos;
+            filled = left;
+            pos = 0;
+            if (need > cap) {
+                uint64_t rest = fsize > base ? fsize - base : 0;
+                size_t nc = need < rest ? need : (size_t)rest;
+                if (nc > cap) {
+                    uint8_t *nb = realloc(buf, nc);
+                    if (!nb) {
+                        kb_error_set(e, -1, "out of memory for a %zu-byte batch", nc);
+                        goto done;
+                    }
+                    buf = nb;
+                    cap = nc;
+                }
+            }
+            while (filled < cap) {
+                ssize_t k = read(fd, buf + filled, cap - filled);
+                if (k < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    kb_error_set(e, -1, "read %s: %s", path, strerror(errno));
+                    goto done;
+                }
+                if (k == 0) {
+                    eof = 1;
+                    break;
+                }
+                filled += (size_t)k;
+            }
+            if (base + filled >= fsize)
+                eof = 1; /* a batch claiming more than the file holds is a partial trailing batch */
+            continue;
+        }
+        if (left == 0)
+            break;
+        kb_seg_reader r;
+        kb_seg_reader_init(&r, buf + pos, left);
+        r.base = base + pos;
+        /* consume every batch wholly present, then refill */
+        for (;;) {
+            size_t l2 = r.n - r.pos;
+            if (!eof) {
+                if (l2 < HEADER_SIZE_UP_TO_MAGIC)
+                    break;
+                int32_t sz = (int32_t)kb_rd32(r.buf + r.pos + 8);
+                if (sz >= RECORD_OVERHEAD_V0 && (size_t)sz + KB_LOG_OVERHEAD > l2)
+                    break;
+            }
+            if (push_row(rows, nrows, &cap_rows) < 0) {
+                kb_error_set(e, -1, "out of memory");
+                goto done;
+            }
+            if (!kb_seg_next(&r, ctx, verify_crc, decompress, max_uncompressed, &scratch, &(*rows)[*nrows]))
+                break;
+            (*nrows)++;
+            if (r.done)
+                break;
+        }
+        pos += r.pos;
+        if (r.done || (eof && pos >= filled))
+            break;
+        if (r.pos == 0 && eof)
+            break;
+    }
+    rc = 0;
+done:
+    free(buf);
+    kb_buf_free(&scratch);
+    close(fd);
+    if (rc < 0) {
+        free(*rows);
+        *rows = NULL;
+        *nrows = 0;
+    }
+    return rc;
 }
 
 int kb_seg_writer_open(kb_seg_writer *w, const char *path, int64_t base_offset, int32_t leader_epoch, kb_error *e) {

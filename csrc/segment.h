@@ -47,6 +47,7 @@ typedef struct {
 typedef struct {
     const uint8_t *buf;
     size_t n, pos;
+    uint64_t base; /* file position of buf[0]; rows report base + offset */
     int done;
 } kb_seg_reader;
 
@@ -75,6 +76,14 @@ int kb_seg_writer_open(kb_seg_writer *w, const char *path, int64_t base_offset, 
  * *position receives its file position.  0 or -1 with e set.
  */
 int kb_seg_writer_append(kb_seg_writer *w, uint8_t *batch, size_t n, uint64_t *position, kb_error *e);
+/**
+ * Scan a whole .log file with buffered reads (no mmap page faults), one row per
+ * batch into *rows (malloc'd, *nrows of them).  0, or -1 with e set when the
+ * file cannot be read (rows describe the content, never fail on it).
+ */
+int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int decompress, size_t max_uncompressed,
+                     kb_seg_batch **rows, size_t *nrows, kb_error *e);
+
 /** Flush and close; 0 or -1 with e set. */
 int kb_seg_writer_close(kb_seg_writer *w, kb_error *e);
 

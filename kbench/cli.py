@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.cluster",
     "kbench.commands.sim",
     "kbench.commands.inspect",
+    "kbench.commands.produce",
 )
 
 

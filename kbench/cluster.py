@@ -339,12 +339,12 @@ class LocalCluster:
             if any(_is_our_process(b.pid, b.config) for b in st.brokers):
                 raise ClusterError(f"a cluster is already running in {self.dir}; stop it first with: kbench cluster down --dir {self.dir}")
             existing.unlink()
+        client, ctrl = self._ports()
         dist = kafka_dist.find()
         java = kafka_dist.java()
         self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("node-*"):
             shutil.rmtree(old)
-        client, ctrl = self._ports()
         voters = ",".join(f"{i}@127.0.0.1:{ctrl[i - 1]}" for i in range(1, self.n + 1))
         log4j = self.dir / "log4j2.xml"
         log4j.write_text(_LOG4J2)

@@ -6,9 +6,9 @@ plus an ``array('q')`` of offsets, librdkafka properties passed verbatim), runs 
 worker threads so Ctrl-C in the main thread reaches them as a clean ``stop()``, and turns
 their dicts into dataclasses.
 
-Every message carries three 8-byte big-endian headers: ``kb.t`` (CLOCK_MONOTONIC ns at
-``produce()``), ``kb.s`` (sequence number from 0) and ``kb.r`` (run id), so a consumer on the
-same host measures end-to-end latency and checks every sequence number.
+Every message carries one 24-byte header ``kb``: three big-endian 64-bit values, the
+CLOCK_MONOTONIC ns at ``produce()``, the sequence number from 0 and the run id, so a consumer
+on the same host measures end-to-end latency and checks every sequence number.
 """
 from __future__ import annotations
 

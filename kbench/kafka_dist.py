@@ -7,6 +7,7 @@ are used instead.  ``java_command()`` builds a command line for a Kafka main cla
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -66,7 +67,9 @@ def _from_kafka_home(home: Path) -> KafkaDist:
 
 
 def _from_maven() -> KafkaDist:
-    d = cache_root() / f"kafka-{KAFKA_VERSION}"
+    pom_text = resources.files("kbench").joinpath("data/kafka-pom.xml").read_text()
+    # the cache is keyed by the pom's content, so editing the pom re-resolves the jars
+    d = cache_root() / f"kafka-{KAFKA_VERSION}-{hashlib.sha256(pom_text.encode()).hexdigest()[:10]}"
     cp_file = d / "classpath.txt"
     if cp_file.exists():
         cp = cp_file.read_text().strip()
@@ -76,7 +79,7 @@ def _from_maven() -> KafkaDist:
     _require("java", "default-jdk-headless")
     d.mkdir(parents=True, exist_ok=True)
     pom = d / "pom.xml"
-    pom.write_text(resources.files("kbench").joinpath("data/kafka-pom.xml").read_text())
+    pom.write_text(pom_text)
     tmp = d / "classpath.txt.tmp"
     proc = subprocess.run(
         [mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath", f"-Dmdep.outputFile={tmp}"],

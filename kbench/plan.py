@@ -227,7 +227,7 @@ def load(spec: str | Path, base_dir: Path | None = None) -> Plan:
     else:
         if not p.is_file():
             raise PlanError(f"plan file not found: {p}; give an existing .toml file or one of {', '.join(builtin_plans())}")
-        text, source, base = p.read_text(), str(p), p.resolve().parent
+        text, source, base = p.read_text(), str(p.resolve()), p.resolve().parent
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -47,6 +47,7 @@ class RunOptions:
     gate_sample_s: float = 1.0
     gate_overrides: Mapping[str, Any] = field(default_factory=dict)  # GateContext fields (tests)
     print_tables: TextIO | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # command-line transport overrides, reused on resume
 
 
 @dataclass
@@ -178,6 +179,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         versions=versions(with_java=plan.transport.kind == "local"),
         corpora={n: {"source": c.source, "sha256": c.sha256, "entropy_bits_per_byte": entropies[n], "records": len(c.records), "bytes": c.size, "near_random": c.near_random} for n, c in corpora.items()},
         command=redact_argv(opts.argv),
+        overrides=dict(opts.overrides),
         repetitions=plan.repetitions,
         warmup=plan.warmup,
         duration_s=plan.duration_s,

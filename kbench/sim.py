@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Sequence
 
 from kbench import _native
+from kbench.batch import Record
 from kbench.corpus import Corpus
 from kbench.stats import distribution
 
-__all__ = ["SimBatch", "SimConfig", "SimResult", "StageResult", "run", "write_csv"]
+__all__ = ["SimBatch", "SimConfig", "SimResult", "StageResult", "predict_stored_bytes", "run", "write_csv"]
 
 ROLES = ("producer", "broker", "consumer")
 
@@ -215,6 +216,24 @@ def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
         w.writerows(rows)
     tmp.replace(p)
     return p
+
+
+def predict_stored_bytes(batches: Sequence[Sequence[Record]], codec: str, level: int | None = None, *,
+                         client: str = "java", topic_compression: str | None = None,
+                         topic_level: int | None = None) -> int:
+    """Stored bytes for given records and batch boundaries: each group is encoded by the same C
+    encoder the simulated producer uses (client rules: librdkafka falls back to uncompressed when
+    compression grows a batch) and, when the topic names another codec, rebuilt with it as the
+    simulated broker does.  Used to check the simulation against a real broker's segments."""
+    from kbench import batch as batch_mod
+
+    total = 0
+    for recs in batches:
+        data, stored = batch_mod.encode_ex(list(recs), codec, level, client=client)
+        if topic_compression not in (None, "producer") and topic_compression != stored:
+            data = batch_mod.encode(list(recs), topic_compression, topic_level)
+        total += len(data)
+    return total
 
 
 def config_dict(c: SimConfig) -> dict[str, object]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job, set-up included: the codec micro-benchmark (experiment M) on the bundled
-# corpora, printing the table.  Extra arguments go to `kbench codecs bench`.
+# The main job, set-up included: `kbench run quick` (local one-broker cluster, plan `quick`,
+# tables A-D printed).  Extra arguments go to `kbench run quick`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >&2
-exec "${PYTHON:-python3}" -m kbench codecs bench "$@"
+exec "${PYTHON:-python3}" -m kbench run quick "$@"

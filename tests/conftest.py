@@ -4,12 +4,16 @@ from __future__ import annotations
 import random
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
 from kbench import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
+
+if TYPE_CHECKING:
+    from kbench.cluster import LocalCluster
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +26,30 @@ def json_bytes() -> bytes:
 def random_bytes() -> bytes:
     """1 MiB of incompressible bytes."""
     return random.Random(3).randbytes(1 << 20)
+
+
+@pytest.fixture(scope="session")
+def json_records() -> tuple[bytes, ...]:
+    """About 256 KiB of JSON event records."""
+    return corpus.generate("json", 256 * 1024, seed=7).records
+
+
+@pytest.fixture(scope="session")
+def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
+    """A 1-node KRaft cluster for the whole session (free ports, tmp dir)."""
+    from kbench.cluster import LocalCluster
+
+    with LocalCluster(brokers=1, directory=tmp_path_factory.mktemp("kafka1")) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
+    """A 3-node KRaft cluster for the whole session (free ports, tmp dir)."""
+    from kbench.cluster import LocalCluster
+
+    with LocalCluster(brokers=3, directory=tmp_path_factory.mktemp("kafka3")) as c:
+        yield c
 
 
 def parse_dump(text: str) -> list[dict[str, str]]:

@@ -191,3 +191,16 @@ def test_error_inside_compressed_records_names_the_position() -> None:
 def test_any_buffer_protocol_input() -> None:
     out = batch.encode([Record(value=memoryview(b"hello"), key=bytearray(b"k"))], "snappy")
     assert batch.decode(memoryview(bytearray(out))).records[0].value == b"hello"
+
+
+def test_librdkafka_frames_snappy_as_one_raw_block() -> None:
+    recs = [Record(value=b"hello kafka " * 50, timestamp=TS)] * 3
+    rdk, stored = batch.encode_ex(recs, "snappy", client="librdkafka")
+    java = batch.encode(recs, "snappy")
+    assert stored == "snappy"
+    assert java[61:69] == b"\x82SNAPPY\x00" and rdk[61:69] != b"\x82SNAPPY\x00"
+    raw = batch.encode(recs, "none")[61:]
+    assert kbench.codecs.decompress(rdk[61:], "snappy") == raw  # the reader takes both framings
+    assert batch.decode(rdk).records == batch.decode(java).records
+    # 12 raw bytes grow to 14 as a snappy block: librdkafka then sends the batch uncompressed
+    assert batch.encode_ex([Record(value=b"hello", timestamp=TS)], "snappy", client="librdkafka")[1] == "none"

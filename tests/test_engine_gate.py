@@ -1,6 +1,8 @@
 """The environment gate: >= 12 checks, blocking vs warning, read from fixture /proc and /sys."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,11 @@ def test_missing_sysfs_is_unknown_not_failure(tmp_path: Path) -> None:
 
 def test_java_not_required_for_a_bootstrap_cluster(tmp_path: Path) -> None:
     assert by_name(gate.run_gate(ctx(tmp_path, java_version=None, transport_kind="bootstrap")))["Java version"].outcome == "pass"
+
+
+def test_gate_command_prints_its_checks() -> None:
+    p = subprocess.run([sys.executable, "-m", "kbench", "gate", "--sample-s", "0"], capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 3), p.stderr
+    lines = [x for x in p.stdout.splitlines() if x.startswith("  [")]
+    assert len(lines) >= 12
+    assert any("blocking" in x for x in lines) and any("warning" in x for x in lines)

@@ -161,3 +161,102 @@ def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path) -> None:
     assert r["status"] == "REJECTED", r
     assert "off the target 1000000.0 msgs/s" in r["reason"]
     assert float(r["achieved_rate_msgs"]) < 0.98 * 1_000_000
+
+
+KILL_PLAN = """
+name = "kafka-kill"
+repetitions = 2
+warmup = false
+duration_s = 1
+corpus_size = 200000
+seed = 11
+
+[transport]
+kind = "local"
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "lz4", "zstd:3"]
+rate = 1000
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(KILL_PLAN)
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--force", "--gate-sample-s", "0.1"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    journal = run / results.JOURNAL
+    deadline = time.monotonic() + 300
+    try:
+        while not (journal.exists() and journal.read_bytes().count(b"\n") >= 2):
+            assert p.poll() is None, "kbench run ended before it could be killed"
+            assert time.monotonic() < deadline, "no repetition completed in 300 s"
+            time.sleep(0.05)  # polling an observable condition
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    m = json.loads((run / "manifest.json").read_text())
+    broker_pids = [b["pid"] for b in m["transport"]["brokers"]]
+    # The brokers (and client workers) die with kbench: nothing is left running.
+    deadline = time.monotonic() + 60
+    while any(_alive(x) for x in broker_pids):
+        assert time.monotonic() < deadline, f"brokers {broker_pids} outlived kbench"
+        time.sleep(0.2)
+    before = results.read_done(run)
+    assert 2 <= len(before) < 6
+
+    r = subprocess.run([sys.executable, "-m", "kbench", "run", "--resume", str(run), "--force", "--gate-sample-s", "0.1"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for exp in "ACD":
+        header, body = rows(run / f"{exp}.csv")
+        key = [(x["cell_id"], x["rep"], x.get("role", "")) for x in body]
+        assert len(key) == len(set(key)), exp
+        assert {(k[0], k[1]) for k in key} == {(f"fixed-{i:03d}", str(rep)) for i in range(3) for rep in (1, 2)}, exp
+    assert json.loads((run / "manifest.json").read_text())["state"] == "complete"
+
+
+BOOTSTRAP_PLAN = """
+name = "kafka-bootstrap"
+repetitions = 1
+warmup = false
+duration_s = 1
+corpus_size = 200000
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "D"]
+codec = ["zstd:3"]
+rate = 1000
+"""
+
+
+def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(BOOTSTRAP_PLAN)
+    run = tmp_path / "run"
+    bs = kafka1.bootstrap_servers  # type: ignore[attr-defined]
+    pid = kafka1.pids[0]  # type: ignore[attr-defined]
+    r = subprocess.run([sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--bootstrap", bs, "--broker-pid", str(pid),
+                        "--force", "--gate-sample-s", "0.1"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["transport"]["kind"] == "bootstrap" and m["transport"]["bootstrap"] == bs
+    _, d = rows(run / "D.csv")
+    broker = [x for x in d if x["role"].startswith("broker-")]
+    assert len(broker) == 1 and broker[0]["pid"] == str(pid)
+    assert broker[0]["status"] in ("OK", "INVALID") and broker[0]["cpu_s"] != "NA"
+    assert kafka1.pids[0] == pid and _alive(pid)  # type: ignore[attr-defined]  # never stopped by kbench

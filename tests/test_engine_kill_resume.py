@@ -14,7 +14,8 @@ from kbench import plan as plan_mod, results
 
 from engine_fakes import PLAN_TEXT, grep_secrets, write_plan
 
-DRY_PLAN = PLAN_TEXT.replace("duration_s = 1", "duration_s = 0.25").replace("warmup_s = 0.5", "warmup_s = 0.05")
+# The plan says local; the first run overrides it with --transport dry, which the resume must reuse.
+DRY_PLAN = PLAN_TEXT.replace("duration_s = 1", "duration_s = 0.25").replace("warmup_s = 0.5", "warmup_s = 0.05").replace('kind = "dry"', 'kind = "local"')
 
 
 def kbench(*args: str) -> list[str]:
@@ -35,7 +36,7 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
     plan_file = write_plan(tmp_path, DRY_PLAN)
     run = tmp_path / "run"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen(kbench(str(plan_file), "-o", str(run), "-X", "sasl.password=hunter2-SECRET"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(kbench(str(plan_file), "-o", str(run), "--transport", "dry", "-X", "sasl.password=hunter2-SECRET"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         wait_for_journal(run / results.JOURNAL, 4, p)
     finally:
@@ -69,4 +70,23 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
         assert {k[:2] for k in keys} == want
     m = json.loads((run / "manifest.json").read_text())
     assert m["state"] == "complete" and len(m["resumes"]) == 1
+    assert m["transport"]["kind"] == "dry" and m["overrides"] == {"kind": "dry"}
     assert grep_secrets(run) == []
+
+
+def test_ctrl_c_leaves_an_interrupted_run_that_resumes(tmp_path: Path) -> None:
+    plan_file = write_plan(tmp_path, DRY_PLAN)
+    run = tmp_path / "run"
+    p = subprocess.Popen(kbench(str(plan_file), "-o", str(run), "--transport", "dry"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_journal(run / results.JOURNAL, 3, p)  # type: ignore[arg-type]
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 130
+    assert f"kbench run --resume {run}" in err
+    assert json.loads((run / "manifest.json").read_text())["state"] == "interrupted"
+    r = subprocess.run(kbench("--resume", str(run)), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    keys = [(x["cell_id"], x["rep"]) for x in results.read_rows(run / "A.csv")]
+    assert len(keys) == len(set(keys)) == 12

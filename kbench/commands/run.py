@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         client_overrides=_props(args.props),
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
+        overrides=overrides,
     )
     try:
         outcome = execute(opts, transport)

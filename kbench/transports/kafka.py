@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Mapping
 
-from kbench import _native, codecs, gate
+from kbench import _native, codecs, procstat
 from kbench.corpus import Corpus
-from kbench.cpu import delta, read_pid_cpu
 from kbench.plan import TransportDef
 from kbench.transport import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
 
@@ -44,6 +43,7 @@ def _lat(d: Mapping[str, Any] | None) -> LatencySummary | None:
 class _Worker:
     proc: subprocess.Popen[str]
     role: str
+    stderr_path: Path
 
     def expect(self, word: str, timeout: float) -> None:
         line = self._line(timeout)
@@ -66,8 +66,14 @@ class _Worker:
                 return str(json.loads(line[6:]))
             except ValueError:
                 return line[6:].strip()
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        return (line.strip() or err.strip().splitlines()[-1:] or ["exited"])[-1] if isinstance(err, str) else line.strip()
+        if line.strip():
+            return line.strip()
+        try:
+            self.proc.wait(timeout=10)
+            tail = self.stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
+        except (OSError, subprocess.TimeoutExpired):
+            tail = []
+        return tail[0] if tail else f"exited with status {self.proc.poll()}"
 
     def result(self, timeout: float) -> dict[str, Any]:
         line = self._line(timeout)
@@ -77,17 +83,27 @@ class _Worker:
         return dict(json.loads(line[7:]))
 
 
-def _spawn(role: str, job: Mapping[str, Any]) -> _Worker:
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """SIGTERM this worker when kbench dies (even by SIGKILL): no orphaned clients."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
-    p = subprocess.Popen(
-        [sys.executable, "-m", "kbench.transports.worker"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
+    with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
+        p = subprocess.Popen(
+            [sys.executable, "-m", "kbench.transports.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+            preexec_fn=_die_with_parent,
+        )
     assert p.stdin is not None
     p.stdin.write(json.dumps(dict(job, role=role)) + "\n")  # secrets travel on a pipe, never argv
     p.stdin.close()
-    return _Worker(p, role)
+    return _Worker(p, role, stderr_path)
 
 
 def _last_stats(path: Path) -> dict[str, Any] | None:
@@ -112,7 +128,6 @@ class KafkaTransport:
     brokers: tuple[BrokerInfo, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _corpus_files: dict[str, Path] = field(default_factory=dict)
-    proc: Path = Path("/proc")
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
@@ -120,11 +135,20 @@ class KafkaTransport:
         if self.defn.kind == "local":
             from kbench.cluster import ClusterError, LocalCluster
 
-            self.cluster = LocalCluster(brokers=self.defn.brokers)
-            try:
-                state = self.cluster.start()
-            except ClusterError as e:
-                raise TransportError(str(e)) from None
+            state = None
+            for attempt in (1, 2):
+                # A second attempt only for a failed storage format: a random cluster id that
+                # starts with '-' is taken for an option by kafka-storage (about 1 start in 64).
+                self.cluster = LocalCluster(brokers=self.defn.brokers)
+                try:
+                    state = self.cluster.start()
+                    break
+                except ClusterError as e:
+                    self.cluster.stop()
+                    self.cluster = None
+                    if attempt == 2 or "kafka-storage format failed" not in str(e):
+                        raise TransportError(str(e)) from None
+            assert state is not None and self.cluster is not None
             self.bootstrap = state.bootstrap_servers
             default = self.cluster.broker_config.get("compression.type")
             self.brokers = tuple(
@@ -209,8 +233,9 @@ class KafkaTransport:
         unc = s.uncompressed_batch_bytes if s.batches and not s.problems else None
         return s.stored_bytes, s.batches, unc, tuple(sorted(s.codecs)), fill
 
-    def _broker_cpu(self) -> dict[int, Any]:
-        return {b.broker_id: read_pid_cpu(b.pid, self.proc) if b.pid else None for b in self.brokers}
+    def _snapshot(self) -> procstat.Snapshot:
+        """Broker pids' and the system's CPU counters (C /proc sampler)."""
+        return procstat.snapshot([b.pid for b in self.brokers if b.pid])
 
     # ------------------------------------------------------------------ one run
     def run(self, req: RunRequest) -> RunResult:
@@ -244,14 +269,14 @@ class KafkaTransport:
             consumer = _spawn("consumer", {
                 "props": {**req.client_properties, "bootstrap.servers": self.bootstrap}, "topic": req.topic, "run_id": run_id,
                 "expected": count, "timeout": req.duration_s + 60.0, "skip_s": req.steady_skip_s,
-            })
+            }, Path(self._tmp.name) / f"{req.topic}.consumer.err")
             consumer.expect("READY", WORKER_START_TIMEOUT)
         producer = _spawn("producer", {
             "props": self._producer_props(req), "topic": req.topic, "run_id": run_id, "corpus_file": str(self._corpus_file(req.corpus)),
             "mode": "fixed-rate" if fixed else "saturated", "rate": req.rate or 0.0, "count": count,
             "duration": 0.0 if fixed else req.duration_s, "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
             "nkeys": 0 if req.cell.key_policy == "none" else 1024, "stats_path": str(stats), "skip_s": req.steady_skip_s,
-        })
+        }, Path(self._tmp.name) / f"{req.topic}.producer.err")
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             t_start = time.monotonic()
@@ -259,10 +284,10 @@ class KafkaTransport:
             pause = t_start + req.steady_skip_s - time.monotonic()
             if pause > 0:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
-            b0, s0, t0 = self._broker_cpu(), gate.sample(self.proc), time.monotonic()
+            s0, t0 = self._snapshot(), time.monotonic()
             pres = producer.result(req.duration_s + 120.0)
             cres = consumer.result(req.duration_s + 120.0) if consumer else None
-            b1, s1, t1 = self._broker_cpu(), gate.sample(self.proc), time.monotonic()
+            s1, t1 = self._snapshot(), time.monotonic()
         except BaseException:
             for w in (producer, consumer):
                 if w is not None and w.proc.poll() is None:
@@ -276,12 +301,19 @@ class KafkaTransport:
             c = res["cpu"]
             cpu.append(CpuSample(role, c["usr_s"], c["sys_s"], c["wall_s"], regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
                                  pid=None, note=c.get("note", "")))
+        deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
-            usr, sys_, regressed = delta(b0[b.broker_id], b1[b.broker_id])
+            d = deltas.get(b.pid) if b.pid else None
             note = "" if b.pid else "no local pid (give --broker-pid)"
-            if b.pid and usr is None:
+            if b.pid and (d is None or d.status == procstat.NA):
                 note = f"pid {b.pid} unreadable or gone"
+            usr = d.user_s if d is not None else None
+            sys_ = d.sys_s if d is not None else None
+            regressed = d is not None and d.status == procstat.NEGATIVE
             cpu.append(CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note))
+        steal = None
+        if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
+            steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
         st = _last_stats(stats) or {}
         delivered = int(pres["delivered"])
         payload = int(pres["bytes"]) if delivered == int(pres["sent"]) else int(pres["bytes"] * delivered / max(1, int(pres["sent"])))
@@ -302,7 +334,7 @@ class KafkaTransport:
             lost=int(cres["lost"]) if cres else None,
             duplicated=int(cres["duplicates"]) if cres else None,
             cpu=tuple(cpu),
-            steal_pct=gate.steal_pct(s0.stat, s1.stat),
+            steal_pct=steal,
             producer_wire_bytes=int(st["tx_bytes"]) if "tx_bytes" in st else None,
             consumer_wire_bytes=None,
             stored_bytes=stored,

@@ -2,13 +2,14 @@
 kbench.transports.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
 or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
 
-The process measures its own CPU (``/proc/self/stat``: the loop thread and librdkafka's
+The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.procstat`: the loop thread and librdkafka's
 threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
 """
 from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 from kbench import _native, drivers
 from kbench.corpus import read_records
-from kbench.cpu import PidCpu, read_pid_cpu
+from kbench import procstat
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 
@@ -39,12 +40,12 @@ class _Window:
 
     def __init__(self, skip_s: float) -> None:
         self.skip_s = skip_s
-        self.a: PidCpu | None = None
+        self.a: procstat.ProcCpu | None = None
         self.t_a = 0.0
         self._timer: threading.Timer | None = None
 
     def _mark(self) -> None:
-        self.a, self.t_a = read_pid_cpu(_pid()), time.monotonic()
+        self.a, self.t_a = _self_cpu(), time.monotonic()
 
     def start(self) -> None:
         if self.skip_s <= 0:
@@ -57,16 +58,17 @@ class _Window:
     def stop(self) -> dict[str, Any]:
         if self._timer is not None:
             self._timer.cancel()
-        b, t_b = read_pid_cpu(_pid()), time.monotonic()
-        if self.a is None or b is None:
+        b, t_b = _self_cpu(), time.monotonic()
+        if self.a is None or b is None or not self.a.ok or not b.ok:
             return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip" if self.a is None else "unreadable"}
-        return {"usr_s": b.utime_s - self.a.utime_s, "sys_s": b.stime_s - self.a.stime_s, "wall_s": t_b - self.t_a, "note": ""}
+        assert self.a.user_s is not None and self.a.sys_s is not None and b.user_s is not None and b.sys_s is not None
+        return {"usr_s": b.user_s - self.a.user_s, "sys_s": b.sys_s - self.a.sys_s, "wall_s": t_b - self.t_a, "note": ""}
 
 
-def _pid() -> int:
-    import os
-
-    return os.getpid()
+def _self_cpu() -> procstat.ProcCpu | None:
+    """This process's utime/stime (all threads, live and exited), by the C /proc sampler."""
+    pid = os.getpid()
+    return procstat.snapshot([pid]).get(pid)
 
 
 def _say(line: str) -> None:

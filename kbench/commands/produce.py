@@ -1,0 +1,119 @@
+"""``kbench produce``: run the C producer (fixed-rate or saturated), optionally with the C consumer."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kbench import admin, corpus
+from kbench.cluster import ClusterError, default_dir, read_state
+from kbench.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
+
+PCTS = (50, 95, 99, 99.9)
+
+
+def _kv(text: str) -> tuple[str, str]:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. -X linger.ms=5)")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("produce", help="produce a corpus at a fixed rate or saturated; optionally consume it back",
+                       description=__doc__)
+    p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
+    p.add_argument("--cluster-dir", type=Path, default=None, help=f"cluster started by 'kbench cluster up' (default {default_dir()})")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--create", action="store_true", help="create the topic first")
+    p.add_argument("--partitions", type=int, default=3)
+    p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument("--topic-config", type=_kv, action="append", default=[], metavar="K=V")
+    p.add_argument("--mode", choices=("fixed-rate", "saturated"), default="fixed-rate")
+    p.add_argument("--rate", type=float, default=0.0, help="messages/s (fixed-rate)")
+    p.add_argument("--count", type=int, default=0, help="messages to send")
+    p.add_argument("--duration", type=float, default=0.0, help="seconds to send for (without --count)")
+    p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC")
+    p.add_argument("-X", dest="props", type=_kv, action="append", default=[], metavar="PROP=VAL",
+                   help="librdkafka property, passed verbatim (repeatable)")
+    p.add_argument("--keys", choices=("none", "round-robin", "random"), default="none")
+    p.add_argument("--nkeys", type=int, default=0)
+    p.add_argument("--corpus", default="json", help="json, logs, random, or a file of records (one per line)")
+    p.add_argument("--corpus-size", type=int, default=4 << 20, help="bytes of built-in corpus to generate")
+    p.add_argument("--stats", type=Path, default=None, help="save librdkafka statistics JSON lines here "
+                   "(set -X statistics.interval.ms=N)")
+    p.add_argument("--consume", action="store_true", help="consume the messages back (e2e latency, lost, duplicates)")
+    p.add_argument("--connect-timeout", type=float, default=10.0)
+    p.add_argument("--json", type=Path, default=None, help="write the results as JSON here")
+    p.set_defaults(func=run)
+
+
+def _pcts(h: Any) -> dict[str, float | None]:
+    if h is None or h.count == 0:
+        return {}
+    out: dict[str, float | None] = {f"p{q:g}_us": h.percentile(q) / 1e3 for q in PCTS}
+    out["max_us"] = h.max / 1e3
+    out["count"] = h.count
+    return out
+
+
+def _summary(r: ProducerResult) -> dict[str, Any]:
+    return {
+        "mode": r.mode, "sent": r.sent, "delivered": r.delivered, "failed": r.failed, "undelivered": r.undelivered,
+        "bytes": r.bytes, "achieved_rate": r.achieved_rate, "delivered_rate": r.delivered_rate,
+        "target_rate": r.rate or None, "rate_deviation": r.rate_deviation, "delivery_errors": r.delivery_errors,
+        "latency_comparable": r.latency_comparable, "service": _pcts(r.service), "delay": _pcts(r.delay),
+        "corrected": _pcts(r.corrected), "stopped": r.stopped,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        bs = args.bootstrap or read_state(args.cluster_dir or default_dir()).bootstrap_servers
+    except ClusterError as e:
+        print(f"kbench: error: {e}; or give --bootstrap", file=sys.stderr)
+        return 2
+    props = {"bootstrap.servers": bs}
+    if args.codec:
+        props["compression.type"] = args.codec
+    props.update(dict(args.props))
+    spec = ProducerSpec(topic=args.topic, props=props, mode=args.mode, rate=args.rate, count=args.count,
+                        duration=args.duration, keys=args.keys, nkeys=args.nkeys, stats_path=args.stats,
+                        connect_timeout=args.connect_timeout)
+    corp = corpus.load(args.corpus, size=args.corpus_size)
+    try:
+        if args.create:
+            admin.create_topic({"bootstrap.servers": bs}, args.topic, args.partitions, args.replication_factor,
+                               configs=dict(args.topic_config))
+        if args.consume:
+            pair = produce_and_consume(spec, corp.records)
+            res, cons = pair.producer, pair.consumer
+        else:
+            res, cons = produce(spec, corp.records), None
+    except KafkaError as e:
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 1
+    out: dict[str, Any] = {"props": redact(props), "topic": args.topic, "corpus": corp.source,
+                           "corpus_sha256": corp.sha256, "producer": _summary(res)}
+    if cons is not None:
+        out["consumer"] = {"records": cons.records, "bytes": cons.bytes, "unique": cons.unique, "lost": cons.lost,
+                           "duplicates": cons.duplicates, "timed_out": cons.timed_out, "e2e": _pcts(cons.e2e)}
+    s = out["producer"]
+    print(f"{s['mode']}: sent {s['sent']}, delivered {s['delivered']}, failed {s['failed']} {s['delivery_errors'] or ''}")
+    dev = f" (target {s['target_rate']:,.0f}, deviation {100 * s['rate_deviation']:+.4f} %)" if s["target_rate"] else ""
+    print(f"rate: {s['achieved_rate']:,.0f} msg/s sent{dev}; {s['delivered_rate']:,.0f} msg/s delivered")
+    for name in ("service", "delay", "corrected"):
+        if s[name]:
+            print(f"{name:9} " + "  ".join(f"{k}={v:,.1f}" for k, v in s[name].items() if k != "count"))
+    if not s["latency_comparable"]:
+        print("latency-NOT-comparable-saturated: saturated latencies are queueing, not service")
+    if cons is not None:
+        c = out["consumer"]
+        print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")
+        print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+    ok = s["failed"] == 0 and s["undelivered"] == 0 and (cons is None or (cons.lost == 0 and cons.duplicates == 0))
+    return 0 if ok else 1

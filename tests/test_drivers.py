@@ -1,0 +1,61 @@
+"""Producer/consumer drivers without a cluster: argument checks, bad properties, unreachable brokers."""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from kbench import admin
+from kbench.drivers import KafkaError, ProducerSpec, consume, produce, redact
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_bad_property_name_fails_with_librdkafkas_message() -> None:
+    spec = ProducerSpec(topic="t", props={"bootstrap.servers": "127.0.0.1:1", "no.such.prop": "1"}, count=1,
+                        mode="saturated")
+    with pytest.raises(KafkaError, match=r'No such configuration property: "no.such.prop"'):
+        produce(spec, [b"x"])
+    with pytest.raises(KafkaError, match=r'No such configuration property: "linger.mss"'):
+        consume({"bootstrap.servers": "127.0.0.1:1", "linger.mss": "5"}, "t", expected=1)
+
+
+def test_bad_property_value_is_librdkafkas_message_and_secrets_are_redacted() -> None:
+    with pytest.raises(KafkaError, match="compression.codec"):
+        produce(ProducerSpec(topic="t", props={"compression.type": "brotli"}, count=1, mode="saturated"), [b"x"])
+    with pytest.raises(KafkaError) as ei:
+        produce(ProducerSpec(topic="t", props={"ssl.key.password": "hunter2", "ssl.key.location": "/nonexistent"},
+                             count=1, mode="saturated"), [b"x"])
+    assert "hunter2" not in str(ei.value)
+    assert redact({"sasl.password": "p", "acks": "all"}) == {"sasl.password": "[redacted]", "acks": "all"}
+
+
+@pytest.mark.parametrize("who", ["producer", "consumer", "admin"])
+def test_unreachable_bootstrap_fails_clearly_in_bounded_time(who: str) -> None:
+    bs = f"127.0.0.1:{closed_port()}"
+    t = time.monotonic()
+    with pytest.raises(KafkaError, match=rf"no Kafka broker reachable at '{bs}' within 2.0 s"):
+        if who == "producer":
+            produce(ProducerSpec(topic="t", props={"bootstrap.servers": bs}, count=10, rate=100, connect_timeout=2),
+                    [b"x"])
+        elif who == "consumer":
+            consume({"bootstrap.servers": bs}, "t", expected=1, connect_timeout=2)
+        else:
+            admin.metadata({"bootstrap.servers": bs}, timeout=2)
+    assert time.monotonic() - t < 8
+
+
+def test_spec_validation_messages() -> None:
+    with pytest.raises(ValueError, match="unknown producer mode"):
+        ProducerSpec(topic="t", props={}, mode="fast", count=1)
+    with pytest.raises(ValueError, match="rate > 0"):
+        ProducerSpec(topic="t", props={}, count=1)
+    with pytest.raises(ValueError, match="count > 0 or a duration"):
+        ProducerSpec(topic="t", props={}, rate=1)
+    with pytest.raises(ValueError, match="needs nkeys"):
+        ProducerSpec(topic="t", props={}, rate=1, count=1, keys="random")
