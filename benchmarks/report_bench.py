@@ -113,6 +113,10 @@ def main() -> int:
     dirs = make_runs(root / "runs", args.rows)
     rows = count_rows(dirs)
     cmd = [sys.executable, "-m", "kbench", "report", *map(str, dirs), "-o", str(root / "report")] + (["--no-plots"] if args.no_plots else [])
+    c0 = time.process_time()
+    sum(range(10**7))  # a fixed pure-Python loop: how fast this CPU is right now (load inflates it)
+    calib = time.process_time() - c0
+    load1 = open("/proc/loadavg").read().split()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -120,7 +124,8 @@ def main() -> int:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     print(f"kbench report: {rows:,} CSV rows in {len(dirs)} run directories: {wall:.2f} s wall, {cpu:.2f} s CPU "
-          f"({'no plots' if args.no_plots else 'with plots'}); report.md {(root / 'report' / 'report.md').stat().st_size:,} bytes")
+          f"({'no plots' if args.no_plots else 'with plots'}); report.md {(root / 'report' / 'report.md').stat().st_size:,} bytes; "
+          f"load average {load1}, calibration loop sum(range(10**7)) {calib * 1000:.0f} ms CPU")
     return 0
 
 

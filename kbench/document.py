@@ -51,7 +51,16 @@ Block = Union[Heading, Para, Table, Image, Items]
 
 
 def _md_cell(s: str) -> str:
+    if "\\" not in s and "|" not in s and "\n" not in s:
+        return s
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _esc(s: str) -> str:
+    """HTML text escaping (fast path for the many cells that need none)."""
+    if "&" not in s and "<" not in s and ">" not in s and '"' not in s:
+        return s
+    return html.escape(s)
 
 
 def to_markdown(blocks: Sequence[Block], plots_dir: str = "plots") -> str:
@@ -93,7 +102,7 @@ code{background:#f3f4f6;padding:0 .25em}
 
 
 def to_html(blocks: Sequence[Block], title: str) -> str:
-    e = html.escape
+    e = _esc
     body: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):

@@ -82,15 +82,20 @@ def _rows_keys(df: "pd.DataFrame", keys: Sequence[str]) -> list[tuple[str, ...]]
         out = set(uniq.itertuples(index=False, name=None))
     else:
         out = {tuple(label_text(v) for v in row) for row in uniq.itertuples(index=False, name=None)}
-    return sorted(out, key=lambda k: tuple((0, float(x)) if _isnum(x) else (1, x) for x in k))
+    order: dict[str, tuple[int, float, str]] = {}
+    for k in out:
+        for x in k:
+            if x not in order:
+                order[x] = _sort_key(x)
+    return sorted(out, key=lambda k: tuple(order[x] for x in k))
 
 
-def _isnum(x: str) -> bool:
+def _sort_key(x: str) -> tuple[int, float, str]:
+    """Numbers in numeric order, before text."""
     try:
-        float(x)
-        return True
+        return (0, float(x), "")
     except ValueError:
-        return False
+        return (1, 0.0, x)
 
 
 def _na_stat(ctx: _Ctx, metric: str) -> Stat:
@@ -487,6 +492,46 @@ def _threats(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- assembly
 
 
+def render_plots(fr: Mapping[str, "pd.DataFrame"]) -> dict[str, bytes]:
+    """Every plot the frames allow, as PNG bytes by file name."""
+    from kbench import plots as plots_mod
+
+    out: dict[str, bytes] = {}
+    for exp, name, _, fn in plots_mod.PLOTS:
+        if exp in fr:
+            fig = fn(fr[exp])
+            if fig is not None:
+                out[name] = plots_mod.png(fig)
+    return out
+
+
+def _start_plots(fr: Mapping[str, "pd.DataFrame"]) -> Callable[[], dict[str, bytes]]:
+    """Render the plots in a forked process while the tables are built (when there is more
+    than one CPU to use); returns a function that waits for them.  Falls back to rendering
+    in this process."""
+    import multiprocessing as mp
+
+    if len(os.sched_getaffinity(0)) < 2 or "fork" not in mp.get_all_start_methods():
+        return lambda: render_plots(fr)
+    try:
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork"))
+        future = pool.submit(render_plots, dict(fr))
+    except OSError:
+        return lambda: render_plots(fr)
+
+    def wait() -> dict[str, bytes]:
+        try:
+            return future.result()
+        except Exception:  # noqa: BLE001 - a broken worker must not lose the report
+            return render_plots(fr)
+        finally:
+            pool.shutdown()
+
+    return wait
+
+
 def _textify(df: "pd.DataFrame") -> "pd.DataFrame":
     """Label columns as the CSV wrote them (text), so tables group and print them verbatim."""
     for c in (*LABELS, "level", "block_size", "role", "machine"):
@@ -499,6 +544,7 @@ def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list
     """The report's blocks, its ledger, its plots (name → PNG) and its title."""
     runs = load_runs(list(run_dirs))
     fr = {e: _textify(f) for e, f in frames(runs).items()}
+    pending = _start_plots(fr) if with_plots else None
     ctx = _Ctx(runs, fr)
     plans = sorted({str(r.manifest.get("plan_name", "?")) for r in runs})
     machines = sorted({r.label for r in runs})
@@ -508,19 +554,10 @@ def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list
         if exp in fr:
             SECTIONS[exp](body, fr[exp])
     ctx.headline = body.headline
-    plots: dict[str, bytes] = {}
-    images: list[doc.Block] = []
-    if with_plots:
-        from kbench import plots as plots_mod
+    plots = pending() if pending is not None else {}
+    from kbench.plots import PLOTS
 
-        for exp, name, caption, fn in plots_mod.PLOTS:
-            if exp not in fr:
-                continue
-            fig = fn(fr[exp])
-            if fig is None:
-                continue
-            plots[name] = plots_mod.png(fig)
-            images.append(doc.Image(name, plots[name], caption))
+    images: list[doc.Block] = [doc.Image(name, plots[name], caption) for _, name, caption, _ in PLOTS if name in plots]
     ctx.add(
         doc.Heading(1, title),
         doc.Para(f"Machines: {'; '.join(machines)}. Run directories: {', '.join(r.path.name for r in runs)}. "

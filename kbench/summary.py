@@ -34,9 +34,7 @@ class Stat:
     def _fig(self, op: str) -> Fig:
         f = self._figs.get(op)
         if f is None:
-            v = self._vals[op]
-            f = self._ledger.agg(op, (), self._set, self._metric, "int" if op == "count" else self._kind, value=v)
-            self._figs[op] = f
+            f = self._figs[op] = self._ledger._add(self._vals[op], "int" if op == "count" else self._kind, op, self._set, self._metric)
         return f
 
     @property
