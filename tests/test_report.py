@@ -205,3 +205,23 @@ def test_html_renders_in_headless_chromium(zvn_report: Path, tmp_path: Path) -> 
     bad.write_text("<!DOCTYPE html><html><body><script>console.error('kbench-check'); nope();</script></body></html>")
     got = render(bad, tmp_path / "bad.png", tmp_path / "profile2")
     assert any("kbench-check" in line for line in got) and any("nope" in line for line in got)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_report_on_a_real_kafka_run(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The zstd-vs-none matrix on a local Kafka cluster: A has measured latencies, D CPU per role."""
+    run = zstd_vs_none_run(tmp_path_factory.getbasetemp() / "kafka-runs", transport="local")
+    kbench("report", str(run), "-o", str(tmp_path / "r"), "--verify")
+    md = (tmp_path / "r" / "report.md").read_text()
+    a = md.split("## Experiment A ·")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in a.splitlines() if line.startswith("| ") and "verdict" not in line]
+    header, data = rows[0], rows[2:]
+    p99 = header.index("p99 µs")
+    assert any(r[p99] != "NA" for r in data), "a real Kafka run measures latency"
+    assert "p99 verdict" in a and "Latency increment at the fixed rate" in md
+    d = md.split("## Experiment D ·")[1].split("\n## ")[0]
+    assert "producer" in d and "consumer" in d and "broker-" in d
+    assert (tmp_path / "r" / "plots" / "a_latency.png").is_file()
+    prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
+    assert untraceable_numbers(md, prov, [run]) == []
