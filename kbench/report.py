@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from kbench import document as doc
 from kbench.frames import Run, frames, load_runs
 from kbench.provenance import Fig, Ledger
-from kbench.summary import Stat, empty_stat, label_text, overlap_verdict, stats, varying
+from kbench.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,7 +134,7 @@ def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
     labels = _label_cols(df)
     keys = ["machine"] + labels
     metrics = [("corrected_p50_us", "p50 µs"), ("corrected_p95_us", "p95 µs"), ("corrected_p99_us", "p99 µs"), ("corrected_p999_us", "p99.9 µs")]
-    st = {m: stats(ctx.ledger, df, "A", m, keys) for m, _ in metrics}
+    st = stats_many(ctx.ledger, df, "A", {m: "auto" for m, _ in metrics}, keys)
     rate = stats(ctx.ledger, df, "A", "target_rate_msgs", keys, "int", only_ok=False)  # a setting, not a measurement
     achieved = stats(ctx.ledger, df, "A", "rate_error_pct", keys, "f2")
     headers = ["machine", "arch", "physical cores", "fixed rate (msgs/s)", *labels, *(h for _, h in metrics), "rate error %", "n"]
@@ -223,10 +223,8 @@ def _section_b(ctx: _Ctx, df: "pd.DataFrame") -> None:
 def _section_c(ctx: _Ctx, df: "pd.DataFrame") -> None:
     labels = ["corpus", "codec"] + [c for c in varying(df, [x for x in LABELS if x not in ("codec", "corpus")])]
     keys = ["machine"] + labels
-    ratio = stats(ctx.ledger, df, "C", "ratio", keys, "x")
-    ent = stats(ctx.ledger, df, "C", "corpus_entropy_bits", keys, "f3")
-    pay = stats(ctx.ledger, df, "C", "payload_bytes", keys, "int")
-    sto = stats(ctx.ledger, df, "C", "stored_bytes", keys, "int")
+    many = stats_many(ctx.ledger, df, "C", {"ratio": "x", "corpus_entropy_bits": "f3", "payload_bytes": "int", "stored_bytes": "int"}, keys)
+    ratio, ent, pay, sto = many["ratio"], many["corpus_entropy_bits"], many["payload_bytes"], many["stored_bytes"]
     headers = ["machine", *labels, "entropy (bits/B)", "payload bytes", "stored bytes", "ratio median [range]", "n"]
     rows = []
     for k in _rows_keys(df, keys):
@@ -256,9 +254,8 @@ def _section_d(ctx: _Ctx, df: "pd.DataFrame") -> None:
     labels = _label_cols(df)
     keys = ["machine", "role"] + labels
     order = ["machine"] + labels[1:] + ["role", "codec"]
-    usr = stats(ctx.ledger, df, "D", "usr_pct", keys, "f2")
-    sys_ = stats(ctx.ledger, df, "D", "sys_pct", keys, "f2")
-    per_gb = stats(ctx.ledger, df, "D", "cpu_s_per_gb", keys, "f2")
+    many = stats_many(ctx.ledger, df, "D", {"usr_pct": "f2", "sys_pct": "f2", "cpu_s_per_gb": "f2"}, keys)
+    usr, sys_, per_gb = many["usr_pct"], many["sys_pct"], many["cpu_s_per_gb"]
     all_keys = _rows_keys(df, keys)
     base = {k: b for b, k in _pairs(all_keys, 2)}
     codecs = sorted({k[2] for k in all_keys}) or [BASELINE]
@@ -305,7 +302,7 @@ def _section_e(ctx: _Ctx, df: "pd.DataFrame") -> None:
     cols = [("ratio", "ratio median [range]", "x"), ("records_per_batch_p50", "records/batch p50", "auto"),
             ("records_per_batch_p90", "records/batch p90", "auto"), ("bytes_per_batch_p50", "bytes/batch p50", "int"),
             ("batches", "batches", "int")]
-    st = {c: stats(ctx.ledger, df, "E", c, keys, kind) for c, _, kind in cols}
+    st = stats_many(ctx.ledger, df, "E", {c: kind for c, _, kind in cols}, keys)
     rows = []
     for k in _rows_keys(df, keys):
         r = st["ratio"].get(k) or _na_stat(ctx, "ratio")
@@ -346,10 +343,8 @@ def _section_f(ctx: _Ctx, df: "pd.DataFrame") -> None:
 def _section_m(ctx: _Ctx, df: "pd.DataFrame") -> None:
     keys = ["machine", "corpus", "codec", "level", "block_size"]
     df = df.assign(level=df["level"].replace({"": "-", "NA": "-"})) if "level" in df.columns else df
-    ratio = stats(ctx.ledger, df, "M", "ratio", keys, "f3")
-    ent = stats(ctx.ledger, df, "M", "corpus_entropy_bits_per_byte", keys, "f3")
-    comp = stats(ctx.ledger, df, "M", "compress_mb_s", keys)
-    dec = stats(ctx.ledger, df, "M", "decompress_mb_s", keys)
+    many = stats_many(ctx.ledger, df, "M", {"ratio": "f3", "corpus_entropy_bits_per_byte": "f3", "compress_mb_s": "auto", "decompress_mb_s": "auto"}, keys)
+    ratio, ent, comp, dec = many["ratio"], many["corpus_entropy_bits_per_byte"], many["compress_mb_s"], many["decompress_mb_s"]
     rows = []
     for k in _rows_keys(df, keys):
         c = comp.get(k) or _na_stat(ctx, "compress_mb_s")

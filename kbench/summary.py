@@ -6,14 +6,14 @@ were computed from (see :mod:`kbench.provenance`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from kbench.provenance import Fig, Ledger
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["NO_DIFF", "Stat", "empty_stat", "label_text", "overlap_verdict", "stats", "varying"]
+__all__ = ["NO_DIFF", "Stat", "empty_stat", "stats_many", "label_text", "overlap_verdict", "stats", "varying"]
 
 NO_DIFF = "no significant difference"
 
@@ -106,31 +106,57 @@ def stats(
 ) -> dict[tuple[str, ...], Stat]:
     """Per group of ``keys``: median, min, max and count of ``metric`` over OK rows (over
     every row with ``only_ok=False``, for settings such as the target rate)."""
+    return stats_many(ledger, df, exp, {metric: kind}, keys, only_ok).get(metric, {})
+
+
+def stats_many(
+    ledger: Ledger,
+    df: "pd.DataFrame",
+    exp: str,
+    metrics: Mapping[str, str],
+    keys: Sequence[str],
+    only_ok: bool = True,
+) -> dict[str, dict[tuple[str, ...], Stat]]:
+    """:func:`stats` for several metrics (name → format) with one group-by."""
     import pandas as pd
 
-    out: dict[tuple[str, ...], Stat] = {}
-    if metric not in df.columns or df.empty or not pd.api.types.is_numeric_dtype(df[metric]):
+    cols = [m for m in metrics if m in df.columns and pd.api.types.is_numeric_dtype(df[m])]
+    out: dict[str, dict[tuple[str, ...], Stat]] = {m: {} for m in metrics}
+    if df.empty or not cols:
         return out
-    mask = df[metric].notna()
-    if only_ok:
-        mask &= df["status"] == "OK"
-    ok = df.loc[mask, [*keys, metric, "_gid"]]
-    if ok.empty:
+    base = df[df["status"] == "OK"] if only_ok else df
+    base = base.loc[base[cols].notna().any(axis=1), [*keys, *cols, "_gid"]]
+    if base.empty:
         return out
-    gids = ok["_gid"].to_numpy()
-    texts = not any(pd.api.types.is_numeric_dtype(ok[k]) for k in keys)
+    gids = base["_gid"].to_numpy()
+    texts = not any(pd.api.types.is_numeric_dtype(base[k]) for k in keys)
     if keys:
-        g = ok.groupby(list(keys), sort=False)
-        agg = g[metric].agg(["median", "min", "max", "size"])
+        g = base.groupby(list(keys), sort=False)
+        agg = g[cols].agg(["median", "min", "max", "count"])
         indices = g.indices
     else:
-        v = ok[metric]
-        agg = pd.DataFrame({"median": [v.median()], "min": [v.min()], "max": [v.max()], "size": [len(v)]}, index=[()])
-        indices = {(): range(len(ok))}
-    for key, med, lo, hi, n in agg.itertuples(name=None):
-        k = key if isinstance(key, tuple) else (key,)
-        sid = ledger.row_set(exp, gids[indices[key]])
-        out[k if texts else tuple(label_text(x) for x in k)] = Stat(ledger, sid, metric, kind, float(med), float(lo), float(hi), int(n))
+        agg = base[cols].agg(["median", "min", "max", "count"]).unstack().to_frame().T
+        agg.index = pd.Index([()], tupleize_cols=False)
+        indices = {(): range(len(base))}
+    shared: dict[object, int] = {}
+    for m in cols:
+        complete = bool(base[m].notna().all())
+        notna = base[m].notna().to_numpy()
+        med, lo, hi, n = (agg[(m, a)].to_numpy() for a in ("median", "min", "max", "count"))
+        kind = metrics[m]
+        res = out[m]
+        for i, key in enumerate(agg.index):
+            if n[i] == 0:
+                continue
+            idx = indices[key]
+            if complete:
+                sid = shared.get(key)
+                if sid is None:
+                    sid = shared[key] = ledger.row_set(exp, gids[idx])
+            else:
+                sid = ledger.row_set(exp, gids[idx][notna[idx]])
+            k = key if isinstance(key, tuple) else (key,)
+            res[k if texts else tuple(label_text(x) for x in k)] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]))
     return out
 
 
