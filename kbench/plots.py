@@ -190,7 +190,8 @@ def batch_effect(e: "pd.DataFrame | None") -> "Figure | None":
         if "records_per_batch_p50" in m.columns and m["records_per_batch_p50"].notna().any():
             ax2.plot(m["batch_size"], m["records_per_batch_p50"], marker="s", label=k)
     for a in (ax, ax2):
-        a.set_xscale("log", base=2)
+        if a.lines:
+            a.set_xscale("log", base=2)
         a.set_xlabel("batch.size (bytes)")
     ax.set_ylabel("ratio")
     ax2.set_ylabel("records per batch (p50)")

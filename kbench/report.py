@@ -327,7 +327,7 @@ def _section_f(ctx: _Ctx, df: "pd.DataFrame") -> None:
         stored = " ".join(sorted({str(x) for x in sel["stored_codecs"]})) if "stored_codecs" in sel else "NA"
         rec = " ".join(sorted({str(x) for x in sel["recompressed"]})) if "recompressed" in sel else "NA"
         c = cpu.get(k) or _na_stat(ctx, "broker_cpu_s_per_gb")
-        delta = "NA"
+        delta = "baseline" if k[2] == "producer" else "NA"
         b = k[:2] + ("producer",) + k[3:]
         if k[2] != "producer" and b in cpu and cpu[b].ok and c.ok:
             delta = ctx.ledger.derive("pct_change", [cpu[b].median, c.median], "pct").text
