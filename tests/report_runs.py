@@ -87,7 +87,7 @@ linger_ms = 5
 rate = "auto"
 """
 
-#: A quick-sized plan with A–E for the two-machine notebooks.
+#: A quick-sized plan with A–F for the two-machine report and notebooks.
 MACHINE = """
 [[sweep]]
 name = "saturated"
@@ -115,6 +115,16 @@ corpus = ["json"]
 batch_size = [16384, 65536]
 linger_ms = 5
 rate = "auto"
+
+[[sweep]]
+name = "recompress"
+experiments = ["F"]
+codec = ["zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = "auto"
+topic_compression = ["producer", "lz4"]
 """
 
 
@@ -145,19 +155,39 @@ def label_machine(run_dir: Path, label: str, cores: int) -> None:
     path.write_text(json.dumps(man, indent=2, sort_keys=True))
 
 
+def _parallel(cmds: list[tuple[list[str], str]]) -> None:
+    """Run ``kbench`` commands at once, each pinned to its CPUs; fail on any error."""
+    procs = []
+    for args, cpus in cmds:
+        cmd = [sys.executable, "-m", "kbench", *args]
+        if shutil.which("taskset"):
+            cmd = ["taskset", "-c", cpus, *cmd]
+        procs.append((cmd, subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    for cmd, p in procs:
+        out, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-3000:]}\n{err[-3000:]}")
+
+
 def two_machines(root: Path) -> list[Path]:
-    """Two runs pinned to different CPUs, labelled as two machines, each with M.csv."""
+    """Two runs pinned to different CPUs (at the same time), labelled as two machines, each
+    with an M.csv from ``kbench codecs bench`` pinned the same way."""
     key = f"two:{root}"
     if key not in _CACHE:
         root.mkdir(parents=True, exist_ok=True)
         ncpu = len(os.sched_getaffinity(0))
         cpus = [str(min(i, ncpu - 1)) for i in (0, 1)]
-        dirs = []
-        for i, c in enumerate(cpus):
-            d = _run(root, f"machine-{i}", MACHINE, cpus=c)
-            kbench("codecs", "bench", "--corpus", "json", "--corpus-size", "262144", "--codecs", "lz4,zstd:1,zstd:3",
-                   "--block-sizes", "16k,64k", "--min-time", "0.01", "--repeats", "3", "--csv", str(d / "M.csv"), cpus=c)
+        dirs = [root / f"machine-{i}" for i in (0, 1)]
+        runs = []
+        for i, (d, c) in enumerate(zip(dirs, cpus)):
+            plan = root / f"machine-{i}.toml"
+            plan.write_text(plan_text(f"machine-{i}", MACHINE))
+            runs.append((["run", str(plan), "-o", str(d), "--gate-sample-s", "0.1", "--force"], c))
+        _parallel(runs)
+        _parallel([(["codecs", "bench", "--corpus", "json", "--corpus-size", "262144", "--codecs", "lz4,zstd:1,zstd:3",
+                     "--block-sizes", "16k,64k", "--min-time", "0.01", "--repeats", "3", "--csv", str(d / "M.csv")], c)
+                   for d, c in zip(dirs, cpus)])
+        for d, c in zip(dirs, cpus):
             label_machine(d, f"cpu{c}-pinned", 1)
-            dirs.append(d)
         _CACHE[key] = dirs
     return _CACHE[key]  # type: ignore[return-value]

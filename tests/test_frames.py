@@ -36,10 +36,14 @@ def test_load_frames_per_experiment_with_machine_columns(machines: list[Path]) -
     assert data["B"]["logical_cores"].unique().tolist() == [1]
 
 
-def test_load_one_experiment(machines: list[Path]) -> None:
+def test_load_one_experiment(machines: list[Path], tmp_path: Path) -> None:
     a = load(*machines, experiment="a")
     assert list(a["machine"].unique()) == ["cpu0-pinned", "cpu1-pinned"]
-    assert load(machines[0], experiment="F").empty
+    run = tmp_path / "run"
+    shutil.copytree(machines[0], run)
+    (run / "F.csv").unlink()
+    assert load(run, experiment="F").empty
+    assert not load(machines[0], experiment="F").empty
     with pytest.raises(frames.LoadError, match="unknown experiment 'Z'"):
         load(machines[0], experiment="Z")
 
