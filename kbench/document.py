@@ -118,8 +118,15 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
             head = "<tr>" + "".join(f"<th>{e(h)}</th>" for h in b.headers) + "</tr>"
             rows = []
             for i, r in enumerate(b.rows):
-                cls = ' class="verdict"' if i in b.emphasis_rows else ""
-                rows.append(f"<tr{cls}>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
+                if i in b.emphasis_rows:  # a verdict row: its text spans the empty cells after it
+                    cells = list(r)
+                    last = max((j for j, c in enumerate(cells) if c), default=0)
+                    span = len(cells) - last
+                    tds = "".join(f"<td>{e(c)}</td>" for c in cells[:last])
+                    tds += f'<td colspan="{span}">{e(cells[last])}</td>' if span > 1 else f"<td>{e(cells[last])}</td>"
+                    rows.append(f'<tr class="verdict">{tds}</tr>')
+                else:
+                    rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
             body.append(f"<table>{cap}<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
         elif isinstance(b, Image):
             data = base64.b64encode(b.png).decode()

@@ -157,7 +157,7 @@ def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
             v = overlap_verdict(sb, sk)
             emph.add(len(rows))
             rest = " ".join(x for x in k[2:])
-            rows.append([f"{machine}{(' ' + rest) if rest else ''} p99 verdict", f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()}", v, *[""] * (len(headers) - 3)])
+            rows.append([f"{machine}{(' ' + rest) if rest else ''} p99 verdict", f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → {v}", *[""] * (len(headers) - 2)])
             if sb.ok and sk.ok:
                 delta = ctx.ledger.derive("diff", [sb.median, sk.median])
                 ctx.headline.append(
