@@ -5,6 +5,7 @@ Writes an uncompressed segment of ``--size`` bytes (batches of ``--batch-size`` 
 JSON events, as a broker stores them), then times on the same file, best of ``--repeat``:
 
 - kbench's reader without decompression (CRC-32C verified on every batch): ``segment.scan_file``;
+- the same reading every record of every batch (what ``kbench inspect`` does by default);
 - the whole ``python -m kbench inspect --no-decompress --summary-only`` command (process start included);
 - ``DumpLogSegments --files`` (batch-level, what ``kafka-dump-log.sh`` runs; JVM start included);
 - ``DumpLogSegments --deep-iteration --files`` (every record).
@@ -93,6 +94,7 @@ def main() -> int:
         cli = [sys.executable, "-m", "kbench", "inspect", "--no-decompress", "--summary-only", str(f)]
         tools = [
             ("kbench segment.scan_file (C reader, CRC verified)", lambda: segment.scan_file(f, decompress=False)),
+            ("kbench segment.scan_file, every record checked", lambda: segment.scan_file(f, decompress=True)),
             ("kbench inspect CLI (process start included)",
              lambda: subprocess.run(cli, check=True, stdout=subprocess.DEVNULL)),
             ("DumpLogSegments --files (JVM start included)",

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,12 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbench import _native, admin, corpus, kafka_dist  # noqa: E402
+from kbench import _native, admin, corpus, kafka_dist, procstat  # noqa: E402
 from kbench.cluster import LocalCluster  # noqa: E402
 from kbench.drivers import ProducerSpec, produce  # noqa: E402
 
 CODECS = ("none", "lz4", "zstd")
-TOOLS = ("kbench", "ProducerPerformance", "kcat")
+TOOLS = ("kbench", "kbench-noheader", "ProducerPerformance", "kcat")
 
 
 def common_props(codec: str, batch_size: int, linger_ms: int) -> dict[str, str]:
@@ -49,27 +52,33 @@ def common_props(codec: str, batch_size: int, linger_ms: int) -> dict[str, str]:
     }
 
 
-def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str]) -> float:
+def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str],
+               headers: bool = True) -> tuple[float, float]:
     spec = ProducerSpec(topic=topic, props={"bootstrap.servers": bs, **props}, mode="saturated", count=n,
-                        flush_timeout=120)
+                        flush_timeout=120, headers=headers)
+    before = procstat.snapshot([os.getpid()])
     r = produce(spec, records)
+    cpu = procstat.delta(before, procstat.snapshot([os.getpid()]))[0].total_s
     if r.delivered != n:
         raise RuntimeError(f"kbench delivered {r.delivered}/{n}: {r.delivery_errors}")
-    return r.delivered_rate
+    return r.delivered_rate, cpu or 0.0
 
 
-def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> float:
+def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> tuple[float, float]:
     args = ["--topic", topic, "--num-records", str(n), "--throughput", "-1", "--payload-file", str(payload_file),
             "--payload-delimiter", "\n", "--producer-props", f"bootstrap.servers={bs}",
             *[f"{k}={v}" for k, v in props.items()]]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = kafka_dist.run_tool("org.apache.kafka.tools.ProducerPerformance", args, timeout=600, heap="512m").stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
     if not m or int(m[-1][0]) != n:
         raise RuntimeError(f"ProducerPerformance output not understood: {out[-300:]}")
-    return float(m[-1][1])
+    return float(m[-1][1]), cpu
 
 
-def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]) -> tuple[float, float]:
+def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]) -> tuple[float, float, float]:
     def cmd(f: Path) -> list[str]:
         return ["kcat", "-P", "-b", bs, "-t", topic, "-l", *sum((["-X", f"{k}={v}"] for k, v in props.items()), []), str(f)]
 
@@ -77,9 +86,12 @@ def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, pr
     subprocess.run(cmd(one_file), check=True, timeout=60)
     overhead = time.monotonic() - t
     t = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd(payload_file), check=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.monotonic() - t
-    return n / max(1e-9, wall - overhead), overhead
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return n / max(1e-9, wall - overhead), overhead, cpu
 
 
 def fixed_rate_accuracy(bs: str, topic: str, records: list[bytes], rate: float, seconds: float, props: dict[str, str]) -> dict[str, float]:
@@ -111,14 +123,20 @@ def summarise(runs: list[dict]) -> dict[str, dict[str, float]]:
     summary: dict[str, dict[str, float]] = {}
     for codec in dict.fromkeys(r["codec"] for r in runs):
         mine = [r for r in runs if r["codec"] == codec]
-        med = {t: statistics.median(r["msgs_per_s"] for r in mine if r["tool"] == t) for t in TOOLS}
+        med = {t: statistics.median([r["msgs_per_s"] for r in mine if r["tool"] == t] or [math.nan]) for t in TOOLS}
         per = {(r["rep"], r["tool"]): r["msgs_per_s"] for r in mine}
         reps = sorted({r["rep"] for r in mine})
+        cpu = {t: statistics.median([r.get("client_cpu_us_per_msg", math.nan) for r in mine if r["tool"] == t] or [math.nan])
+               for t in TOOLS}
         summary[codec] = {
             **{f"{t}_median": v for t, v in med.items()},
+            **{f"{t}_cpu_us_per_msg": v for t, v in cpu.items()},
             "kbench/ProducerPerformance": statistics.median(per[(k, "kbench")] / per[(k, "ProducerPerformance")] for k in reps),
             "kbench/kcat": statistics.median(per[(k, "kbench")] / per[(k, "kcat")] for k in reps),
         }
+        if "kbench-noheader" in med and not math.isnan(med["kbench-noheader"]):
+            summary[codec]["kbench-noheader/kcat"] = statistics.median(
+                per[(k, "kbench-noheader")] / per[(k, "kcat")] for k in reps)
     return summary
 
 
@@ -130,23 +148,35 @@ def markdown(results: dict) -> str:
         f"idempotence off; corpus {results['corpus']} (avg {results['avg_record_bytes']:.0f} B/record); "
         f"librdkafka {results['librdkafka']}, Kafka {results['kafka']}.",
         "",
-        "Medians of each tool's runs; the ratios are medians of the per-repetition ratios (the three runs",
+        "Medians of each tool's runs; the ratios are medians of the per-repetition ratios (the runs",
         "of a repetition are back to back, so the ratio cancels most of the shared machine's background load).",
         "",
-        "| codec | kbench msg/s | ProducerPerformance msg/s | kcat msg/s | kbench / PP | kbench / kcat |",
-        "|---|---:|---:|---:|---:|---:|",
+        "kbench carries a 24-byte `kb` header per message (send time, sequence, run id: 28 bytes on the wire);",
+        "the peers send none.  `kbench-noheader` is the same loop without it (saturated only), i.e. the same bytes.",
+        "",
+        "| codec | kbench msg/s | kbench-noheader msg/s | ProducerPerformance msg/s | kcat msg/s | kbench / PP | kbench / kcat | kbench-noheader / kcat |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for codec, s in summarise(results["runs"]).items():
-        lines.append(f"| {codec} | {s['kbench_median']:,.0f} | {s['ProducerPerformance_median']:,.0f} | "
-                     f"{s['kcat_median']:,.0f} | {s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} |")
-    lines += ["", "Per run (msg/s):", "", "| codec | rep | kbench | ProducerPerformance | kcat | kbench / kcat |",
-              "|---|---:|---:|---:|---:|---:|"]
+        nh = s.get("kbench-noheader/kcat", math.nan)
+        lines.append(f"| {codec} | {s['kbench_median']:,.0f} | {s['kbench-noheader_median']:,.0f} | "
+                     f"{s['ProducerPerformance_median']:,.0f} | {s['kcat_median']:,.0f} | "
+                     f"{s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} | {nh:.2f} |")
+    if "client_cpu_us_per_msg" in results["runs"][0]:
+        lines += ["", "Client CPU (user + sys of the producing process, µs per message, median; the JVM's includes",
+                  "its start-up and JIT, kcat's its one-record start-up run is not included):", "",
+                  "| codec | kbench | kbench-noheader | ProducerPerformance | kcat |", "|---|---:|---:|---:|---:|"]
+        for codec, s in summarise(results["runs"]).items():
+            lines.append(f"| {codec} | {s['kbench_cpu_us_per_msg']:.2f} | {s['kbench-noheader_cpu_us_per_msg']:.2f} | "
+                         f"{s['ProducerPerformance_cpu_us_per_msg']:.2f} | {s['kcat_cpu_us_per_msg']:.2f} |")
+    lines += ["", "Per run (msg/s):", "", "| codec | rep | kbench | kbench-noheader | ProducerPerformance | kcat | kbench / kcat |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     by: dict[tuple[str, int], dict[str, float]] = {}
     for r in results["runs"]:
         by.setdefault((r["codec"], r["rep"]), {})[r["tool"]] = r["msgs_per_s"]
     for (codec, rep), v in by.items():
-        lines.append(f"| {codec} | {rep} | {v['kbench']:,.0f} | {v['ProducerPerformance']:,.0f} | {v['kcat']:,.0f} | "
-                     f"{v['kbench'] / v['kcat']:.2f} |")
+        lines.append(f"| {codec} | {rep} | {v['kbench']:,.0f} | {v.get('kbench-noheader', math.nan):,.0f} | "
+                     f"{v['ProducerPerformance']:,.0f} | {v['kcat']:,.0f} | {v['kbench'] / v['kcat']:.2f} |")
     f = results["fixed_rate"]
     lines += [
         "",
@@ -206,18 +236,19 @@ def main() -> int:
         for codec in codecs:
             props = common_props(codec, args.batch_size, args.linger_ms)
             for rep in range(-1, args.reps):  # rep -1: one discarded warm-up round
-                order = TOOLS[rep % 3:] + TOOLS[: rep % 3]
+                order = TOOLS[rep % len(TOOLS):] + TOOLS[: rep % len(TOOLS)]
                 for tool in order:
                     topic = f"peers-{codec}-{rep}-{tool}".lower()
                     admin.create_topic({"bootstrap.servers": bs}, topic, partitions=3)
                     extra: dict[str, float] = {}
-                    if tool == "kbench":
-                        rate = run_kbench(bs, topic, records, args.records, props)
+                    if tool.startswith("kbench"):
+                        rate, cpu = run_kbench(bs, topic, records, args.records, props, headers=tool == "kbench")
                     elif tool == "ProducerPerformance":
-                        rate = run_pp(bs, topic, payload_file, args.records, props)
+                        rate, cpu = run_pp(bs, topic, payload_file, args.records, props)
                     else:
-                        rate, overhead = run_kcat(bs, topic, kcat_file, one_file, args.records, props)
+                        rate, overhead, cpu = run_kcat(bs, topic, kcat_file, one_file, args.records, props)
                         extra["startup_s"] = overhead
+                    extra["client_cpu_us_per_msg"] = 1e6 * cpu / args.records
                     admin.delete_topic({"bootstrap.servers": bs}, topic)
                     print(f"{codec:5} rep {rep} {tool:20} {rate:12,.0f} msg/s{' (warm-up, discarded)' if rep < 0 else ''}",
                           flush=True)

@@ -106,22 +106,31 @@ static int have_sse42(void) {
 #endif
 
 #if defined(__aarch64__)
-__attribute__((target("+crc"))) static uint32_t crc_armv8(uint32_t crc, const void *buf, size_t n) {
+#if defined(__clang__)
+#define KB_TARGET_CRC __attribute__((target("crc")))
+#define KB_CRC32CB __builtin_arm_crc32cb
+#define KB_CRC32CD __builtin_arm_crc32cd
+#else
+#define KB_TARGET_CRC __attribute__((target("+crc")))
+#define KB_CRC32CB __builtin_aarch64_crc32cb
+#define KB_CRC32CD __builtin_aarch64_crc32cx
+#endif
+KB_TARGET_CRC static uint32_t crc_armv8(uint32_t crc, const void *buf, size_t n) {
     const uint8_t *p = buf;
     uint32_t c = ~crc;
     while (n && ((uintptr_t)p & 7)) {
-        c = __builtin_aarch64_crc32cb(c, *p++);
+        c = KB_CRC32CB(c, *p++);
         n--;
     }
     while (n >= 8) {
         uint64_t a;
         memcpy(&a, p, 8);
-        c = __builtin_aarch64_crc32cx(c, a);
+        c = KB_CRC32CD(c, a);
         p += 8;
         n -= 8;
     }
     while (n--)
-        c = __builtin_aarch64_crc32cb(c, *p++);
+        c = KB_CRC32CB(c, *p++);
     return ~c;
 }
 

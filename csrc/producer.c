@@ -59,6 +59,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     }
     p->delivered++;
+    if (p->no_headers) { /* the opaque is the send time */
+        kb_hist_record(p->service, now - (int64_t)(intptr_t)m->_private);
+        return;
+    }
     rd_kafka_headers_t *h = NULL;
     const void *v;
     size_t sz;
@@ -157,7 +161,7 @@ int kb_producer_run(kb_producer *p) {
     char err[KB_KERRLEN] = "";
     p->err[0] = 0;
     if (p->nrec == 0 || !p->topic || (p->count <= 0 && p->duration_s <= 0) ||
-        (p->mode == KB_MODE_FIXED_RATE && !(p->rate > 0))) {
+        (p->mode == KB_MODE_FIXED_RATE && (!(p->rate > 0) || p->no_headers))) {
         snprintf(p->err, sizeof(p->err), "bad producer arguments (records, count/duration or rate)");
         return -1;
     }
@@ -246,14 +250,23 @@ int kb_producer_run(kb_producer *p) {
         int64_t sent;
         for (;;) {
             sent = kb_now_ns();
-            rd_kafka_headers_t *hdrs = make_headers(sent, seq, p->run_id);
-            e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition),
-                                  RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE((void *)val, vlen),
-                                  RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(hdrs),
-                                  RD_KAFKA_V_OPAQUE((void *)(intptr_t)seq), RD_KAFKA_V_END);
-            if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
-                break;
-            rd_kafka_headers_destroy(hdrs);
+            if (p->no_headers) {
+                e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition),
+                                      RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE((void *)val, vlen),
+                                      RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_OPAQUE((void *)(intptr_t)sent),
+                                      RD_KAFKA_V_END);
+                if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                    break;
+            } else {
+                rd_kafka_headers_t *hdrs = make_headers(sent, seq, p->run_id);
+                e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition),
+                                      RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE((void *)val, vlen),
+                                      RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(hdrs),
+                                      RD_KAFKA_V_OPAQUE((void *)(intptr_t)seq), RD_KAFKA_V_END);
+                if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                    break;
+                rd_kafka_headers_destroy(hdrs);
+            }
             if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || atomic_load(&p->stop))
                 break;
             p->queue_full++;

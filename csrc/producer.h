@@ -67,6 +67,7 @@ typedef struct {
     int32_t partition;       /* -1 = librdkafka's partitioner */
     uint64_t run_id;
     const char *stats_path;  /* NULL = no statistics file */
+    int no_headers;          /* saturated only: send no kb header (peer-equal bytes; no e2e, no sequence check) */
     double flush_timeout_s;
     double connect_timeout_s;
     atomic_int stop;         /* set from another thread to stop cleanly */

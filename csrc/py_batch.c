@@ -74,11 +74,10 @@ static PyObject *py_crc32c_impls(PyObject *self, PyObject *unused) {
         if (!kb_crc32c_impl(kb_crc32c_names[i]))
             continue;
         PyObject *s = PyUnicode_FromString(kb_crc32c_names[i]);
-        if (!s || PyList_Append(l, s) < 0) {
-            Py_XDECREF(s);
-            Py_CLEAR(l);
-        }
+        int rc = s ? PyList_Append(l, s) : -1;
         Py_XDECREF(s);
+        if (rc < 0)
+            Py_CLEAR(l);
     }
     return l;
 }

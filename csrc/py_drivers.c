@@ -73,16 +73,16 @@ static void producer_dealloc(ProducerObject *o) {
 static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
                              "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
-                             "stats_path", "flush_timeout", "connect_timeout", NULL};
+                             "stats_path", "flush_timeout", "connect_timeout", "headers", NULL};
     PyObject *props;
     const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
     PyObject *payload, *offsets;
     double rate = 0, duration = 0, flush_to = 30, conn_to = 10;
     long long count = 0, nkeys = 0, run_id = 0;
-    int partition = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzdd:Producer", kwlist, &PyDict_Type, &props, &topic,
+    int partition = -1, headers = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddp:Producer", kwlist, &PyDict_Type, &props, &topic,
                                      &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
-                                     &run_id, &stats, &flush_to, &conn_to))
+                                     &run_id, &stats, &flush_to, &conn_to, &headers))
         return NULL;
     ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
     if (!o)
@@ -129,6 +129,11 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
         PyErr_Format(PyExc_ValueError, "fixed-rate needs rate > 0 messages/s, got %g", rate);
         goto fail;
     }
+    if (!headers && p->mode != KB_MODE_SATURATED) {
+        PyErr_SetString(PyExc_ValueError, "headers=False is only for saturated runs (fixed-rate needs the kb header)");
+        goto fail;
+    }
+    p->no_headers = !headers;
     if (count <= 0 && !(duration > 0)) {
         PyErr_SetString(PyExc_ValueError, "give count > 0 or duration > 0");
         goto fail;
@@ -223,7 +228,7 @@ static PyTypeObject ProducerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
               "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
-              "connect_timeout=10): the C producer loop (see kbench.drivers).",
+              "connect_timeout=10, headers=True): the C producer loop (see kbench.drivers).",
     .tp_methods = producer_methods,
     .tp_new = producer_new,
 };

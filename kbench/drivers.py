@@ -73,8 +73,13 @@ class ProducerSpec:
     stats_path: Path | None = None
     flush_timeout: float = 30.0
     connect_timeout: float = 10.0
+    #: False (saturated only): no ``kb`` header, so the bytes equal a header-less peer's; no
+    #: end-to-end latency or sequence check is then possible downstream.
+    headers: bool = True
 
     def __post_init__(self) -> None:
+        if not self.headers and self.mode != "saturated":
+            raise ValueError("headers=False is only for saturated runs; fixed-rate needs the kb header")
         if self.mode not in MODES:
             raise ValueError(f"unknown producer mode '{self.mode}'; use one of {', '.join(MODES)}")
         if self.mode == "fixed-rate" and self.rate <= 0:
@@ -227,6 +232,7 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         stats_path=str(spec.stats_path) if spec.stats_path else None,
         flush_timeout=float(spec.flush_timeout),
         connect_timeout=float(spec.connect_timeout),
+        headers=spec.headers,
     )
 
 
@@ -276,6 +282,8 @@ def produce_and_consume(
     """
     if spec.count <= 0:
         raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
+    if not spec.headers:
+        raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
     run_id = _new_run_id()
     cprops = dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0

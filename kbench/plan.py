@@ -198,8 +198,10 @@ class Plan:
         return sorted({e for s in self.sweeps for e in s.experiments})
 
     def fingerprint(self) -> str:
-        """sha256 of the plan's canonical JSON (what ``--resume`` checks)."""
-        return hashlib.sha256(json.dumps(self.raw, sort_keys=True, default=str).encode()).hexdigest()
+        """sha256 of the plan's canonical JSON with secrets redacted (what ``--resume`` checks)."""
+        from kbench.redact import redact
+
+        return hashlib.sha256(json.dumps(redact(self.raw), sort_keys=True, default=str).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------------- loading

@@ -78,7 +78,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     + ("role", "pid", "usr_pct", "sys_pct", "cpu_s", "payload_gb", "cpu_s_per_gb", "wire_bytes", "wire_source", "steal_pct")
     + TAIL_COLUMNS,
     "E": CELL_COLUMNS
-    + ("batches", "records_per_batch_p50", "records_per_batch_p90", "records_per_batch_max", "bytes_per_batch_p50", "bytes_per_batch_p90", "bytes_per_batch_max", "fill_source", "payload_bytes", "stored_bytes", "ratio")
+    + ("batches", "records_per_batch_p50", "records_per_batch_p90", "records_per_batch_max", "bytes_per_batch_p50", "bytes_per_batch_p90", "bytes_per_batch_max", "fill_source",
+       "client_records_per_batch_p50", "client_records_per_batch_p90", "client_batch_bytes_p50", "client_batch_bytes_p90", "payload_bytes", "stored_bytes", "ratio")
     + TAIL_COLUMNS,
     "F": CELL_COLUMNS
     + ("producer_codec", "stored_codecs", "recompressed", "broker_usr_pct", "broker_sys_pct", "broker_cpu_s_per_gb", "payload_bytes", "stored_bytes")
@@ -135,6 +136,17 @@ class ResultsWriter:
                 raise KeyError(f"{experiment}.csv has no column(s) {', '.join(sorted(extra))}")
             data += _csv_line([format_value(row.get(c)) for c in cols])
         _fsync_append(path, data)
+
+    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str]) -> Path | None:
+        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows."""
+        if not histograms:
+            return None
+        d = self.run_dir / "histograms"
+        d.mkdir(exist_ok=True)
+        path = d / f"{cell_id}-r{rep}.json"
+        body = {"cell_id": cell_id, "rep": rep, "unit": "ns", "encoding": "kbench.Histogram.encode, base64", "histograms": dict(histograms)}
+        _atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
+        return path
 
     def mark_done(self, cell_id: str, rep: int, status: str) -> None:
         _fsync_append(self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode())

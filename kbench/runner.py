@@ -141,11 +141,16 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         with log_path.open("a") as f:
             f.write(f"{_now()} {scrub(msg)}\n")
 
+    corpora = load_corpora(plan)  # before anything is written: a bad corpus leaves no trace
+    machine = describe().as_dict()
     prior: dict[str, Any] = {}
     if opts.resume:
         prior = manifest_mod.read(run_dir)
-        if prior.get("plan_fingerprint") != _fingerprint(plan):
+        if prior.get("plan_fingerprint") != plan.fingerprint():
             raise PlanError(f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan")
+        was = prior.get("machine", {})
+        if (was.get("hostname_hash"), was.get("arch")) != (machine["hostname_hash"], machine["arch"]):
+            raise PlanError(f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here")
         dropped = results.reconcile(run_dir)
         if dropped:
             log(f"resume: dropped incomplete rows {dropped}")
@@ -156,7 +161,6 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
 
     seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
     run_id = str(prior.get("run_id", _secrets.token_hex(4)))
-    corpora = load_corpora(plan)
     entropies = {n: c.entropy for n, c in corpora.items()}
     cells = plan_mod.expand(plan)
     ordered = order_cells(cells, seed)
@@ -169,14 +173,14 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         state="starting",
         plan_name=plan.name,
         plan_source=plan.source,
-        plan_fingerprint=_fingerprint(plan),
+        plan_fingerprint=plan.fingerprint(),
         plan=redact(plan.raw),
         client_properties=redact(client),
         seed=seed,
         order=[c.cell_id for c in ordered],
         cells={c.cell_id: {**c.params(), "experiments": list(c.experiments), "rate": c.rate, "topic_config": dict(c.topic_config)} for c in cells},
-        machine=describe().as_dict(),
-        versions=versions(with_java=plan.transport.kind == "local"),
+        machine=prior.get("machine", machine),
+        versions=prior.get("versions") or versions(with_java=plan.transport.kind == "local"),
         corpora={n: {"source": c.source, "sha256": c.sha256, "entropy_bits_per_byte": entropies[n], "records": len(c.records), "bytes": c.size, "near_random": c.near_random} for n, c in corpora.items()},
         command=redact_argv(opts.argv),
         overrides=dict(opts.overrides),
@@ -189,7 +193,12 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     man.setdefault("started_at", _now())
     man.setdefault("resumes", [])
     if opts.resume:
-        man["resumes"] = list(man["resumes"]) + [_now()]
+        now_versions = versions(with_java=plan.transport.kind == "local")
+        entry: dict[str, Any] = {"at": _now()}
+        if now_versions != man["versions"]:
+            entry["versions"] = now_versions
+            log(f"resume: library versions changed since the run started: {now_versions}")
+        man["resumes"] = list(man["resumes"]) + [entry]
     manifest_mod.write(run_dir, man, scrub)
 
     rows_written = 0
@@ -269,6 +278,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                 try:
                     res = transport.run(request(rep))
                     rows = rules.rows_for(cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor)
+                    writer.write_histograms(cell.cell_id, rep, res.histograms)
                 except TransportError as e:
                     log(f"{cell.cell_id} rep {rep} failed: {e}")
                     rows = rules.failed_rows(cell, rep, target, scrub(str(e)))
@@ -298,13 +308,6 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     if opts.print_tables is not None:
         opts.print_tables.write(tables(run_dir, plan.experiments) + "\n")
     return RunOutcome(run_dir, man["state"], rows_written, report)
-
-
-def _fingerprint(plan: Plan) -> str:
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(redact(plan.raw), sort_keys=True, default=str).encode()).hexdigest()
 
 
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:

@@ -184,6 +184,8 @@ def run(corpus: Corpus, config: SimConfig, out_dir: Path | str) -> SimResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     topic_codec = None if config.topic_compression in (None, "producer") else config.topic_compression
+    if topic_codec == "uncompressed":  # Kafka's topic-level name for codec none
+        topic_codec = "none"
     start = config.start_ts_ms if config.start_ts_ms is not None else int(time.time() * 1000)
     res = _native.sim_run(
         corpus.payload, _offsets(corpus.records), str(out), config.topic, config.client, config.codec, config.level,

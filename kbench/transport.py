@@ -144,6 +144,8 @@ class RunResult:
     stored_codecs: tuple[str, ...] = ()  # codecs seen in stored batches
     topic_compression_readback: str | None = None  # topic compression.type read back
     batch_fill: BatchFill | None = None
+    client_fill: BatchFill | None = None  # the producer's own view (librdkafka statistics, last interval)
+    histograms: Mapping[str, str] = field(default_factory=dict)  # name -> base64 of Histogram.encode()
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

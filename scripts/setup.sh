@@ -12,6 +12,7 @@ APT_PACKAGES=(
   default-jdk-headless maven
   valgrind
   chromium
+  gcc-aarch64-linux-gnu qemu-user
 )
 
 missing=()

@@ -10,10 +10,10 @@ import pytest
 
 from kbench import corpus
 
-ROOT = Path(__file__).resolve().parent.parent
-
 if TYPE_CHECKING:
     from kbench.cluster import LocalCluster
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")

@@ -119,9 +119,20 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
             assert float(r["cpu_s"]) > 0 and float(r["cpu_s_per_gb"]) > 0
     # E: batch fill from the inspector
     assert all(float(r["records_per_batch_p50"]) >= 1 for r in csvs["E"][1])
+    assert any(r["client_records_per_batch_p50"] != "NA" and float(r["client_batch_bytes_p50"]) > 0 for r in csvs["E"][1])
     # F: recompression detected from the stored codec
     f = {r["topic_compression"]: r["recompressed"] for r in csvs["F"][1]}
     assert f == {"producer": "false", "lz4": "true"}
+
+    # latency histograms per repetition, decodable and agreeing with the CSV
+    from kbench._native import Histogram
+    import base64
+
+    a0 = ok("A")[0]
+    h = json.loads((run / "histograms" / f"{a0['cell_id']}-r{a0['rep']}.json").read_text())
+    corrected = Histogram.decode(base64.b64decode(h["histograms"]["corrected"]))
+    assert corrected.count == int(a0["messages"])
+    assert abs(corrected.percentile(99.0) / 1000.0 - float(a0["corrected_p99_us"])) <= 0.01 * float(a0["corrected_p99_us"]) + 1
 
     m = json.loads((run / "manifest.json").read_text())
     for key in ("machine", "versions", "seed", "corpora", "gate", "plan", "transport", "order", "state", "forced"):
@@ -260,3 +271,6 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
     assert len(broker) == 1 and broker[0]["pid"] == str(pid)
     assert broker[0]["status"] in ("OK", "INVALID") and broker[0]["cpu_s"] != "NA"
     assert kafka1.pids[0] == pid and _alive(pid)  # type: ignore[attr-defined]  # never stopped by kbench
+    g = subprocess.run([sys.executable, "-m", "kbench", "gate", "--bootstrap", bs, "--sample-s", "0"], capture_output=True, text=True, timeout=120)
+    assert g.returncode in (0, 3), g.stderr
+    assert "broker versions equal" in g.stdout and "librdkafka version" in g.stdout

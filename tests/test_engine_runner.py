@@ -124,6 +124,28 @@ def test_interrupt_then_resume_completes_without_duplicates(tmp_path: Path, plan
     assert len(m["resumes"]) == 1 and m["seed"] == 7
 
 
+def test_resume_on_another_machine_is_refused(tmp_path: Path, plan: plan_mod.Plan) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        execute(opts(tmp_path, plan), FakeTransport(interrupt_after=3))
+    mpath = tmp_path / "run" / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["machine"]["hostname_hash"] = "elsewhere"
+    mpath.write_text(json.dumps(m))
+    before = (tmp_path / "run" / "B.csv").read_bytes()
+    with pytest.raises(plan_mod.PlanError, match="another machine"):
+        execute(opts(tmp_path, plan, resume=True), FakeTransport())
+    assert (tmp_path / "run" / "B.csv").read_bytes() == before
+
+
+def test_bad_corpus_file_leaves_no_run_directory(tmp_path: Path) -> None:
+    f = tmp_path / "c.txt"
+    f.write_text("")  # exists (passes validation) but holds no records
+    p = plan_mod.load(str(write_plan(tmp_path, 'repetitions = 1\n[transport]\nkind = "dry"\n[[sweep]]\nexperiments = ["C"]\ncorpus = ["c.txt"]\nrate = 10\n', "p3.toml")))
+    with pytest.raises(plan_mod.PlanError, match="no records"):
+        execute(opts(tmp_path, p), FakeTransport())
+    assert not (tmp_path / "run").exists()
+
+
 def test_resume_with_a_different_plan_is_refused(tmp_path: Path, plan: plan_mod.Plan) -> None:
     with pytest.raises(KeyboardInterrupt):
         execute(opts(tmp_path, plan), FakeTransport(interrupt_after=3))

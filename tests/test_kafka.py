@@ -95,8 +95,14 @@ def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_p
     assert p.service.count == 50_000
     lines = stats.read_text().splitlines()
     assert p.stats_count >= 1 and len(lines) == p.stats_count
-    import json
     assert json.loads(lines[-1])["type"] == "producer"
+    # without the kb header (peer-equal bytes): service latency comes from the message opaque
+    bare = produce(ProducerSpec(topic="sat", props=kafka1.client_props(), mode="saturated", count=5_000,
+                                headers=False), json_records)
+    assert (bare.delivered, bare.service.count, bare.failed) == (5_000, 5_000, 0)
+    assert 0 < bare.service.percentile(50) < 60 * 10**9
+    with pytest.raises(ValueError, match="only for saturated"):
+        ProducerSpec(topic="sat", props={}, rate=10, count=1, headers=False)
 
 
 @pytest.mark.kafka

@@ -167,3 +167,9 @@ def test_sim_cli_prints_and_writes_csv(tmp_path: Path, capsys: pytest.CaptureFix
         for role in sim.ROLES:
             assert float(r[f"{role}_cpu_s_per_gb"]) > 0
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_topic_compression_uncompressed_decompresses_on_the_broker(json_corpus: corpus.Corpus, tmp_path: Path) -> None:
+    r = _run(json_corpus, tmp_path, codec="lz4", partitions=2, topic_compression="uncompressed")
+    assert r.stored_codecs == {"none": len(r.batches)} and r.recompressed == len(r.batches)
+    assert r.stored_ratio == 1.0 and r.mismatches == 0

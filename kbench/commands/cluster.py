@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION")
     csub.required = True
 
-    up = csub.add_parser("up", help="format storage, start the brokers and wait until all are registered")
+    up = csub.add_parser("up", help="format storage, start the brokers and wait until all are registered",
+                         description="Start a fresh local KRaft cluster (any stopped cluster's data in --dir is "
+                                     "removed first) and print its bootstrap servers, pids and directories.")
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="number of nodes (broker+controller each)")
     up.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
     up.add_argument("--broker-config", type=_kv, action="append", default=[], metavar="K=V",

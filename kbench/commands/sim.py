@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="default: murmur2 for keys, sticky for null keys; or round-robin")
     p.add_argument("--keys", type=int, default=0, help="0: null keys (default); N: keys drawn from N distinct values")
     p.add_argument("--topic-compression", default=None,
-                   help="topic compression.type: producer (default) or a codec[:level]; another codec makes the broker recompress")
+                   help="topic compression.type: producer (default), uncompressed, or a codec[:level]; "
+                        "another codec than the producer's makes the broker recompress")
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus, arrivals, keys and sticky choices")
     p.add_argument("--out", type=Path, default=None, help="keep the segment files under this directory (default: temporary)")
     p.add_argument("--csv", type=Path, default=None, help="write one row per run to this CSV (atomically)")
@@ -46,7 +47,7 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
     sizes = [parse_size(s) for s in (args.batch_size or ["16KiB"])]
     topic, tlevel = None, None
     if args.topic_compression and args.topic_compression != "producer":
-        ts = parse_spec(args.topic_compression)
+        ts = parse_spec("none" if args.topic_compression == "uncompressed" else args.topic_compression)
         topic, tlevel = ts.codec, ts.level
     out = []
     for spec, bs in itertools.product(codecs, sizes):

@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import Any, Mapping
 
 from kbench import _native, codecs, procstat
 from kbench.corpus import Corpus
@@ -117,6 +117,16 @@ def _last_stats(path: Path) -> dict[str, Any] | None:
         except ValueError:
             continue
     return None
+
+
+def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
+    """Records and bytes per batch as librdkafka saw them (its windowed histograms)."""
+    t = stats.get("topics", {}).get(topic)
+    if not t or not t.get("batchcnt", {}).get("cnt"):
+        return None
+    cnt, size = t["batchcnt"], t["batchsize"]
+    return BatchFill(int(cnt["cnt"]), float(cnt["p50"]), float(cnt["p90"]), float(cnt["max"]), float(size["p50"]), float(size["p90"]),
+                     float(size["max"]), "librdkafka statistics (last interval)")
 
 
 @dataclass
@@ -343,4 +353,7 @@ class KafkaTransport:
             stored_codecs=stored_codecs,
             topic_compression_readback=readback,
             batch_fill=fill,
+            client_fill=_client_fill(st, req.topic),
+            histograms={name: h["encoded"] for name, h in (("service", pres.get("service")), ("delay", pres.get("delay")),
+                        ("corrected", pres.get("corrected")), ("e2e", cres.get("e2e") if cres else None)) if h and h.get("encoded")},
         )
