@@ -190,7 +190,7 @@ def batch_effect(e: "pd.DataFrame | None") -> "Figure | None":
         if "records_per_batch_p50" in m.columns and m["records_per_batch_p50"].notna().any():
             ax2.plot(m["batch_size"], m["records_per_batch_p50"], marker="s", label=k)
     for a in (ax, ax2):
-        if a.lines:
+        if len({x for line in a.lines for x in line.get_xdata()}) > 1:
             a.set_xscale("log", base=2)
         a.set_xlabel("batch.size (bytes)")
     ax.set_ylabel("ratio")

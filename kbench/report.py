@@ -581,10 +581,10 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = True) -> ReportFiles:
     """Build the report, then write it under ``out`` (each file atomically)."""
-    blocks, ledger, plots, title = build(run_dirs, with_plots)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: exists and is not a directory; give -o a directory for report.md, report.html and plots/")
+    blocks, ledger, plots, title = build(run_dirs, with_plots)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     paths = []
     for name, data in plots.items():

@@ -227,3 +227,11 @@ def test_report_on_a_real_kafka_run(tmp_path_factory: pytest.TempPathFactory, tm
     assert (tmp_path / "r" / "plots" / "a_latency.png").is_file()
     prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
     assert untraceable_numbers(md, prov, [run]) == []
+
+
+def test_output_that_is_a_file_is_refused(zvn: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    out.write_text("keep me")
+    p = kbench("report", str(zvn), "-o", str(out), check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "not a directory" in p.stderr
+    assert out.read_text() == "keep me"

@@ -29,7 +29,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"kbench report needs pandas and matplotlib ({e}); install them: pip install 'kbench[report]'") from None
     from kbench import provenance, report
 
-    files = report.write(args.run_dirs, args.output, with_plots=not args.no_plots)
+    try:
+        files = report.write(args.run_dirs, args.output, with_plots=not args.no_plots)
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as e:
+        raise ValueError(f"cannot write the report under {args.output} ({e.strerror}: {e.filename}); choose another -o") from None
     print(f"wrote {files.markdown}, {files.html} ({len(files.plots)} plots), {files.provenance}")
     if args.verify:
         import json
