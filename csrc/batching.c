@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "varint.h"
+
 const char *const kb_close_names[] = {"full", "linger", "flush"};
 
 /* Java CompressionRatioEstimator / MemoryRecordsBuilder constants. */
@@ -328,7 +330,7 @@ int kb_batching_run(const kb_batching_cfg *cfg, const kb_recset *recs, kb_codec_
             sticky = 1;
         }
         part_state *ps = &m.parts[p];
-        int64_t tsd = ps->open ? r.timestamp - ps->bb.base_ts : 0;
+        int64_t tsd = ps->open ? kb_sub_wrap(r.timestamp, ps->bb.base_ts) : 0;
         size_t wire = kb_record_wire_size(ps->open ? ps->bb.count : 0, tsd, &r);
         double est_before = 0;
         if (cfg->client == KB_CLIENT_JAVA) {

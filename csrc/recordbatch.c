@@ -120,7 +120,7 @@ int kb_bb_append(kb_batch_builder *b, const kb_record *r, kb_error *e) {
     }
     if (b->count == 0)
         b->base_ts = b->max_ts = r->timestamp;
-    int64_t tsd = r->timestamp - b->base_ts;
+    int64_t tsd = kb_sub_wrap(r->timestamp, b->base_ts);
     size_t body = record_body_size(b->count, tsd, r);
     if (body > INT32_MAX) {
         kb_error_set(e, -1, "record of %zu bytes is too large for a batch", body);

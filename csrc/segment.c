@@ -73,7 +73,7 @@ int kb_seg_next(kb_seg_reader *r, kb_codec_ctx *ctx, int verify_crc, int decompr
         if (o->magic == 2 && left >= KB_BATCH_OVERHEAD) {
             o->count = (int32_t)kb_rd32(p + 57);
             o->codec = kb_rd16(p + 21) & KB_ATTR_CODEC_MASK;
-            o->last_offset = o->base_offset + (int32_t)kb_rd32(p + 23);
+            o->last_offset = kb_add_wrap(o->base_offset, (int32_t)kb_rd32(p + 23));
         }
         return 1;
     }
@@ -93,7 +93,7 @@ int kb_seg_next(kb_seg_reader *r, kb_codec_ctx *ctx, int verify_crc, int decompr
         return 1;
     }
     o->count = h.records_count;
-    o->last_offset = h.base_offset + h.last_offset_delta;
+    o->last_offset = kb_add_wrap(h.base_offset, h.last_offset_delta);
     o->codec = h.attributes & KB_ATTR_CODEC_MASK;
     o->attributes = h.attributes;
     o->partition_leader_epoch = h.partition_leader_epoch;
@@ -291,7 +291,7 @@ int kb_seg_writer_append(kb_seg_writer *w, uint8_t *batch, size_t n, uint64_t *p
     if (position)
         *position = w->size;
     w->size += total;
-    w->next_offset += (int64_t)h.last_offset_delta + 1;
+    w->next_offset = kb_add_wrap(w->next_offset, (int64_t)h.last_offset_delta + 1);
     return 0;
 }
 

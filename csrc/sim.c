@@ -236,7 +236,7 @@ static int recompress(const kb_batch_view *v, kb_codec_ctx *ctx, int codec, int 
                          .key_len = r.key_len,
                          .value = r.value,
                          .value_len = r.value_len,
-                         .timestamp = v->h.base_timestamp + r.timestamp_delta,
+                         .timestamp = kb_add_wrap(v->h.base_timestamp, r.timestamp_delta),
                          .headers = hv->h,
                          .header_count = (uint32_t)r.header_count};
         if (kb_bb_append(bb, &rec, e) < 0)
@@ -440,7 +440,7 @@ static void *consumer_main(void *arg) {
             int klen = kb_batching_key(&cfg->batching, i, kb);
             int ok = r.offset_delta == k && r.value_len == (int32_t)vlen && memcmp(r.value, val, vlen) == 0 &&
                      r.key_len == klen && (klen <= 0 || memcmp(r.key, kb, (size_t)klen) == 0) &&
-                     v.h.base_timestamp + r.timestamp_delta == kb_batching_ts(&cfg->batching, s->arrivals[i]);
+                     kb_add_wrap(v.h.base_timestamp, r.timestamp_delta) == kb_batching_ts(&cfg->batching, s->arrivals[i]);
             if (ok) {
                 s->res->verified++;
                 st->bytes_out += vlen;

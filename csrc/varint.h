@@ -84,6 +84,11 @@ static inline int kb_varlong_get(const uint8_t *p, size_t n, size_t *pos, int64_
     return kb_zigzag_get(p, n, pos, KB_VARLONG_MAX, out);
 }
 
+/* Two's-complement wrapping arithmetic, as Java's long does: never undefined behaviour on
+ * hostile input (offsets and timestamps come straight from the bytes). */
+static inline int64_t kb_add_wrap(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t kb_sub_wrap(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+
 /* Big-endian fixed-width helpers. */
 static inline void kb_be16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)(v >> 8);

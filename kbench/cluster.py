@@ -261,7 +261,6 @@ class LocalCluster:
             raise ClusterError(f"--brokers must be between 1 and 9, got {brokers}")
         self.n = brokers
         self._own_dir = directory is None
-        self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="kbench-cluster-"))
         self.heap = _parse_heap(heap)
         self.port_base = port_base
         self.start_timeout = start_timeout
@@ -269,6 +268,9 @@ class LocalCluster:
         self.broker_config = self._merged_config(broker_config or {})
         self._procs: list[subprocess.Popen[bytes]] = []
         self.state: ClusterState | None = None
+        # the temporary directory is made only when the cluster starts (nothing is left behind
+        # by a LocalCluster that never started)
+        self.dir: Path | None = Path(directory) if directory is not None else None
 
     # ----------------------------------------------------------------- config
     def _merged_config(self, extra: Mapping[str, str]) -> dict[str, str]:
@@ -308,6 +310,7 @@ class LocalCluster:
         return client, ctrl
 
     def _write_node(self, node_id: int, port: int, ctrl_port: int, voters: str) -> tuple[Path, Path, Path]:
+        assert self.dir is not None
         nd = self.dir / f"node-{node_id}"
         data, logs = nd / "data", nd / "logs"
         data.mkdir(parents=True, exist_ok=True)
@@ -333,13 +336,15 @@ class LocalCluster:
         """Format storage, start every node, and wait until all are registered; returns the state."""
         if self.state is not None:
             raise ClusterError("cluster already started")
-        existing = self.dir / STATE_FILE
-        if existing.exists():
+        existing = self.dir / STATE_FILE if self.dir is not None else None
+        if existing is not None and existing.exists():
             st = read_state(self.dir)
             if any(_is_our_process(b.pid, b.config) for b in st.brokers):
                 raise ClusterError(f"a cluster is already running in {self.dir}; stop it first with: kbench cluster down --dir {self.dir}")
             existing.unlink()
         client, ctrl = self._ports()
+        if self.dir is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="kbench-cluster-"))
         dist = kafka_dist.find()
         java = kafka_dist.java()
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -416,7 +421,7 @@ class LocalCluster:
             self.state = state
             self._await_ready(state)
         except BaseException:
-            self.stop()
+            self.stop(keep_dir=True)  # keep the logs the error message points to
             raise
         return state
 
@@ -444,7 +449,7 @@ class LocalCluster:
             f"{'; ' + last_err if last_err and not seen else ''}); see the logs under {self.dir}/node-*/logs"
         )
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self, timeout: float = 15.0, keep_dir: bool = False) -> None:
         """Stop the nodes this object started (SIGTERM, then SIGKILL after timeout).
 
         All nodes get SIGTERM at once.  In a multi-node KRaft cluster the last nodes lose the
@@ -462,12 +467,13 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        state_file = self.dir / STATE_FILE
-        if state_file.exists():
-            state_file.unlink()
         self.state = None
-        if self._own_dir:
+        if self.dir is None:
+            return
+        (self.dir / STATE_FILE).unlink(missing_ok=True)
+        if self._own_dir and not keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
     def __enter__(self) -> "LocalCluster":
         self.start()

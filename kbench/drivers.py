@@ -185,24 +185,34 @@ class RunPair:
 
 
 def _run_native(obj: Any) -> Any:
-    """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop() and is re-raised."""
+    """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop().
+
+    The loop then finishes cleanly (the producer purges what is still queued) and its partial
+    result comes back with ``stopped`` True and ``interrupted`` set.
+    """
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def target() -> None:
         try:
             box["result"] = obj.run()
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             box["error"] = e
+        finally:
+            done.set()
 
     t = threading.Thread(target=target, name="kbench-native", daemon=True)
     t.start()
     interrupted = False
-    while t.is_alive():
+    # wait on an Event, not Thread.join: in CPython 3.11 a join interrupted by Ctrl-C can mark
+    # the thread finished while it still runs
+    while not done.is_set():
         try:
-            t.join(0.2)
+            done.wait(0.2)
         except KeyboardInterrupt:
             obj.stop()
             interrupted = True
+    t.join()
     if "error" in box:
         raise box["error"]
     if interrupted:
@@ -291,20 +301,22 @@ def produce_and_consume(
     cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
     prod = _producer(spec, records, run_id)
     cbox: dict[str, Any] = {}
+    cdone = threading.Event()
 
     def ctarget() -> None:
         try:
             cbox["result"] = cons.run()
         except BaseException as e:  # noqa: BLE001
             cbox["error"] = e
+        finally:
+            cdone.set()
 
     ct = threading.Thread(target=ctarget, name="kbench-consumer", daemon=True)
     ct.start()
-    ready = threading.Event()
     try:
         # the consumer flips `ready` once assigned at the end offsets (or on failure)
-        while not cons.ready and ct.is_alive():
-            ready.wait(0.01)
+        while not cons.ready and not cdone.is_set():
+            cdone.wait(0.01)
         if "error" in cbox:
             raise cbox["error"]
         if on_started:
@@ -316,12 +328,16 @@ def produce_and_consume(
             raise
         if pres.get("interrupted"):
             cons.stop()
-        while ct.is_alive():
-            ct.join(0.2)
+        while not cdone.is_set():
+            try:
+                cdone.wait(0.2)
+            except KeyboardInterrupt:
+                cons.stop()
+        ct.join()
     except KeyboardInterrupt:
         prod.stop()
         cons.stop()
-        ct.join()
+        cdone.wait()
         raise
     if "error" in cbox:
         raise cbox["error"]

@@ -182,7 +182,10 @@ def rows_for(
         elif exp == "D":
             rows = []
             gb = res.payload_bytes / GB
-            wire = {"producer": (res.producer_wire_bytes, "producer statistics: bytes out"), "consumer": (res.consumer_wire_bytes, "consumer statistics: bytes in")}
+            consumer_wire = (res.consumer_wire_bytes, "consumer statistics: bytes in")
+            if res.consumer_wire_bytes is None and res.stored_bytes is not None and res.consumed:
+                consumer_wire = (res.stored_bytes, "stored bytes fetched once (consumer statistics not exported)")
+            wire = {"producer": (res.producer_wire_bytes, "producer statistics: bytes out"), "consumer": consumer_wire}
             for c in res.cpu:
                 r = dict(_base(cell, rep, res, res.target_rate))
                 usr, sys_, cpu_s, st, why = _cpu_role(c)

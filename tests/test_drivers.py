@@ -29,8 +29,9 @@ def test_bad_property_value_is_librdkafkas_message_and_secrets_are_redacted() ->
     with pytest.raises(KafkaError, match="compression.codec"):
         produce(ProducerSpec(topic="t", props={"compression.type": "brotli"}, count=1, mode="saturated"), [b"x"])
     with pytest.raises(KafkaError) as ei:
-        produce(ProducerSpec(topic="t", props={"ssl.key.password": "hunter2", "ssl.key.location": "/nonexistent"},
-                             count=1, mode="saturated"), [b"x"])
+        produce(ProducerSpec(topic="t", props={"bootstrap.servers": "127.0.0.1:1", "ssl.key.password": "hunter2",
+                                               "security.protocol": "ssl", "ssl.key.location": "/nonexistent"},
+                             count=1, mode="saturated", connect_timeout=1), [b"x"])
     assert "hunter2" not in str(ei.value)
     assert redact({"sasl.password": "p", "acks": "all"}) == {"sasl.password": "[redacted]", "acks": "all"}
 

@@ -63,6 +63,8 @@ def test_cpu_per_role_normalised_per_gb() -> None:
     assert d["producer"]["cpu_s_per_gb"] == pytest.approx(3.0)
     assert d["producer"]["usr_pct"] == pytest.approx(20.0) and d["producer"]["sys_pct"] == pytest.approx(10.0)
     assert d["producer"]["wire_bytes"] == 10**8
+    r2 = rows(cell(("D",)), dataclasses.replace(result(), consumer_wire_bytes=None, cpu=(CpuSample("consumer", 1.0, 1.0, 10.0),)))["D"][0]
+    assert r2["wire_bytes"] == 2 * 10**8 and "stored bytes" in str(r2["wire_source"])
     assert d["broker-0"]["wire_bytes"] == 2 * 10**8 * 2  # stored x (RF-1)
     assert all(r["status"] == "OK" for r in out["D"])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -174,6 +175,11 @@ def test_bad_cluster_arguments() -> None:
         LocalCluster(brokers=0)
     with pytest.raises(ClusterError, match="bad heap"):
         LocalCluster(heap="lots")
+    never_started = LocalCluster()
+    assert never_started.dir is None  # no temporary directory until start()
+    never_started.stop()  # a no-op, not an error
+    with pytest.raises(ClusterError, match="not started"):
+        never_started.bootstrap_servers
 
 
 @pytest.mark.kafka
@@ -222,3 +228,21 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
                          env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1
     assert bad.stderr.strip() == 'kbench: error: No such configuration property: "linger.mss"'
+
+
+@pytest.mark.kafka
+def test_ctrl_c_stops_a_run_cleanly(kafka1: LocalCluster) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    admin.create_topic(kafka1.client_props(), "ctrlc", partitions=1)
+    proc = subprocess.Popen([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
+                             "--topic", "ctrlc", "--rate", "1000", "--count", "1000000", "--consume"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # wait until messages arrive on the topic: the C loops are running
+    from kbench.drivers import consume
+    seen = consume(kafka1.client_props(), "ctrlc", expected=0, max_records=10, timeout=60)
+    assert seen.records == 10
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert "sent" in out and "consumer:" in out

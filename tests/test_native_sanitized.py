@@ -6,6 +6,7 @@ leak, sanitizer report or abort() in a harness fails the test.
 """
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -60,6 +61,17 @@ def _batch_seeds() -> list[bytes]:
     return seeds
 
 
+# Inputs the fuzzers once found a bug with, kept as seeds so every run replays them.
+REGRESSIONS = {
+    # baseOffset INT64_MIN + a negative lastOffsetDelta: signed overflow (UBSan) in the segment reader
+    "segment": [base64.b64decode(
+        "AAAAAAAAAAAAAAA5/////wKeQfCyAAAAKAsAACBhAAAAAAAAAAAAAAAAAP//////////////////AAAAAQ4AAAABAnYAAAAAAAAAAAAAAABU"
+        "/////wIrYLlHAAEAAAABAAAAAAAAAAEAAAAAAQAAAP//////////////////AAAAAh+LCAAAAAAAAP9TYmBgYBQrQwAGJQYGJlQRAIY3v1Yk"
+        "AAAAgAAAAAAAAAAAAABf/////wL///8C15PgaAADAAD//wAAAAUotS/9AFj1AAB4XgAAAAFSdgBeAAACBAYIBQABUwDRAQ==")],
+    "batch": [],
+}
+
+
 def _segment_seeds() -> list[bytes]:
     bs = [batch.encode([Record(value=b"v" * (10 * i + 1), timestamp=i)] * (i + 1), c)
           for i, c in enumerate(["none", "gzip", "snappy", "lz4", "zstd"])]
@@ -72,7 +84,7 @@ def test_fuzz(harness: str, tmp_path: Path) -> None:
     exe = _clang(tmp_path / f"fuzz_{harness}", ROOT / "tests" / "fuzz" / f"fuzz_{harness}.c", "fuzzer,address,undefined")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i, s in enumerate(_batch_seeds() if harness == "batch" else _segment_seeds()):
+    for i, s in enumerate((_batch_seeds() if harness == "batch" else _segment_seeds()) + REGRESSIONS[harness]):
         (corpus / f"seed{i:03d}").write_bytes(s)
     proc = subprocess.run([str(exe), f"-max_total_time={FUZZ_SECONDS}", "-rss_limit_mb=2048", "-timeout=10",
                            "-max_len=65536", f"-artifact_prefix={tmp_path}/", str(corpus)],

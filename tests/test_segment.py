@@ -116,3 +116,12 @@ def test_file_reader_matches_buffer_reader_across_chunks(tmp_path: Path) -> None
     rows = segment.scan_file(g)
     assert rows == segment.scan_bytes(bytes(bad), str(g))
     assert any(r.status != "ok" for r in rows)
+
+
+def test_offsets_wrap_like_java_longs() -> None:
+    # baseOffset INT64_MIN with lastOffsetDelta -1 (a fuzzer find): no overflow trap, Java's wrap-around
+    b = bytearray(_batches("none", 1)[0])
+    b[0:8] = (-(1 << 63)).to_bytes(8, "big", signed=True)
+    b[23:27] = (-1).to_bytes(4, "big", signed=True)
+    rows = segment.scan_bytes(bytes(b))
+    assert rows[0].base_offset == -(1 << 63) and rows[0].last_offset == (1 << 63) - 1

@@ -115,5 +115,8 @@ def run(args: argparse.Namespace) -> int:
         print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
+    if res.stopped:
+        print("kbench: interrupted: the figures above are partial", file=sys.stderr)
+        return 130
     ok = s["failed"] == 0 and s["undelivered"] == 0 and (cons is None or (cons.lost == 0 and cons.duplicates == 0))
     return 0 if ok else 1
