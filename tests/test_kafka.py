@@ -73,8 +73,9 @@ def test_one_broker_fixed_rate_every_codec(kafka1: LocalCluster, json_records, c
 @pytest.mark.parametrize("codec", CODECS)
 def test_three_brokers_rf3_minisr2_acks_all_every_codec(kafka3: LocalCluster, json_records, codec: str) -> None:
     topic = f"t3-{codec}"
+    # generous timeout: on a shared 2-core machine a 3-node cluster can take a while to elect leaders
     admin.create_topic(kafka3.client_props(), topic, partitions=3, replication_factor=3, min_insync_replicas=2,
-                       compression_type=topic_codec(codec))
+                       compression_type=topic_codec(codec), timeout=120)
     cfg = admin.describe_topic_configs(kafka3.client_props(), topic)
     assert cfg["compression.type"][0] == topic_codec(codec)
     assert cfg["min.insync.replicas"][0] == "2"
