@@ -123,6 +123,15 @@ def load_runs(paths: Sequence[Path | str]) -> list[Run]:
     return [read_run(p, i) for i, p in enumerate(paths)]
 
 
+def _ends_mid_line(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(0, 2)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, 2)
+        return f.read(1) != b"\n"
+
+
 def _read_csv(run: Run, exp: str) -> "pd.DataFrame":
     """One CSV, all rows (M warm-ups included), text columns as text, ``NA`` as missing."""
     import pandas as pd
@@ -134,6 +143,8 @@ def _read_csv(run: Run, exp: str) -> "pd.DataFrame":
         raise LoadError(f"{path}: empty; remove it or re-run the experiment") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
         raise LoadError(f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run") from None
+    if len(df) and _ends_mid_line(path):  # an interrupted run's last row is incomplete: not data
+        df = df.iloc[:-1]
     need = ("status",) if exp != "M" else ("status", "codec", "ratio")
     missing = [c for c in need if c not in df.columns]
     if missing:

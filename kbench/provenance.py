@@ -10,6 +10,7 @@ audited number by number, and a number that does not come from the inputs cannot
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import statistics
@@ -195,8 +196,10 @@ def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None
             for d in dirs:
                 p = d / f"{exp}.csv"
                 if p.is_file():
-                    with p.open(newline="") as f:
-                        tables[exp].extend(csv.DictReader(f))
+                    text = p.read_text()
+                    if text and not text.endswith("\n"):  # an interrupted run's incomplete last row
+                        text = text[: text.rfind("\n") + 1]
+                    tables[exp].extend(csv.DictReader(io.StringIO(text, newline="")))
         return tables[exp]
 
     values: list[float | None] = []

@@ -64,3 +64,20 @@ def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(frames.LoadError, match="no manifest.json"):
         tmp_path.joinpath("x").mkdir()
         load(tmp_path / "x")
+
+
+def test_interrupted_run_truncated_last_row_is_not_data(machines: list[Path], tmp_path: Path) -> None:
+    """A run killed mid-write leaves a partial last line: it is skipped, here and in the audit."""
+    from kbench import provenance, report
+
+    runs = []
+    for i, m in enumerate(machines):
+        shutil.copytree(m, tmp_path / f"r{i}")
+        runs.append(tmp_path / f"r{i}")
+    path = runs[0] / "B.csv"
+    full = list(csv.DictReader(path.open()))
+    path.write_bytes(path.read_bytes()[:-15])
+    b = load(*runs, experiment="B")
+    assert (b["_run"] == 0).sum() == len(full) - 1
+    files = report.write(runs, tmp_path / "out", with_plots=False)
+    assert provenance.verify(json.loads(files.provenance.read_text()), runs) == []
