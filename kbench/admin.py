@@ -5,9 +5,11 @@ time for a broker, and raise ``kbench.KafkaError`` with the broker's or librdkaf
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 from kbench import _native
+from kbench._native import KafkaError
 
 __all__ = ["create_topic", "delete_topic", "describe_topic_configs", "metadata", "topic_config"]
 
@@ -37,8 +39,20 @@ def create_topic(
 
 
 def describe_topic_configs(props: Mapping[str, str], name: str, timeout: float = 30.0) -> dict[str, tuple[str | None, str]]:
-    """Every config of a topic: name -> (value or None when sensitive, source)."""
-    return _native.describe_topic_configs(dict(props), name, timeout)
+    """Every config of a topic: name -> (value or None when sensitive, source).
+
+    Right after a topic is created, a broker whose metadata has not caught up answers
+    "Unknown topic or partition"; that answer is retried until ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = max(deadline - time.monotonic(), 0.5)
+        try:
+            return _native.describe_topic_configs(dict(props), name, left)
+        except KafkaError as e:
+            if "Unknown topic or partition" not in str(e) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.2)  # backoff between bounded retries, not a synchronisation point
 
 
 def topic_config(props: Mapping[str, str], name: str, key: str, timeout: float = 30.0) -> str | None:

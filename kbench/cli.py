@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.run",
     "kbench.commands.plans",
     "kbench.commands.gate",
+    "kbench.commands.report",
     "kbench.commands.cluster",
     "kbench.commands.sim",
     "kbench.commands.inspect",

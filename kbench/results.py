@@ -239,3 +239,7 @@ def reconcile(run_dir: Path) -> dict[str, int]:
             _atomic_write(path, b"".join(x + b"\n" for x in kept))
             dropped[path.name] = n_drop
     return dropped
+
+
+# Notebooks and users: ``kbench.results.load(RUN_DIR, ...)`` (implemented in kbench.frames).
+from kbench.frames import load  # noqa: E402

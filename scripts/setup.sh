@@ -11,6 +11,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   default-jdk-headless maven
   valgrind
+  chromium
   gcc-aarch64-linux-gnu qemu-user
 )
 

@@ -1,0 +1,46 @@
+"""``kbench report RUN_DIR... -o OUT``: tables, verdicts and plots from run directories.
+
+Writes ``OUT/report.md``, a self-contained ``OUT/report.html`` (plots embedded, no
+network), ``OUT/plots/*.png`` and ``OUT/provenance.json`` (where every number comes from),
+from the CSVs and manifests alone.  Several run directories (one or more per machine)
+make one cross-machine report.  How to read it: docs/reports.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("report", help="write report.md + report.html from run directories", description=__doc__)
+    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories made by kbench run")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT", help="directory for the report files")
+    p.add_argument("--no-plots", action="store_true", help="tables only (faster)")
+    p.add_argument("--verify", action="store_true", help="re-check every number against the inputs after writing")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import matplotlib  # noqa: F401
+        import pandas  # noqa: F401
+    except ImportError as e:
+        raise ValueError(f"kbench report needs pandas and matplotlib ({e}); install them: pip install 'kbench[report]'") from None
+    from kbench import provenance, report
+
+    try:
+        files = report.write(args.run_dirs, args.output, with_plots=not args.no_plots)
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as e:
+        raise ValueError(f"cannot write the report under {args.output} ({e.strerror}: {e.filename}); choose another -o") from None
+    print(f"wrote {files.markdown}, {files.html} ({len(files.plots)} plots), {files.provenance}")
+    if args.verify:
+        import json
+
+        problems = provenance.verify(json.loads(files.provenance.read_text()), args.run_dirs)
+        if problems:
+            for p in problems[:20]:
+                print(f"kbench: provenance: {p}", file=sys.stderr)
+            return 1
+        print("verified: every number in the report recomputes from the run directories")
+    return 0

@@ -1,0 +1,171 @@
+"""Median and range per group of rows, as ledger figures: the arithmetic behind a report.
+
+Only rows with ``status == "OK"`` and a value in the metric column count (the method's rule:
+excluded rows never enter a figure).  Each group's figures reference exactly the rows they
+were computed from (see :mod:`kbench.provenance`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from kbench.provenance import Fig, Ledger
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["NO_DIFF", "Stat", "empty_stat", "stats_many", "label_text", "overlap_verdict", "stats", "varying"]
+
+NO_DIFF = "no significant difference"
+
+
+class Stat:
+    """Median, range and number of OK repetitions of one metric in one group.
+
+    The figures are entered in the ledger when first used, so a number that a report does
+    not print costs nothing."""
+
+    __slots__ = ("_ledger", "_set", "_metric", "_kind", "_vals", "_figs")
+
+    def __init__(self, ledger: Ledger, set_id: int, metric: str, kind: str, med: float | None, lo: float | None, hi: float | None, n: int) -> None:
+        self._ledger, self._set, self._metric, self._kind = ledger, set_id, metric, kind
+        self._vals = {"median": med, "min": lo, "max": hi, "count": float(n)}
+        self._figs: dict[str, Fig] = {}
+
+    def _fig(self, op: str) -> Fig:
+        f = self._figs.get(op)
+        if f is None:
+            f = self._figs[op] = self._ledger._add(self._vals[op], "int" if op == "count" else self._kind, op, self._set, self._metric)
+        return f
+
+    @property
+    def median(self) -> Fig:
+        return self._fig("median")
+
+    @property
+    def lo(self) -> Fig:
+        return self._fig("min")
+
+    @property
+    def hi(self) -> Fig:
+        return self._fig("max")
+
+    @property
+    def n(self) -> Fig:
+        return self._fig("count")
+
+    @property
+    def ok(self) -> bool:
+        return self._vals["median"] is not None
+
+    def value(self, op: str) -> float | None:
+        """A value without entering it in the ledger (for comparisons)."""
+        return self._vals[op]
+
+    def cell(self) -> str:
+        """``median [lo–hi]`` (or ``NA``)."""
+        if not self.ok:
+            return "NA"
+        if self.lo.text == self.hi.text:
+            return f"{self.median} [{self.lo}]"
+        return f"{self.median} [{self.lo}–{self.hi}]"
+
+    def range(self) -> str:
+        return "NA" if not self.ok else f"{self.lo}–{self.hi}"
+
+
+def empty_stat(ledger: Ledger, metric: str) -> Stat:
+    """A group with no OK row: NA, n = 0."""
+    return Stat(ledger, ledger.row_set("", []), metric, "auto", None, None, None, 0)
+
+
+def label_text(v: Any) -> str:
+    """A label value as the CSV wrote it (integers without ``.0``)."""
+    if v is None:
+        return "NA"
+    if isinstance(v, float):
+        if v != v:
+            return "NA"
+        if v.is_integer():
+            return str(int(v))
+    return str(v)
+
+
+def varying(df: "pd.DataFrame", cols: Sequence[str]) -> list[str]:
+    """The columns of ``cols`` present in ``df`` that hold more than one value."""
+    return [c for c in cols if c in df.columns and df[c].astype(str).nunique() > 1]
+
+
+def stats(
+    ledger: Ledger,
+    df: "pd.DataFrame",
+    exp: str,
+    metric: str,
+    keys: Sequence[str],
+    kind: str = "auto",
+    only_ok: bool = True,
+) -> dict[tuple[str, ...], Stat]:
+    """Per group of ``keys``: median, min, max and count of ``metric`` over OK rows (over
+    every row with ``only_ok=False``, for settings such as the target rate)."""
+    return stats_many(ledger, df, exp, {metric: kind}, keys, only_ok).get(metric, {})
+
+
+def stats_many(
+    ledger: Ledger,
+    df: "pd.DataFrame",
+    exp: str,
+    metrics: Mapping[str, str],
+    keys: Sequence[str],
+    only_ok: bool = True,
+) -> dict[str, dict[tuple[str, ...], Stat]]:
+    """:func:`stats` for several metrics (name → format) with one group-by."""
+    import pandas as pd
+
+    cols = [m for m in metrics if m in df.columns and pd.api.types.is_numeric_dtype(df[m])]
+    out: dict[str, dict[tuple[str, ...], Stat]] = {m: {} for m in metrics}
+    if df.empty or not cols:
+        return out
+    base = df[df["status"] == "OK"] if only_ok else df
+    base = base.loc[base[cols].notna().any(axis=1), [*keys, *cols, "_gid"]]
+    if base.empty:
+        return out
+    gids = base["_gid"].to_numpy()
+    texts = not any(pd.api.types.is_numeric_dtype(base[k]) for k in keys)
+    if keys:
+        g = base.groupby(list(keys), sort=False)
+        agg = g[cols].agg(["median", "min", "max", "count"])
+        indices = g.indices
+    else:
+        agg = base[cols].agg(["median", "min", "max", "count"]).unstack().to_frame().T
+        agg.index = pd.Index([()], tupleize_cols=False)
+        indices = {(): range(len(base))}
+    shared: dict[object, int] = {}
+    for m in cols:
+        complete = bool(base[m].notna().all())
+        notna = base[m].notna().to_numpy()
+        med, lo, hi, n = (agg[(m, a)].to_numpy() for a in ("median", "min", "max", "count"))
+        kind = metrics[m]
+        res = out[m]
+        for i, key in enumerate(agg.index):
+            if n[i] == 0:
+                continue
+            idx = indices[key]
+            if complete:
+                sid = shared.get(key)
+                if sid is None:
+                    sid = shared[key] = ledger.row_set(exp, gids[idx])
+            else:
+                sid = ledger.row_set(exp, gids[idx][notna[idx]])
+            k = key if isinstance(key, tuple) else (key,)
+            res[k if texts else tuple(label_text(x) for x in k)] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]))
+    return out
+
+
+def overlap_verdict(a: Stat, b: Stat, lower: str = "lower", higher: str = "higher") -> str:
+    """``no significant difference`` when the ranges overlap, else which side is higher."""
+    if not (a.ok and b.ok):
+        return "not comparable (no OK repetitions)"
+    alo, ahi, blo, bhi = a.value("min"), a.value("max"), b.value("min"), b.value("max")
+    assert alo is not None and ahi is not None and blo is not None and bhi is not None
+    if alo <= bhi and blo <= ahi:
+        return NO_DIFF
+    return higher if blo > ahi else lower

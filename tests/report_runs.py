@@ -1,0 +1,193 @@
+"""Run directories for the report and notebook tests, made by the engine itself.
+
+Real runs of small plans with the best transport this build has (``sim`` when present,
+else ``dry``; a local Kafka cluster is too slow for the unit suite).  The two-"machine"
+set is two runs under different CPU affinity (``taskset``), each labelled as its own
+machine in its manifest's ``machine`` fields, plus an experiment-M CSV per machine made
+by ``kbench codecs bench --csv RUN_DIR/M.csv``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_CACHE: dict[str, object] = {}
+
+
+def best_transport() -> str:
+    return "sim" if importlib.util.find_spec("kbench.transports.sim") else "dry"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def kbench(*args: str, cpus: str | None = None, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "kbench", *args]
+    if cpus is not None and shutil.which("taskset"):
+        cmd = ["taskset", "-c", cpus, *cmd]
+    p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+SMALL = """\
+repetitions = 3
+warmup = true
+duration_s = {duration}
+warmup_s = 0.1
+steady_skip_s = 0
+auto_rate_fraction = 0.5
+seed = 7
+
+[transport]
+kind = "{transport}"
+
+[client]
+"sasl.password" = "s3cr3t-kbench-test"
+
+[corpora]
+json = {{ source = "json", size = 262144, seed = 1 }}
+random = {{ source = "random", size = 262144, seed = 1 }}
+"""
+
+
+def plan_text(name: str, sweeps: str, duration: float = 0.3, transport: str | None = None) -> str:
+    head = f'name = "{name}"\ndescription = "test plan for reports ({name})"\n'
+    return head + SMALL.format(duration=duration, transport=transport or best_transport()) + sweeps
+
+
+#: The zstd-vs-none plan's sweeps (experiments A, B, C, D), at test durations.
+ZSTD_VS_NONE = """
+[[sweep]]
+name = "saturated"
+experiments = ["B"]
+codec = ["none", "zstd:3"]
+corpus = ["json", "random"]
+batch_size = 65536
+linger_ms = 5
+rate = "saturated"
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json", "random"]
+batch_size = 65536
+linger_ms = 5
+rate = "auto"
+"""
+
+#: A quick-sized plan with A–F for the two-machine report and notebooks.
+MACHINE = """
+[[sweep]]
+name = "saturated"
+experiments = ["B"]
+codec = ["none", "zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = "saturated"
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = "auto"
+
+[[sweep]]
+name = "batch"
+experiments = ["E"]
+codec = ["lz4", "zstd:3"]
+corpus = ["json"]
+batch_size = [16384, 65536]
+linger_ms = 5
+rate = "auto"
+
+[[sweep]]
+name = "recompress"
+experiments = ["F"]
+codec = ["zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = "auto"
+topic_compression = ["producer", "lz4"]
+"""
+
+
+def _run(root: Path, name: str, sweeps: str, cpus: str | None = None, transport: str | None = None, duration: float = 0.3) -> Path:
+    plan = root / f"{name}.toml"
+    plan.write_text(plan_text(name, sweeps, duration, transport))
+    out = root / name
+    # --force: a shared CI machine often shows CPU steal; the manifest records it and the report lists it as a threat.
+    kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", "--force", cpus=cpus)
+    return out
+
+
+def zstd_vs_none_run(root: Path, transport: str | None = None) -> Path:
+    """One run of the zstd-vs-none plan's matrix (A–D); ``transport="local"``: real Kafka."""
+    key = f"zvn:{root}:{transport}"
+    if key not in _CACHE:
+        root.mkdir(parents=True, exist_ok=True)
+        duration = 1.5 if transport == "local" else 0.3
+        _CACHE[key] = _run(root, "zstd-vs-none", ZSTD_VS_NONE, transport=transport, duration=duration)
+    return _CACHE[key]  # type: ignore[return-value]
+
+
+def label_machine(run_dir: Path, label: str, cores: int) -> None:
+    """Name a run's machine in its manifest (the grouping key) and record its CPU share."""
+    path = run_dir / "manifest.json"
+    man = json.loads(path.read_text())
+    man["machine"].update(label=label, logical_cores=cores, physical_cores=cores)
+    path.write_text(json.dumps(man, indent=2, sort_keys=True))
+
+
+def _parallel(cmds: list[tuple[list[str], str]]) -> None:
+    """Run ``kbench`` commands at once, each pinned to its CPUs; fail on any error."""
+    procs = []
+    for args, cpus in cmds:
+        cmd = [sys.executable, "-m", "kbench", *args]
+        if shutil.which("taskset"):
+            cmd = ["taskset", "-c", cpus, *cmd]
+        procs.append((cmd, subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    for cmd, p in procs:
+        out, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-3000:]}\n{err[-3000:]}")
+
+
+def two_machines(root: Path) -> list[Path]:
+    """Two runs pinned to different CPUs (at the same time), labelled as two machines, each
+    with an M.csv from ``kbench codecs bench`` pinned the same way."""
+    key = f"two:{root}"
+    if key not in _CACHE:
+        root.mkdir(parents=True, exist_ok=True)
+        ncpu = len(os.sched_getaffinity(0))
+        cpus = [str(min(i, ncpu - 1)) for i in (0, 1)]
+        dirs = [root / f"machine-{i}" for i in (0, 1)]
+        runs = []
+        for i, (d, c) in enumerate(zip(dirs, cpus)):
+            plan = root / f"machine-{i}.toml"
+            plan.write_text(plan_text(f"machine-{i}", MACHINE))
+            runs.append((["run", str(plan), "-o", str(d), "--gate-sample-s", "0.1", "--force"], c))
+        _parallel(runs)
+        _parallel([(["codecs", "bench", "--corpus", "json", "--corpus-size", "262144", "--codecs", "lz4,zstd:1,zstd:3",
+                     "--block-sizes", "16k,64k", "--min-time", "0.01", "--repeats", "3", "--csv", str(d / "M.csv")], c)
+                   for d, c in zip(dirs, cpus)])
+        for d, c in zip(dirs, cpus):
+            label_machine(d, f"cpu{c}-pinned", 1)
+        _CACHE[key] = dirs
+    return _CACHE[key]  # type: ignore[return-value]

@@ -1,0 +1,72 @@
+"""The notebooks: committed without outputs, executed headless on two real runs labelled as two machines."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+pytest.importorskip("pandas")
+
+from report_runs import ROOT, two_machines  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_both_notebooks_exist() -> None:
+    assert {p.name for p in NOTEBOOKS} >= {"cross_architecture.ipynb", "codec_tradeoffs.ipynb"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebook_has_no_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: strip outputs before committing"
+    assert nb.cells[0].cell_type == "code" and nb.cells[0].source.lstrip().splitlines()[-1].startswith("RUN_DIRS = ")
+
+
+def _execute(path: Path, run_dirs: list[Path]) -> list[dict]:
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = "RUN_DIRS = " + json.dumps([str(d) for d in run_dirs])
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def _tables(outputs: list[dict]) -> list[str]:
+    return [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {}) and "<table" in o["data"]["text/html"]]
+
+
+@pytest.fixture(scope="module")
+def machines(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return two_machines(tmp_path_factory.getbasetemp() / "machines")
+
+
+def test_cross_architecture_shows_two_machines(machines: list[Path]) -> None:
+    outputs = _execute(ROOT / "notebooks" / "cross_architecture.ipynb", machines)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    tables = _tables(outputs)
+    captions = " ".join(re.findall(r"<caption>(.*?)</caption>", " ".join(tables)))
+    for exp in ("A:", "B:", "C:", "D:"):
+        assert exp in captions
+    b = next(t for t in tables if "B: msgs/s per machine" in t)
+    assert "cpu0-pinned" in b and "cpu1-pinned" in b
+    assert "per vCPU" in b and "per core" in b
+    assert any("spread" in t and "achieved_rate_msgs" in t for t in tables)
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_codec_tradeoffs_shows_two_machines(machines: list[Path]) -> None:
+    outputs = _execute(ROOT / "notebooks" / "codec_tradeoffs.ipynb", machines)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    tables = _tables(outputs)
+    m = next(t for t in tables if "M: MB/s" in t)
+    e = next(t for t in tables if "E: ratio and batch fill" in t)
+    for t in (m, e):
+        assert "cpu0-pinned" in t and "cpu1-pinned" in t
+    assert "zstd" in m and "lz4" in m and "compress_mb_s per core" in m
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2

@@ -1,0 +1,237 @@
+"""kbench report: tables from real runs, every number traceable, changes followed, bad input refused."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+
+from kbench import provenance  # noqa: E402
+from report_runs import kbench, two_machines, zstd_vs_none_run  # noqa: E402
+
+NUMBER = re.compile(r"(?<![\w.])[-+−]?\d(?:[\d,]*\d)?(?:\.\d+)?[%×]?")
+
+
+@pytest.fixture(scope="module")
+def zvn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return zstd_vs_none_run(tmp_path_factory.getbasetemp() / "report-runs")
+
+
+@pytest.fixture(scope="module")
+def zvn_report(zvn: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("zvn-report")
+    p = kbench("report", str(zvn), "-o", str(out), "--verify")
+    assert "verified" in p.stdout
+    return out
+
+
+def _input_strings(run_dirs: list[Path]) -> tuple[list[str], set[str]]:
+    """Literal strings of the inputs that hold a digit: (non-numeric ones, numeric ones)."""
+    vals: set[str] = set()
+    for d in run_dirs:
+        for f in d.glob("*.csv"):
+            with f.open(newline="") as fh:
+                for row in csv.reader(fh):
+                    vals.update(row)
+
+        def walk(x: object) -> None:
+            if isinstance(x, dict):
+                for k, v in x.items():
+                    vals.add(str(k))
+                    walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+            elif x is not None:
+                vals.add(str(x))
+                if isinstance(x, bool):
+                    vals.add(str(x).lower())
+
+        walk(json.loads((d / "manifest.json").read_text()))
+        vals.add(d.name)
+    with_digit = {v for v in vals if re.search(r"\d", v)}
+    numeric = {v for v in with_digit if NUMBER.fullmatch(v)}
+    return sorted(with_digit - numeric, key=len, reverse=True), numeric
+
+
+def untraceable_numbers(md: str, prov: dict, run_dirs: list[Path]) -> list[str]:
+    """Numbers printed in ``md`` that are neither a ledger figure nor a literal input value."""
+    literals, numeric = _input_strings(run_dirs)
+    text = md
+    for lit in literals:
+        text = text.replace(lit.replace("|", "\\|"), " ")
+    def norm(tok: str) -> str:  # a unit sign after a figure is text, not part of the number
+        return tok.rstrip("%×").lstrip("+-−")
+
+    allowed = {norm(v) for v in numeric}
+    for t in (f[2] for f in prov["figures"]):
+        allowed.update(norm(x) for x in NUMBER.findall(t))
+    return sorted({tok for tok in NUMBER.findall(text) if norm(tok) not in allowed})
+
+
+def test_zstd_vs_none_report_has_every_table(zvn_report: Path) -> None:
+    md = (zvn_report / "report.md").read_text()
+    for exp in "ABCD":
+        assert f"## Experiment {exp} ·" in md, exp
+        section = md.split(f"## Experiment {exp} ·")[1].split("\n## ")[0]
+        rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+        assert len(rows) >= 3, f"{exp}: header and at least two data rows expected"
+        assert "none" in section and "zstd:3" in section
+    for title in ("## Headline figures", "## Excluded data points", "## Environment", "## Threats to validity"):
+        assert title in md
+    assert "latency-NOT-comparable-saturated" in md
+    html = (zvn_report / "report.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", html), "the page must not load anything"
+    assert (zvn_report / "plots").is_dir()
+
+
+def test_no_number_absent_from_inputs(zvn: Path, zvn_report: Path) -> None:
+    md = (zvn_report / "report.md").read_text()
+    prov = json.loads((zvn_report / "provenance.json").read_text())
+    assert provenance.verify(prov, [zvn]) == []
+    assert untraceable_numbers(md, prov, [zvn]) == []
+    # The check can fail: a hand-typed number is caught.
+    assert untraceable_numbers(md + "\nzstd saves 37.25% of the disk\n", prov, [zvn]) == ["37.25%"]
+
+
+def test_provenance_detects_a_changed_input(zvn: Path, zvn_report: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(zvn, run)
+    prov = json.loads((zvn_report / "provenance.json").read_text())
+    rows = list(csv.DictReader((run / "C.csv").open()))
+    rows[0]["ratio"] = str(float(rows[0]["ratio"]) * 3)
+    with (run / "C.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    problems = provenance.verify(prov, [run])
+    assert problems and any("recomputed" in p for p in problems)
+
+
+def _b_section_row(md: str, codec: str, corpus: str) -> str:
+    section = md.split("## Experiment B ·")[1].split("\n## ")[0]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if codec in cells and corpus in cells:
+            return line
+    raise AssertionError(f"no B row for {codec} {corpus}")
+
+
+def test_changing_one_csv_value_changes_the_report(zvn: Path, tmp_path: Path) -> None:
+    run = tmp_path / "zstd-vs-none"
+    shutil.copytree(zvn, run)
+    before_dir, after_dir = tmp_path / "before", tmp_path / "after"
+    kbench("report", str(run), "-o", str(before_dir), "--no-plots")
+    path = run / "B.csv"
+    rows = list(csv.DictReader(path.open()))
+    target = next(r for r in rows if r["codec"] == "zstd:3" and r["corpus"] == "json" and r["status"] == "OK")
+    target["achieved_rate_msgs"] = str(round(float(target["achieved_rate_msgs"]) * 1.5 + 17, 3))
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    kbench("report", str(run), "-o", str(after_dir), "--no-plots", "--verify")
+    before, after = (before_dir / "report.md").read_text(), (after_dir / "report.md").read_text()
+    vals = [float(r["achieved_rate_msgs"]) for r in rows if r["codec"] == "zstd:3" and r["corpus"] == "json" and r["status"] == "OK"]
+    med, lo, hi = statistics.median(vals), min(vals), max(vals)
+    expected = f"{med:,.0f} [{lo:,.0f}–{hi:,.0f}]"
+    assert expected in _b_section_row(after, "zstd:3", "json")
+    assert expected not in _b_section_row(before, "zstd:3", "json")
+    # Only what depends on that cell changed: the none rows are identical.
+    assert _b_section_row(after, "none", "json") == _b_section_row(before, "none", "json")
+
+
+def test_secrets_never_reach_the_report(zvn: Path, zvn_report: Path) -> None:
+    man = json.loads((zvn / "manifest.json").read_text())
+    html = (zvn_report / "report.html").read_text() + (zvn_report / "report.md").read_text()
+    # The test plan's client has a sasl.password (see report_runs.SMALL): redacted in the
+    # manifest by the engine, and the report prints no client property at all.
+    assert "s3cr3t-kbench-test" not in (zvn / "manifest.json").read_text()
+    assert "s3cr3t-kbench-test" not in html
+    assert "sasl.password" in json.dumps(man)
+
+
+def test_two_machines_in_one_report(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    dirs = two_machines(tmp_path_factory.getbasetemp() / "machines")
+    kbench("report", *map(str, dirs), "-o", str(tmp_path / "r"), "--verify")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "cpu0-pinned" in md and "cpu1-pinned" in md
+    for exp in "ABCDEFM":
+        assert f"## Experiment {exp} ·" in md, exp
+    assert "Broker recompression" in md
+    assert "spread across machines" in md
+    prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
+    assert untraceable_numbers(md, prov, dirs) == []
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: None, "not a directory"),
+        (lambda d: d.mkdir(), "no manifest.json"),
+        (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{broken")), "not valid JSON"),
+        (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{}")), "holds no experiment CSV"),
+        (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{}"), (d / "A.csv").write_text("a,b\n1,2\n")), "no column status"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, setup, message: str) -> None:
+    d = tmp_path / "run"
+    setup(d)
+    out = tmp_path / "out"
+    p = kbench("report", str(d), "-o", str(out), check=False)
+    assert p.returncode == 2
+    err = p.stderr.strip()
+    assert len(err.splitlines()) == 1 and message in err and str(d) in err
+    assert not out.exists()
+
+
+def test_html_renders_in_headless_chromium(zvn_report: Path, tmp_path: Path) -> None:
+    from chromium import chromium_binary, render
+
+    if chromium_binary() is None:
+        pytest.skip("chromium not installed (scripts/setup.sh installs it)")
+    shot = tmp_path / "report.png"
+    console = render(zvn_report / "report.html", shot, tmp_path / "profile")
+    assert console == [], console
+    assert shot.stat().st_size > 20_000  # a page with tables and plots, not a blank one
+    # The console capture works: a page with a script error is reported.
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><script>console.error('kbench-check'); nope();</script></body></html>")
+    got = render(bad, tmp_path / "bad.png", tmp_path / "profile2")
+    assert any("kbench-check" in line for line in got) and any("nope" in line for line in got)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_report_on_a_real_kafka_run(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The zstd-vs-none matrix on a local Kafka cluster: A has measured latencies, D CPU per role."""
+    run = zstd_vs_none_run(tmp_path_factory.getbasetemp() / "kafka-runs", transport="local")
+    kbench("report", str(run), "-o", str(tmp_path / "r"), "--verify")
+    md = (tmp_path / "r" / "report.md").read_text()
+    a = md.split("## Experiment A ·")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in a.splitlines() if line.startswith("| ") and "verdict" not in line]
+    header, data = rows[0], rows[2:]
+    p99 = header.index("p99 µs")
+    assert any(r[p99] != "NA" for r in data), "a real Kafka run measures latency"
+    assert "p99 verdict" in a and "Latency increment at the fixed rate" in md
+    d = md.split("## Experiment D ·")[1].split("\n## ")[0]
+    assert "producer" in d and "consumer" in d and "broker-" in d
+    assert (tmp_path / "r" / "plots" / "a_latency.png").is_file()
+    prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
+    assert untraceable_numbers(md, prov, [run]) == []
+
+
+def test_output_that_is_a_file_is_refused(zvn: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    out.write_text("keep me")
+    p = kbench("report", str(zvn), "-o", str(out), check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "not a directory" in p.stderr
+    assert out.read_text() == "keep me"
