@@ -6,7 +6,6 @@ ASan/LSan and TSan in test_native_sanitized.py).
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,7 @@ import kbench
 from kbench import _native, batch, corpus, segment, sim
 from kbench.batch import Header, Record
 
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+from leakcheck import rss_kib, spin
 
 
 def _churn(n: int, seg: Path) -> None:
@@ -53,11 +46,11 @@ def test_no_rss_growth(tmp_path: Path) -> None:
     _churn(50, seg)
     for _ in range(3):
         sim.run(c, sim.SimConfig(codec="lz4", partitions=2, topic_compression="gzip", start_ts_ms=0), tmp_path / "w")
-    before = _rss_kib()
+    before = rss_kib()
     _churn(300, seg)
     for _ in range(10):
         sim.run(c, sim.SimConfig(codec="lz4", partitions=2, topic_compression="gzip", start_ts_ms=0), tmp_path / "w")
-    grown = _rss_kib() - before
+    grown = rss_kib() - before
     # 300 iterations x ~25 calls: a 100-byte leak per call would add > 700 KiB
     assert grown < 1024, f"RSS grew by {grown} KiB"
     assert r.mismatches == 0
@@ -68,14 +61,6 @@ def test_gil_released_during_sim(tmp_path: Path) -> None:
     """A Python thread keeps running while another thread is inside sim_run (three C threads)."""
     c = corpus.load("json", size=8 << 20)
     probe = threading.Event()
-
-    def spin(until: threading.Event, seconds: float | None = None) -> tuple[int, float]:
-        n, start = 0, time.monotonic()
-        while not until.is_set():
-            n += 1
-            if seconds is not None and n % 1024 == 0 and time.monotonic() - start > seconds:
-                break
-        return n, time.monotonic() - start
 
     base_n, base_t = spin(probe, 0.2)
     rate = base_n / base_t

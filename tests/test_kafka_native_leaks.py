@@ -12,7 +12,7 @@ import pytest
 
 from kbench import _native
 
-from test_native_leaks import _rss_kib
+from leakcheck import rss_kib
 
 
 def _churn(n: int) -> None:
@@ -48,9 +48,9 @@ def _churn(n: int) -> None:
 @pytest.mark.slow
 def test_no_rss_growth() -> None:
     _churn(200)
-    before = _rss_kib()
+    before = rss_kib()
     _churn(1500)
-    grown = _rss_kib() - before
+    grown = rss_kib() - before
     assert grown < 1024, f"RSS grew by {grown} KiB"
 
 

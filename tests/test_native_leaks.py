@@ -6,19 +6,12 @@ Leaks: RSS must not grow across many calls, successful and failing, once warmed 
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from kbench import _native, codecs
 
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+from leakcheck import rss_kib, spin
 
 
 def _churn(n: int, data: bytes) -> None:
@@ -44,9 +37,9 @@ def _churn(n: int, data: bytes) -> None:
 def test_no_rss_growth(json_bytes: bytes) -> None:
     data = json_bytes[:20000]
     _churn(300, data)
-    before = _rss_kib()
+    before = rss_kib()
     _churn(1500, data)
-    grown = _rss_kib() - before
+    grown = rss_kib() - before
     # 4 codecs × 1500 iterations × (3 calls + objects): even a 100-byte leak per call
     # would add > 1.7 MiB.
     assert grown < 1024, f"RSS grew by {grown} KiB"
@@ -58,14 +51,6 @@ def test_gil_released_during_compression(random_bytes: bytes) -> None:
     thread is inside a long zstd call; with the GIL held it would stall for the whole call."""
     data = random_bytes * 8  # 8 MiB
     probe = threading.Event()
-
-    def spin(until: threading.Event, seconds: float | None = None) -> tuple[int, float]:
-        n, start = 0, time.monotonic()
-        while not until.is_set():
-            n += 1
-            if seconds is not None and n % 1024 == 0 and time.monotonic() - start > seconds:
-                break
-        return n, time.monotonic() - start
 
     base_n, base_t = spin(probe, 0.2)
     rate = base_n / base_t
