@@ -209,6 +209,61 @@ static int wait_topic(rd_kafka_t *rk, const char *topic, int gone, int tms) {
     return -1;
 }
 
+/** Whether an admin result event failed, as a whole or for its one topic (create/delete topics, describe
+ *  configs): 0, or -1 with "<verb> topic 'name': message" in err. */
+static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char *name, char *err, size_t errlen) {
+    if (rd_kafka_event_error(ev)) {
+        snprintf(err, errlen, "%s topic '%s': %s", verb, name, rd_kafka_event_error_string(ev));
+        return -1;
+    }
+    size_t n = 0;
+    rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
+    const char *m = NULL;
+    const rd_kafka_topic_result_t **tr = NULL;
+    switch (rd_kafka_event_type(ev)) {
+    case RD_KAFKA_EVENT_CREATETOPICS_RESULT:
+        tr = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        break;
+    case RD_KAFKA_EVENT_DELETETOPICS_RESULT:
+        tr = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        break;
+    case RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT: {
+        const rd_kafka_ConfigResource_t **rs =
+            rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+        if (n != 1) {
+            snprintf(err, errlen, "%s topic '%s': %zu resources in the answer", verb, name, n);
+            return -1;
+        }
+        code = rd_kafka_ConfigResource_error(rs[0]);
+        m = rd_kafka_ConfigResource_error_string(rs[0]);
+        break;
+    }
+    default:
+        break;
+    }
+    if (tr && n == 1) {
+        code = rd_kafka_topic_result_error(tr[0]);
+        m = rd_kafka_topic_result_error_string(tr[0]);
+    }
+    if (code) {
+        snprintf(err, errlen, "%s topic '%s': %s", verb, name, m ? m : rd_kafka_err2str(code));
+        return -1;
+    }
+    return 0;
+}
+
+/** Destroy what an admin call made (each may be NULL). */
+static void admin_free(rd_kafka_t *rk, rd_kafka_queue_t *q, rd_kafka_AdminOptions_t *o, rd_kafka_event_t *ev) {
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    if (o)
+        rd_kafka_AdminOptions_destroy(o);
+    if (q)
+        rd_kafka_queue_destroy(q);
+    if (rk)
+        rd_kafka_destroy(rk);
+}
+
 PyDoc_STRVAR(create_topic_doc,
              "create_topic(props, name, partitions=1, replication_factor=1, configs=None, timeout=30.0)\n\n"
              "Create a topic with the given topic configs (e.g. compression.type, min.insync.replicas)\n"
@@ -259,21 +314,8 @@ static PyObject *py_create_topic(PyObject *self, PyObject *args, PyObject *kw) {
     ev = wait_result(q, RD_KAFKA_EVENT_CREATETOPICS_RESULT, tms, err, sizeof(err));
     if (!ev)
         goto out;
-    if (rd_kafka_event_error(ev)) {
-        snprintf(err, sizeof(err), "create topic '%s': %s", name, rd_kafka_event_error_string(ev));
+    if (admin_result_error(ev, "create", name, err, sizeof(err)) < 0)
         goto out;
-    }
-    {
-        size_t n = 0;
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-        if (n == 1 && rd_kafka_topic_result_error(tr[0])) {
-            const char *m = rd_kafka_topic_result_error_string(tr[0]);
-            snprintf(err, sizeof(err), "create topic '%s': %s", name,
-                     m ? m : rd_kafka_err2str(rd_kafka_topic_result_error(tr[0])));
-            goto out;
-        }
-    }
     if (wait_topic(rk, name, 0, tms) < 0) {
         snprintf(err, sizeof(err), "topic '%s' was created but its partitions had no leader within %.1f s", name,
                  tms / 1000.0);
@@ -281,16 +323,9 @@ static PyObject *py_create_topic(PyObject *self, PyObject *args, PyObject *kw) {
     }
     ok = 1;
 out:
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    if (o)
-        rd_kafka_AdminOptions_destroy(o);
-    if (q)
-        rd_kafka_queue_destroy(q);
     if (nt)
         rd_kafka_NewTopic_destroy(nt);
-    if (rk)
-        rd_kafka_destroy(rk);
+    admin_free(rk, q, o, ev);
     Py_END_ALLOW_THREADS
     if (!ok)
         PyErr_SetString(kb_KafkaError, err);
@@ -339,37 +374,17 @@ static PyObject *py_delete_topic(PyObject *self, PyObject *args, PyObject *kw) {
     ev = wait_result(q, RD_KAFKA_EVENT_DELETETOPICS_RESULT, tms, err, sizeof(err));
     if (!ev)
         goto out;
-    if (rd_kafka_event_error(ev)) {
-        snprintf(err, sizeof(err), "delete topic '%s': %s", name, rd_kafka_event_error_string(ev));
+    if (admin_result_error(ev, "delete", name, err, sizeof(err)) < 0)
         goto out;
-    }
-    {
-        size_t n = 0;
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
-        if (n == 1 && rd_kafka_topic_result_error(tr[0])) {
-            const char *m = rd_kafka_topic_result_error_string(tr[0]);
-            snprintf(err, sizeof(err), "delete topic '%s': %s", name,
-                     m ? m : rd_kafka_err2str(rd_kafka_topic_result_error(tr[0])));
-            goto out;
-        }
-    }
     if (wait_topic(rk, name, 1, tms) < 0) {
         snprintf(err, sizeof(err), "topic '%s' still listed %.1f s after deletion", name, tms / 1000.0);
         goto out;
     }
     ok = 1;
 out:
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    if (o)
-        rd_kafka_AdminOptions_destroy(o);
-    if (q)
-        rd_kafka_queue_destroy(q);
     if (dt)
         rd_kafka_DeleteTopic_destroy(dt);
-    if (rk)
-        rd_kafka_destroy(rk);
+    admin_free(rk, q, o, ev);
     Py_END_ALLOW_THREADS
     kb_props_free(&p);
     if (!ok) {
@@ -417,27 +432,13 @@ static PyObject *py_describe(PyObject *self, PyObject *args, PyObject *kw) {
         ev = wait_result(q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, tms, err, sizeof(err));
     }
     Py_END_ALLOW_THREADS
-    if (!ev) {
+    if (!ev || admin_result_error(ev, "describe configs of", name, err, sizeof(err)) < 0) {
         PyErr_SetString(kb_KafkaError, err);
-        goto done;
-    }
-    if (rd_kafka_event_error(ev)) {
-        PyErr_Format(kb_KafkaError, "describe configs of topic '%s': %s", name, rd_kafka_event_error_string(ev));
         goto done;
     }
     size_t nr = 0;
     const rd_kafka_ConfigResource_t **rs =
         rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &nr);
-    if (nr != 1) {
-        PyErr_Format(kb_KafkaError, "describe configs of topic '%s': %zu resources in the answer", name, nr);
-        goto done;
-    }
-    if (rd_kafka_ConfigResource_error(rs[0])) {
-        PyErr_Format(kb_KafkaError, "describe configs of topic '%s': %s", name,
-                     rd_kafka_ConfigResource_error_string(rs[0]) ? rd_kafka_ConfigResource_error_string(rs[0])
-                                                                 : rd_kafka_err2str(rd_kafka_ConfigResource_error(rs[0])));
-        goto done;
-    }
     size_t nc = 0;
     const rd_kafka_ConfigEntry_t **ce = rd_kafka_ConfigResource_configs(rs[0], &nc);
     out = PyDict_New();
@@ -452,16 +453,9 @@ static PyObject *py_describe(PyObject *self, PyObject *args, PyObject *kw) {
     }
 done:
     Py_BEGIN_ALLOW_THREADS
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    if (o)
-        rd_kafka_AdminOptions_destroy(o);
     if (cr)
         rd_kafka_ConfigResource_destroy(cr);
-    if (q)
-        rd_kafka_queue_destroy(q);
-    if (rk)
-        rd_kafka_destroy(rk);
+    admin_free(rk, q, o, ev);
     Py_END_ALLOW_THREADS
     kb_props_free(&p);
     return out;
