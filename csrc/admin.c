@@ -445,11 +445,10 @@ static PyObject *py_describe(PyObject *self, PyObject *args, PyObject *kw) {
     for (size_t i = 0; out && i < nc; i++) {
         const char *v = rd_kafka_ConfigEntry_is_sensitive(ce[i]) ? NULL : rd_kafka_ConfigEntry_value(ce[i]);
         PyObject *t = Py_BuildValue("(zs)", v, rd_kafka_ConfigSource_name(rd_kafka_ConfigEntry_source(ce[i])));
-        if (!t || PyDict_SetItemString(out, rd_kafka_ConfigEntry_name(ce[i]), t) < 0) {
-            Py_XDECREF(t);
-            Py_CLEAR(out);
-        }
+        int bad = !t || PyDict_SetItemString(out, rd_kafka_ConfigEntry_name(ce[i]), t) < 0;
         Py_XDECREF(t);
+        if (bad)
+            Py_CLEAR(out);
     }
 done:
     Py_BEGIN_ALLOW_THREADS

@@ -26,6 +26,7 @@ struct kb_codec_ctx {
     ZSTD_CCtx *zc;
     ZSTD_DCtx *zd;
     LZ4F_cctx *lc;
+    void *lz4_state;      /* LZ4_compress_fast_extState state, reused */
     uint8_t *lz4_scratch; /* 4 MiB, only to tell "corrupt" from "out of room" */
     int zc_level; /* level the zstd cctx is set up for, INT_MIN if none */
 };
@@ -68,6 +69,7 @@ void kb_codec_ctx_free(kb_codec_ctx *c) {
     if (c->lc)
         LZ4F_freeCompressionContext(c->lc);
     free(c->lz4_scratch);
+    free(c->lz4_state);
     free(c);
 }
 
@@ -361,8 +363,46 @@ static int snappy_decompress_any(const uint8_t *src, size_t n, uint8_t *dst, siz
 
 /* ----------------------------------------------------------------- lz4 -- */
 
+/* The Kafka LZ4 frame header for FLG 0x60, BD 0x40: its checksum byte is 0x82. */
+static const uint8_t LZ4_KAFKA_HEADER[7] = {0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82};
+
+/*
+ * Level 9 (Kafka's default, lz4-java's fast compressor): the frame is written
+ * here, each 64 KiB block by LZ4_compress_fast_extState into a reused state,
+ * stored raw when it does not shrink.  Other levels (LZ4HC) go through
+ * liblz4's frame API with the same preferences, so the frame is the same.
+ */
 static int lz4_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n, uint8_t *dst,
                         size_t cap, size_t *outlen, char *err, size_t errlen) {
+    if (level == 9) {
+        if (!c->lz4_state) {
+            c->lz4_state = malloc((size_t)LZ4_sizeofState());
+            if (!c->lz4_state)
+                return fail(err, errlen, "lz4: out of memory");
+        }
+        if (cap < sizeof(LZ4_KAFKA_HEADER) + 4)
+            return KB_ETOOSMALL;
+        memcpy(dst, LZ4_KAFKA_HEADER, sizeof(LZ4_KAFKA_HEADER));
+        size_t o = sizeof(LZ4_KAFKA_HEADER);
+        for (size_t off = 0; off < n; off += LZ4_BLOCK) {
+            size_t len = n - off < LZ4_BLOCK ? n - off : LZ4_BLOCK;
+            if (cap - o < 4 + len + 4)
+                return KB_ETOOSMALL;
+            int r = LZ4_compress_fast_extState(c->lz4_state, (const char *)src + off, (char *)dst + o + 4, (int)len,
+                                               (int)len - 1, 1);
+            if (r <= 0) { /* does not shrink: store raw */
+                put_le32(dst + o, (uint32_t)len | 0x80000000u);
+                memcpy(dst + o + 4, src + off, len);
+                o += 4 + len;
+            } else {
+                put_le32(dst + o, (uint32_t)r);
+                o += 4 + (size_t)r;
+            }
+        }
+        put_le32(dst + o, 0); /* end mark */
+        *outlen = o + 4;
+        return KB_OK;
+    }
     if (!c->lc) {
         LZ4F_errorCode_t e = LZ4F_createCompressionContext(&c->lc, LZ4F_VERSION);
         if (LZ4F_isError(e))
