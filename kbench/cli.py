@@ -28,7 +28,9 @@ class UserError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``: a subcommand's name) one with just that subcommand, so
+    that running a command imports its module and no other."""
     parser = argparse.ArgumentParser(
         prog="kbench",
         description="kbench: measure Apache Kafka compression (codecs, batches, latency, throughput, CPU per role).",
@@ -36,12 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        if only is None or name.rsplit(".", 1)[1] == only:
+            importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else None
+    known = {name.rsplit(".", 1)[1] for name in COMMAND_MODULES}
+    parser = build_parser(first if first in known else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -68,6 +68,9 @@ class Fig(NamedTuple):
         return self.value is not None and self.value == self.value
 
 
+_new_fig = tuple.__new__
+
+
 def _median(xs: Sequence[float]) -> float:
     return float(statistics.median(xs))
 
@@ -112,8 +115,9 @@ class Ledger:
 
     def _add(self, value: float | None, kind: str, op: str, a: Any, b: Any) -> Fig:
         text = "NA" if value is None or value != value else FORMATS[kind](value)
-        self.figs.append((op, kind, text, a, b))
-        return Fig(len(self.figs) - 1, value, text)
+        figs = self.figs
+        figs.append((op, kind, text, a, b))
+        return _new_fig(Fig, (len(figs) - 1, value, text))
 
     def row_set(self, experiment: str, gids: Any) -> int:
         """The id of a set of rows (``gids``: ints or an integer numpy array)."""

@@ -24,53 +24,80 @@ class Stat:
     The figures are entered in the ledger when first used, so a number that a report does
     not print costs nothing."""
 
-    __slots__ = ("_ledger", "_set", "_metric", "_kind", "_vals", "_figs")
+    __slots__ = ("_ledger", "_set", "_metric", "_kind", "_med", "_lo", "_hi", "_n", "_fmed", "_flo", "_fhi", "_fn")
 
     def __init__(self, ledger: Ledger, set_id: int, metric: str, kind: str, med: float | None, lo: float | None, hi: float | None, n: int) -> None:
         self._ledger, self._set, self._metric, self._kind = ledger, set_id, metric, kind
-        self._vals = {"median": med, "min": lo, "max": hi, "count": float(n)}
-        self._figs: dict[str, Fig] = {}
+        self._med, self._lo, self._hi, self._n = med, lo, hi, float(n)
+        self._fmed = self._flo = self._fhi = self._fn = None
 
     def _fig(self, op: str) -> Fig:
-        f = self._figs.get(op)
-        if f is None:
-            f = self._figs[op] = self._ledger._add(self._vals[op], "int" if op == "count" else self._kind, op, self._set, self._metric)
-        return f
+        if op == "median":
+            return self.median
+        if op == "min":
+            return self.lo
+        if op == "max":
+            return self.hi
+        if op == "count":
+            return self.n
+        raise KeyError(op)
 
     @property
     def median(self) -> Fig:
-        return self._fig("median")
+        f = self._fmed
+        if f is None:
+            f = self._fmed = self._ledger._add(self._med, self._kind, "median", self._set, self._metric)
+        return f
 
     @property
     def lo(self) -> Fig:
-        return self._fig("min")
+        f = self._flo
+        if f is None:
+            f = self._flo = self._ledger._add(self._lo, self._kind, "min", self._set, self._metric)
+        return f
 
     @property
     def hi(self) -> Fig:
-        return self._fig("max")
+        f = self._fhi
+        if f is None:
+            f = self._fhi = self._ledger._add(self._hi, self._kind, "max", self._set, self._metric)
+        return f
 
     @property
     def n(self) -> Fig:
-        return self._fig("count")
+        f = self._fn
+        if f is None:
+            f = self._fn = self._ledger._add(self._n, "int", "count", self._set, self._metric)
+        return f
 
     @property
     def ok(self) -> bool:
-        return self._vals["median"] is not None
+        return self._med is not None
 
     def value(self, op: str) -> float | None:
         """A value without entering it in the ledger (for comparisons)."""
-        return self._vals[op]
+        if op == "median":
+            return self._med
+        if op == "min":
+            return self._lo
+        if op == "max":
+            return self._hi
+        if op == "count":
+            return self._n
+        raise KeyError(op)
 
     def cell(self) -> str:
         """``median [lo–hi]`` (or ``NA``)."""
-        if not self.ok:
+        if self._med is None:
             return "NA"
-        if self.lo.text == self.hi.text:
-            return f"{self.median} [{self.lo}]"
-        return f"{self.median} [{self.lo}–{self.hi}]"
+        lo, hi = self.lo.text, self.hi.text  # the ledger order: min, max, then median
+        med = self.median.text
+        if lo == hi:
+            return f"{med} [{lo}]"
+        return f"{med} [{lo}–{hi}]"
 
     def range(self) -> str:
-        return "NA" if not self.ok else f"{self.lo}–{self.hi}"
+        return "NA" if self._med is None else f"{self.lo.text}–{self.hi.text}"
 
 
 def empty_stat(ledger: Ledger, metric: str) -> Stat:
