@@ -132,8 +132,8 @@ static LZ4F_preferences_t lz4_prefs(int level) {
     p.frameInfo.contentChecksumFlag = LZ4F_noContentChecksum;
     p.frameInfo.blockChecksumFlag = LZ4F_noBlockChecksum;
     p.autoFlush = 1; /* compress the last partial block straight from the input */
-    /* Kafka (lz4-java): level 9 is the fast compressor, other levels LZ4HC. */
-    p.compressionLevel = level == 9 ? 0 : level;
+    /* Only the LZ4HC levels come here: level 9 (fast) is written by lz4_compress itself. */
+    p.compressionLevel = level;
     return p;
 }
 
@@ -149,7 +149,7 @@ size_t kb_compress_bound(kb_codec_t codec, size_t n) {
         return XERIAL_HEADER_LEN + blocks * (4 + snappy_max_compressed_length(XERIAL_BLOCK));
     }
     case KB_CODEC_LZ4: {
-        LZ4F_preferences_t p = lz4_prefs(9);
+        LZ4F_preferences_t p = lz4_prefs(0); /* the bound does not depend on the level */
         return LZ4F_HEADER_SIZE_MAX + LZ4F_compressBound(n, &p);
     }
     case KB_CODEC_ZSTD:
