@@ -223,12 +223,19 @@ def test_report_on_a_real_kafka_run(tmp_path_factory: pytest.TempPathFactory, tm
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in a.splitlines() if line.startswith("| ") and "verdict" not in line]
     header, data = rows[0], rows[2:]
     p99 = header.index("p99 µs")
-    assert any(r[p99] != "NA" for r in data), "a real Kafka run measures latency"
+    # The run measured latency in every repetition, whatever status the rules gave it.
+    measured = list(csv.DictReader((run / "A.csv").open()))
+    assert measured and all(float(r["corrected_p99_us"]) > 0 for r in measured), "a real Kafka run measures latency"
+    cells = {(r["codec"], r["corpus"]) for r in measured}
+    ok = {(r["codec"], r["corpus"]) for r in measured if r["status"] == "OK"}
     if "no OK repetitions" in a:
         # On a VM with CPU steal > 1 % the rules exclude every repetition of a side
         # (INVALID; or REJECTED off-rate): the report must say "not comparable" and list them.
+        assert ok != cells, "every cell had OK repetitions, yet the report says one has none"
         assert "not comparable (no OK repetitions)" in a and "Rows whose status is not OK" in md
     else:
+        assert ok == cells
+        assert any(r[p99] != "NA" for r in data), "OK repetitions give the report its latencies"
         assert "p99 verdict" in a and "Latency increment at the fixed rate" in md
     d = md.split("## Experiment D ·")[1].split("\n## ")[0]
     assert "producer" in d and "consumer" in d and "broker-" in d
