@@ -85,16 +85,11 @@ def median_ci(xs: list[float], resamples: int = 4000, seed: int = 1) -> tuple[fl
     return statistics.median(xs), meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
 
 
-def spread(xs: list[float]) -> str:
-    """``0.981 [0.93–1.04]``: the median per-pair ratio and its 95 % confidence interval."""
+def judged(xs: list[float], target: float) -> tuple[str, str]:
+    """(``0.981 [0.93–1.04]``, verdict): the median per-pair ratio with its 95 % confidence
+    interval, and whether it is at or above ``target``: yes, no, or open (the CI spans it)."""
     m, lo, hi = median_ci(xs)
-    return f"{m:.3f} [{lo:.2f}–{hi:.2f}]"
-
-
-def verdict(xs: list[float], target: float) -> str:
-    """Whether the median per-pair ratio is at or above ``target``: yes, no, or open (CI spans it)."""
-    _, lo, hi = median_ci(xs)
-    return "yes" if lo >= target else "no" if hi < target else "open"
+    return f"{m:.3f} [{lo:.2f}–{hi:.2f}]", "yes" if lo >= target else "no" if hi < target else "open"
 
 
 def parse_cases(text: str) -> list[tuple[str, int | None]]:
@@ -178,10 +173,9 @@ def compare(args: argparse.Namespace, pin: list[str]) -> int:
         tc, td = statistics.median(t[1] for _, t in ps), statistics.median(t[2] for _, t in ps)
         kr, tr = n / ps[0][0][0], n / ps[0][1][0]
         name = codec if level is None else f"{codec}:{level}"
-        cx, dx = [k[1] / t[1] for k, t in ps], [k[2] / t[2] for k, t in ps]
+        (cs, cv), (ds, dv) = (judged([k[i] / t[i] for k, t in ps], args.target) for i in (1, 2))
         print(f"{name:<7} {block:>8} {kr:9.3f} {tr:9.3f} {100 * (kr - tr) / tr:+6.2f}% "
-              f"{kc:10.1f} {tc:10.1f} {spread(cx):>17} {verdict(cx, args.target):>4} "
-              f"{kd:10.1f} {td:10.1f} {spread(dx):>17} {verdict(dx, args.target):>4}")
+              f"{kc:10.1f} {tc:10.1f} {cs:>17} {cv:>4} {kd:10.1f} {td:10.1f} {ds:>17} {dv:>4}")
     if args.pairs:
         tmp_path = args.pairs.with_name(args.pairs.name + ".partial")
         with tmp_path.open("w", newline="") as f:

@@ -370,7 +370,6 @@ static int snappy_decompress_any(const uint8_t *src, size_t n, uint8_t *dst, siz
 
 /* ----------------------------------------------------------------- lz4 -- */
 
-
 /*
  * Level 9 (Kafka's default, lz4-java's fast compressor): the frame is written
  * here, each 64 KiB block by LZ4_compress_fast_extState into a reused state,

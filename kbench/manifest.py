@@ -7,11 +7,11 @@ a run starts (``state: running``), updated when the common rate is derived, and 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from kbench.redact import Scrubber
+from kbench.results import atomic_write
 
 __all__ = ["MANIFEST", "read", "write"]
 
@@ -22,15 +22,9 @@ SCHEMA_VERSION = 1
 def write(run_dir: Path, data: Mapping[str, Any], scrub: Scrubber) -> Path:
     """Write ``manifest.json`` atomically (tmp + fsync + rename), secrets redacted."""
     path = run_dir / MANIFEST
-    tmp = path.with_name(path.name + ".tmp")
     body = dict(scrub.deep(dict(data)))
     body["schema_version"] = SCHEMA_VERSION
-    with tmp.open("w") as f:
-        json.dump(body, f, indent=2, sort_keys=True, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+    atomic_write(path, (json.dumps(body, indent=2, sort_keys=True, default=str) + "\n").encode())
     return path
 
 

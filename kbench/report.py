@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from kbench import document as doc
 from kbench.frames import Run, frames, load_runs
 from kbench.provenance import Fig, Ledger
+from kbench.results import atomic_write
 from kbench.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
 
 if TYPE_CHECKING:
@@ -598,15 +599,6 @@ def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list
     return ctx.blocks, ctx.ledger, plots, title
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-
-
 def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = True) -> ReportFiles:
     """Build the report, then write it under ``out`` (each file atomically)."""
     out = Path(out)
@@ -617,12 +609,12 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     paths = []
     for name, data in plots.items():
         p = out / "plots" / name
-        _atomic_write(p, data)
+        atomic_write(p, data)
         paths.append(p)
     md, html_, prov = out / "report.md", out / "report.html", out / "provenance.json"
-    _atomic_write(prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode())
-    _atomic_write(md, doc.to_markdown(blocks).encode())
-    _atomic_write(html_, doc.to_html(blocks, title).encode())
+    atomic_write(prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode())
+    atomic_write(md, doc.to_markdown(blocks).encode())
+    atomic_write(html_, doc.to_html(blocks, title).encode())
     return ReportFiles(md, html_, prov, tuple(paths))
 
 

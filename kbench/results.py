@@ -145,7 +145,7 @@ class ResultsWriter:
         d.mkdir(exist_ok=True)
         path = d / f"{cell_id}-r{rep}.json"
         body = {"cell_id": cell_id, "rep": rep, "unit": "ns", "encoding": "kbench.Histogram.encode, base64", "histograms": dict(histograms)}
-        _atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
+        atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
         return path
 
     def mark_done(self, cell_id: str, rep: int, status: str) -> None:
@@ -187,8 +187,10 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     return [dict(zip(header, r)) for r in rows[1:] if len(r) == len(header)]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` durably: a per-process temporary file, fsynced, renamed
+    over ``path``, then the directory fsynced.  A crash leaves the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     with tmp.open("wb") as f:
         f.write(data)
         f.flush()
@@ -209,7 +211,7 @@ def reconcile(run_dir: Path) -> dict[str, int]:
     if jpath.exists():
         lines, truncated = _complete_lines(jpath.read_bytes())
         if truncated:
-            _atomic_write(jpath, b"".join(x + b"\n" for x in lines))
+            atomic_write(jpath, b"".join(x + b"\n" for x in lines))
             dropped[JOURNAL] = 1
     for exp in COLUMNS:
         path = run_dir / f"{exp}.csv"
@@ -236,7 +238,7 @@ def reconcile(run_dir: Path) -> dict[str, int]:
                 continue
             kept.append(line)
         if n_drop:
-            _atomic_write(path, b"".join(x + b"\n" for x in kept))
+            atomic_write(path, b"".join(x + b"\n" for x in kept))
             dropped[path.name] = n_drop
     return dropped
 
