@@ -1,4 +1,4 @@
-"""Build kbench._native from csrc/*.c against the system codec libraries and librdkafka.
+"""Build kbench._native from csrc/core/*.c (pure C) and csrc/python/*.c (CPython bindings) against the system codec libraries and librdkafka.
 
 Every library is located with pkg-config; a missing one stops the build with one line
 naming the Debian package that provides it.
@@ -50,12 +50,12 @@ def _flags() -> tuple[list[str], list[str], list[tuple[str, str]]]:
 
 def _extension() -> Extension:
     cflags, libs, defines = _flags()
-    sources = sorted(str(p) for p in Path("csrc").glob("*.c"))
+    sources = sorted(str(p) for p in Path("csrc").glob("*/*.c"))
     return Extension(
         "kbench._native",
         sources=sources,
-        depends=sorted(str(p) for p in Path("csrc").glob("*.h")),
-        include_dirs=["csrc"],
+        depends=sorted(str(p) for p in Path("csrc").glob("*/*.h")),
+        include_dirs=["csrc/core", "csrc/python"],
         define_macros=defines,
         extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-pthread", *cflags],
         extra_link_args=["-pthread", *libs, "-lm"],

@@ -3,7 +3,7 @@
 
 Starts a 1-node local cluster, sends the same JSON records with ``ProducerPerformance``
 (saturated, one partition, linger.ms=1000 so only batch.size closes batches) for each codec and
-batch.size, reads the broker's segment, then runs ``kbench.sim`` (client java, same record
+batch.size, reads the broker's segment, then runs ``kbench.model.simulator`` (client java, same record
 values in the stored order, saturated rate) and prints records per batch of both and the stored
 bytes.  ``--out R.json`` keeps the results, ``--render R.json`` prints the Markdown table.
 Usage: python benchmarks/batching_model_vs_java.py [--out R.json] | --render R.json
@@ -18,8 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kbench import admin, batch, corpus, kafka_dist, segment, sim
-from kbench.cluster import LocalCluster
+from kbench.kafka import admin, kafka_dist
+from kbench.model import batch, corpus, segment, simulator as sim
+from kbench.kafka.cluster import LocalCluster
 
 N = 3000
 

@@ -37,7 +37,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kbench import _native, corpus
+from kbench import _native
+from kbench.model import corpus
 
 CLI_LINE = re.compile(r"->\s*(\d+)\s*\(x?([\d.]+)\),\s*([\d.]+)\s*MB/s\s*,\s*([\d.]+)\s*MB/s")
 CASES = [("zstd", 1), ("zstd", 3), ("lz4", None)]

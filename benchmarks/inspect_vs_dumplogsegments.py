@@ -29,9 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbench import batch, corpus, kafka_dist, segment
-from kbench.batch import Record
-from kbench.units import parse_size
+from kbench.model import batch, corpus, segment
+from kbench.kafka import kafka_dist
+from kbench.model.batch import Record
+from kbench.model.units import parse_size
 
 
 def write_segment(path: Path, size: int, batch_size: int) -> int:

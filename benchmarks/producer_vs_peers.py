@@ -33,9 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbench import _native, admin, corpus, kafka_dist, procstat  # noqa: E402
-from kbench.cluster import LocalCluster  # noqa: E402
-from kbench.drivers import ProducerSpec, produce  # noqa: E402
+from kbench import _native  # noqa: E402
+from kbench.kafka import admin, kafka_dist, procstat
+from kbench.model import corpus
+from kbench.kafka.cluster import LocalCluster  # noqa: E402
+from kbench.kafka.drivers import ProducerSpec, produce  # noqa: E402
 
 CODECS = ("none", "lz4", "zstd")
 TOOLS = ("kbench", "kbench-noheader", "ProducerPerformance", "kcat")

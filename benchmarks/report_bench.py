@@ -1,8 +1,8 @@
 """Time ``kbench report`` on 100,000 CSV rows (target: under 5 s).
 
 Writes four run directories (four "machines", 25,000 rows each over A, B, C, D, E) with
-the engine's own writer (:class:`kbench.results.ResultsWriter`, the CSV columns of
-``kbench.results.COLUMNS``) and a manifest shaped like the engine's, then runs
+the engine's own writer (:class:`kbench.engine.store.ResultsWriter`, the CSV columns of
+``kbench.engine.store.COLUMNS``) and a manifest shaped like the engine's, then runs
 ``python -m kbench report`` on them and prints wall-clock and CPU seconds.
 
     python benchmarks/report_bench.py [--rows 100000] [--keep DIR] [--no-plots]
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbench.results import COLUMNS, ResultsWriter  # noqa: E402
+from kbench.engine.store import COLUMNS, ResultsWriter  # noqa: E402
 
 CODECS = ("none", "lz4", "zstd:1", "zstd:3")
 CORPORA = ("json", "random")

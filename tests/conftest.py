@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from kbench import corpus
+from kbench.model import corpus
 
 if TYPE_CHECKING:
-    from kbench.cluster import LocalCluster
+    from kbench.kafka.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,7 @@ def json_records() -> tuple[bytes, ...]:
 @pytest.fixture(scope="session")
 def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
     """A 1-node KRaft cluster for the whole session (free ports, tmp dir)."""
-    from kbench.cluster import LocalCluster
+    from kbench.kafka.cluster import LocalCluster
 
     with LocalCluster(brokers=1, directory=tmp_path_factory.mktemp("kafka1")) as c:
         yield c
@@ -46,7 +46,7 @@ def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]
 @pytest.fixture(scope="session")
 def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
     """A 3-node KRaft cluster for the whole session (free ports, tmp dir)."""
-    from kbench.cluster import LocalCluster
+    from kbench.kafka.cluster import LocalCluster
 
     with LocalCluster(brokers=3, directory=tmp_path_factory.mktemp("kafka3")) as c:
         yield c
@@ -64,7 +64,7 @@ def parse_dump(text: str) -> list[dict[str, str]]:
 @pytest.fixture(scope="session")
 def dump_log_segments():
     """Run Kafka's DumpLogSegments --deep-iteration over files; returns the batch dicts per file."""
-    from kbench import kafka_dist
+    from kbench.kafka import kafka_dist
 
     def run(files: list[Path]) -> dict[str, list[dict[str, str]]]:
         proc = kafka_dist.run_tool("kafka.tools.DumpLogSegments",

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kbench.transport import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
+from kbench.engine.transports.base import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
 
 
 def lat(base: float) -> LatencySummary:

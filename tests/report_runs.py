@@ -21,7 +21,7 @@ _CACHE: dict[str, object] = {}
 
 
 def best_transport() -> str:
-    return "sim" if importlib.util.find_spec("kbench.transports.sim") else "dry"
+    return "sim" if importlib.util.find_spec("kbench.engine.transports.simulated") else "dry"
 
 
 def _env() -> dict[str, str]:

@@ -6,8 +6,8 @@ import os
 import pytest
 
 import kbench
-from kbench import batch
-from kbench.batch import Header, Record
+from kbench.model import batch
+from kbench.model.batch import Header, Record
 
 TS = 1_700_000_000_000
 EXAMPLE_A = bytes.fromhex(
@@ -180,7 +180,7 @@ def test_compressed_garbage_and_decompression_limit() -> None:
 def test_error_inside_compressed_records_names_the_position() -> None:
     raw = bytearray(batch.encode([Record(value=b"xyz", timestamp=TS)] * 2, "none"))
     raw[57:61] = (3).to_bytes(4, "big")
-    region = kbench.codecs.compress(bytes(raw[61:]), "lz4")
+    region = kbench.model.codecs.compress(bytes(raw[61:]), "lz4")
     buf = bytearray(raw[:61]) + region
     buf[8:12] = (len(buf) - 12).to_bytes(4, "big")
     buf[21:23] = (3).to_bytes(2, "big")
@@ -200,7 +200,7 @@ def test_librdkafka_frames_snappy_as_one_raw_block() -> None:
     assert stored == "snappy"
     assert java[61:69] == b"\x82SNAPPY\x00" and rdk[61:69] != b"\x82SNAPPY\x00"
     raw = batch.encode(recs, "none")[61:]
-    assert kbench.codecs.decompress(rdk[61:], "snappy") == raw  # the reader takes both framings
+    assert kbench.model.codecs.decompress(rdk[61:], "snappy") == raw  # the reader takes both framings
     assert batch.decode(rdk).records == batch.decode(java).records
     # 12 raw bytes grow to 14 as a snappy block: librdkafka then sends the batch uncompressed
     assert batch.encode_ex([Record(value=b"hello", timestamp=TS)], "snappy", client="librdkafka")[1] == "none"

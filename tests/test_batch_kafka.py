@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench import batch, corpus, segment, sim
-from kbench.batch import Header, Record
+from kbench.model import batch, corpus, segment, simulator as sim
+from kbench.model.batch import Header, Record
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TS = 1_700_000_000_000
@@ -81,7 +81,7 @@ def test_dump_log_segments_reads_kbench_segments(segments: dict[str, list[Path]]
 
 
 def test_dump_log_segments_sees_every_record(segments: dict[str, list[Path]], tmp_path: Path) -> None:
-    from kbench import kafka_dist
+    from kbench.kafka import kafka_dist
 
     files = [segments[c][-1] for c in CODECS]  # the direct segments: keys, nulls, headers, producer ids
     proc = kafka_dist.run_tool("kafka.tools.DumpLogSegments",

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kbench import admin, batch, kafka_dist, segment
+from kbench.kafka import admin, kafka_dist
+from kbench.model import batch, segment
 from kbench.cli import main as cli_main
-from kbench.drivers import ProducerSpec, produce
-from kbench.sim import predict_stored_bytes
+from kbench.kafka.drivers import ProducerSpec, produce
+from kbench.model.simulator import predict_stored_bytes
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 3000

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import kbench
-from kbench import _native, batch, corpus, segment, sim
-from kbench.batch import Header, Record
+from kbench import _native
+from kbench.model import batch, corpus, segment, simulator as sim
+from kbench.model.batch import Header, Record
 
 from leakcheck import rss_kib, spin
 
@@ -59,7 +60,7 @@ def test_no_rss_growth(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_gil_released_during_sim(tmp_path: Path) -> None:
     """A Python thread keeps running while another thread is inside sim_run (three C threads)."""
-    c = corpus.load("json", size=8 << 20)
+    c = corpus.load("json", size=24 << 20)
     probe = threading.Event()
 
     base_n, base_t = spin(probe, 0.2)

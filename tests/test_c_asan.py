@@ -21,8 +21,8 @@ def build_and_run(test: str, sources: list[str], tmp_path: Path) -> str:
     assert cc, "a C compiler is required"
     exe = tmp_path / test
     cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fno-omit-frame-pointer",
-           "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{ROOT / 'csrc'}", *_pkg("--cflags"),
-           str(ROOT / "tests" / "c" / f"{test}.c"), *[str(ROOT / "csrc" / s) for s in sources],
+           "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{ROOT / 'csrc' / 'core'}", *_pkg("--cflags"),
+           str(ROOT / "tests" / "c" / f"{test}.c"), *[str(ROOT / "csrc" / "core" / s) for s in sources],
            "-o", str(exe), *_pkg("--libs"), "-lm"]
     subprocess.run(cmd, check=True)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1",

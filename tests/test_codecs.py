@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 import kbench
-from kbench import codecs
+from kbench.model import codecs
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 # The records region of reference Example C: one record, key null, value "hello".

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from kbench import codecs
+from kbench.model import codecs
 
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
 

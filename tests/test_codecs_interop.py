@@ -14,7 +14,7 @@ import pytest
 import snappy
 import zstandard
 
-from kbench import codecs
+from kbench.model import codecs
 
 SIZES = [0, 1, 16383, 16384, 16385, 4 << 20]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench import corpus
+from kbench.model import corpus
 
 
 def test_generators_are_deterministic_per_seed() -> None:

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from kbench import admin
-from kbench.drivers import KafkaError, ProducerSpec, consume, produce, redact
+from kbench.kafka import admin
+from kbench.kafka.drivers import KafkaError, ProducerSpec, consume, produce, redact
 
 
 def closed_port() -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench import gate
+from kbench.engine import gate
 
 STAT0 = "cpu  1000 0 500 8000 100 0 0 0 0 0\ncpu0 1 2 3\n"
 STAT_STEAL = "cpu  1100 0 550 8800 100 0 0 50 0 0\n"  # steal 50 of 1000 ticks = 5 %

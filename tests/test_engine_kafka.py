@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench import results
+from kbench.engine import store as results
 
 from engine_fakes import SECRETS, grep_secrets
 

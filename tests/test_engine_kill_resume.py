@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbench import plan as plan_mod, results
+from kbench.engine import plan as plan_mod, store as results
 
 from engine_fakes import PLAN_TEXT, grep_secrets, write_plan
 

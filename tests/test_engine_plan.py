@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench import plan as plan_mod
-from kbench.plan import PlanError
+from kbench.engine import plan as plan_mod
+from kbench.engine.plan import PlanError
 
 BUILTINS = ("quick", "zstd-vs-none", "batch-size-sweep", "recompression", "codec-levels")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from kbench.progress import Progress, fmt_duration
+from kbench.engine.progress import Progress, fmt_duration
 
 
 def test_eta_scales_with_observed_overhead() -> None:

@@ -1,7 +1,7 @@
 """Secrets: which keys are secret, redaction of configs and command lines, scrubbing of text."""
 from __future__ import annotations
 
-from kbench.redact import REDACTED, Scrubber, is_secret_key, redact, redact_argv
+from kbench.engine.redact import REDACTED, Scrubber, is_secret_key, redact, redact_argv
 
 
 def test_secret_keys() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbench import results
+from kbench.engine import store as results
 
 
 def row(cell: str, rep: int, status: str = "OK") -> dict[str, object]:

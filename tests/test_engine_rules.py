@@ -5,9 +5,10 @@ import dataclasses
 
 import pytest
 
-from kbench import corpus, plan as plan_mod, results, rules
-from kbench.plan import Cell
-from kbench.transport import CpuSample, RunResult
+from kbench.model import corpus
+from kbench.engine import plan as plan_mod, store as results, rules
+from kbench.engine.plan import Cell
+from kbench.engine.transports.base import CpuSample, RunResult
 
 from engine_fakes import lat
 

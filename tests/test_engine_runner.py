@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kbench import gate, plan as plan_mod, results
-from kbench.runner import GateRefused, RunOptions, execute, order_cells
-from kbench.transport import RunRequest
+from kbench.engine import gate, plan as plan_mod, store as results
+from kbench.engine.runner import GateRefused, RunOptions, execute, order_cells
+from kbench.engine.transports.base import RunRequest
 
 from engine_fakes import FakeTransport, grep_secrets, write_plan
 
@@ -184,7 +184,7 @@ def test_steal_during_runs_marks_rows_invalid(tmp_path: Path) -> None:
 
 
 def test_auto_rate_without_ok_saturated_cell_stops_with_reason(tmp_path: Path, plan: plan_mod.Plan) -> None:
-    from kbench.transport import TransportError
+    from kbench.engine.transports.base import TransportError
 
     with pytest.raises(TransportError, match="cannot derive"):
         execute(opts(tmp_path, plan), FakeTransport(steal_pct=3.0))

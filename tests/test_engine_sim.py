@@ -4,9 +4,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from kbench import plan as plan_mod, results
-from kbench.runner import RunOptions, execute
-from kbench.transports import make
+from kbench.engine import plan as plan_mod, store as results
+from kbench.engine.runner import RunOptions, execute
+from kbench.engine.transports import make
 
 from test_engine_runner import GATE_OK
 

@@ -1,7 +1,7 @@
 """Verdicts: median and range per cell; overlapping ranges read "no significant difference"."""
 from __future__ import annotations
 
-from kbench import verdict
+from kbench.engine import verdict
 
 
 def rows(cell: str, codec: str, values: list[float], status: str = "OK") -> list[dict[str, str]]:

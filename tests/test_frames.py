@@ -10,7 +10,7 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
-from kbench import frames  # noqa: E402
+from kbench.reporting import frames  # noqa: E402
 from kbench.results import load  # noqa: E402
 from report_runs import two_machines  # noqa: E402
 
@@ -68,7 +68,7 @@ def test_load_errors(tmp_path: Path) -> None:
 
 def test_interrupted_run_truncated_last_row_is_not_data(machines: list[Path], tmp_path: Path) -> None:
     """A run killed mid-write leaves a partial last line: it is skipped, here and in the audit."""
-    from kbench import provenance, report
+    from kbench.reporting import provenance, report
 
     runs = []
     for i, m in enumerate(machines):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kbench import admin, procstat
-from kbench.cluster import ClusterError, LocalCluster, _pid_alive, read_state
-from kbench.drivers import KafkaError, ProducerSpec, produce, produce_and_consume
+from kbench.kafka import admin, procstat
+from kbench.kafka.cluster import ClusterError, LocalCluster, _pid_alive, read_state
+from kbench.kafka.drivers import KafkaError, ProducerSpec, produce, produce_and_consume
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 1000
@@ -192,7 +192,7 @@ def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, 
     """
     import re
 
-    from kbench import kafka_dist
+    from kbench.kafka import kafka_dist
 
     files = []
     for codec in CODECS:
@@ -239,7 +239,7 @@ def test_ctrl_c_stops_a_run_cleanly(kafka1: LocalCluster) -> None:
                              "--topic", "ctrlc", "--rate", "1000", "--count", "1000000", "--consume"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # wait until messages arrive on the topic: the C loops are running
-    from kbench.drivers import consume
+    from kbench.kafka.drivers import consume
     seen = consume(kafka1.client_props(), "ctrlc", expected=0, max_records=10, timeout=60)
     assert seen.records == 10
     proc.send_signal(signal.SIGINT)

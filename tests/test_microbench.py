@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench import corpus, microbench
-from kbench.codecs import CodecSpec
+from kbench.model import corpus, microbench
+from kbench.model.codecs import CodecSpec
 
 
 def test_bench_cell_rows_and_summary() -> None:

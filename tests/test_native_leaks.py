@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from kbench import _native, codecs
+from kbench import _native
+from kbench.model import codecs
 
 from leakcheck import rss_kib, spin
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench import batch
-from kbench.batch import Header, Record
+from kbench.model import batch
+from kbench.model.batch import Header, Record
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ["crc32c.c", "varint.c", "recordbatch.c", "segment.c", "codecs.c", "batching.c", "sim.c", "clock.c"]
@@ -34,8 +34,8 @@ def _clang(out: Path, main: Path, sanitize: str) -> Path:
     assert clang, "clang not found; install it with: apt-get install -y clang libclang-rt-14-dev"
     cflags, libs = _libs()
     cmd = [clang, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", f"-fsanitize={sanitize}",
-           "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", f"-I{ROOT / 'csrc'}", *cflags, str(main),
-           *[str(ROOT / "csrc" / c) for c in CORE], "-o", str(out), "-pthread", *libs]
+           "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", f"-I{ROOT / 'csrc' / 'core'}", *cflags, str(main),
+           *[str(ROOT / "csrc" / "core" / c) for c in CORE], "-o", str(out), "-pthread", *libs]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from kbench import procstat
-from kbench.procstat import NA, NEGATIVE, OK, ProcCpu, Snapshot
+from kbench.kafka import procstat
+from kbench.kafka.procstat import NA, NEGATIVE, OK, ProcCpu, Snapshot
 
 
 def burn(seconds_of_cpu: float = 0.2) -> None:

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 
-from kbench import provenance  # noqa: E402
+from kbench.reporting import provenance  # noqa: E402
 from report_runs import kbench, two_machines, zstd_vs_none_run  # noqa: E402
 
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d(?:[\d,]*\d)?(?:\.\d+)?[%×]?")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench import batch, segment
-from kbench.batch import Record
+from kbench.model import batch, segment
+from kbench.model.batch import Record
 from kbench.cli import main as cli_main
 
 TS = 1_700_000_000_000

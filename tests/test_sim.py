@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench import _native, batch, corpus, segment, sim
+from kbench import _native
+from kbench.model import batch, corpus, segment, simulator as sim
 from kbench.cli import main as cli_main
 
 TS = 1_700_000_000_000

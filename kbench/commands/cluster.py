@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from kbench import _native
-from kbench.cluster import DEFAULT_HEAP, DEFAULT_PORT_BASE, ClusterError, LocalCluster, default_dir, down, read_state, status
-from kbench.kafka_dist import KafkaDistError
+from kbench.kafka.cluster import DEFAULT_HEAP, DEFAULT_PORT_BASE, ClusterError, LocalCluster, default_dir, down, read_state, status
+from kbench.kafka.kafka_dist import KafkaDistError
 
 
 def _kv(text: str) -> tuple[str, str]:

@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from kbench import codecs, corpus, microbench
-from kbench.codecs import CodecSpec
+from kbench.model import codecs, corpus, microbench
+from kbench.model.codecs import CodecSpec
 
 DEFAULT_CODECS = "zstd:1,zstd:3,lz4,snappy,gzip:6"
 DEFAULT_BLOCKS = "16384,65536,1048576"

@@ -5,11 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench import gate as gate_mod
-from kbench import plan as plan_mod
-from kbench.machine import java_version, librdkafka_version
-from kbench.transport import TransportError
-from kbench.transports import make
+from kbench.engine import gate as gate_mod
+from kbench.engine import plan as plan_mod
+from kbench.engine.machine import java_version, librdkafka_version
+from kbench.engine.transports.base import TransportError
+from kbench.engine.transports import make
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     kind = "bootstrap" if args.bootstrap else "local"
     ctx = gate_mod.GateContext(transport_kind=kind, disk_paths=[Path(args.dir)], sample_s=args.sample_s)
     if args.plan:
-        from kbench.runner import load_corpora
+        from kbench.engine.runner import load_corpora
 
         p = plan_mod.load(args.plan)
         ctx.planned_topic_compression = sorted({t for s in p.sweeps for t in s.topic_compression})

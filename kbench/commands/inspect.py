@@ -11,7 +11,7 @@ import csv
 import os
 from pathlib import Path
 
-from kbench import segment
+from kbench.model import segment
 
 NAME = "inspect"
 

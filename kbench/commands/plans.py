@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from importlib import resources
 
-from kbench import plan as plan_mod
+from kbench.engine import plan as plan_mod
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

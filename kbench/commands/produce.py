@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kbench import admin, corpus
-from kbench.cluster import ClusterError, default_dir, read_state
-from kbench.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
+from kbench.kafka import admin
+from kbench.model import corpus
+from kbench.kafka.cluster import ClusterError, default_dir, read_state
+from kbench.kafka.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
 
 PCTS = (50, 95, 99, 99.9)
 

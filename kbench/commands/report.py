@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"kbench report needs pandas and matplotlib ({e}); install them: pip install 'kbench[report]'") from None
     import gc
 
-    from kbench import provenance, report
+    from kbench.reporting import provenance, report
 
     # A report allocates a few hundred thousand small objects that live until it is written
     # (figures, ledger entries, table cells) and makes no cycles worth collecting early: with

@@ -12,11 +12,11 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
-from kbench import manifest as manifest_mod
-from kbench import plan as plan_mod
-from kbench.runner import GateRefused, RunOptions, execute
-from kbench.transport import TransportError
-from kbench.transports import make
+from kbench.engine import manifest as manifest_mod
+from kbench.engine import plan as plan_mod
+from kbench.engine.runner import GateRefused, RunOptions, execute
+from kbench.engine.transports.base import TransportError
+from kbench.engine.transports import make
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -10,10 +10,10 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from kbench import corpus as corpus_mod
-from kbench import sim
-from kbench.codecs import parse_spec
-from kbench.units import parse_size
+from kbench.model import corpus as corpus_mod
+from kbench.model import simulator as sim
+from kbench.model.codecs import parse_spec
+from kbench.model.units import parse_size
 
 NAME = "sim"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from kbench import _native
-from kbench.codecs import CodecSpec
-from kbench.corpus import Corpus
+from kbench.model.codecs import CodecSpec
+from kbench.model.corpus import Corpus
 
 __all__ = ["MRow", "MSummary", "bench_cell", "format_table", "run", "summarize", "write_csv"]
 

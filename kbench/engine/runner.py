@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
-from kbench import gate as gate_mod
-from kbench import manifest as manifest_mod
-from kbench import plan as plan_mod
-from kbench import results, rules, verdict
-from kbench.corpus import Corpus, CorpusError, generate, read_records
-from kbench.machine import describe, versions
-from kbench.plan import Cell, Plan, PlanError
-from kbench.progress import Progress
-from kbench.redact import Scrubber, redact, redact_argv
-from kbench.transport import RunRequest, Transport, TransportError, TransportInfo
+from kbench.engine import gate as gate_mod
+from kbench.engine import manifest as manifest_mod
+from kbench.engine import plan as plan_mod
+from kbench.engine import store as results, rules, verdict
+from kbench.model.corpus import Corpus, CorpusError, generate, read_records
+from kbench.engine.machine import describe, versions
+from kbench.engine.plan import Cell, Plan, PlanError
+from kbench.engine.progress import Progress
+from kbench.engine.redact import Scrubber, redact, redact_argv
+from kbench.engine.transports.base import RunRequest, Transport, TransportError, TransportInfo
 
 __all__ = ["GateRefused", "RunOptions", "RunOutcome", "derive_rate", "execute", "load_corpora", "order_cells"]
 
@@ -107,7 +107,7 @@ def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) ->
 
 
 def _gate_context(plan: Plan, info: TransportInfo, corpora: Mapping[str, Corpus], entropies: Mapping[str, float], run_dir: Path, opts: RunOptions) -> gate_mod.GateContext:
-    from kbench.machine import java_version, librdkafka_version
+    from kbench.engine.machine import java_version, librdkafka_version
 
     ctx = gate_mod.GateContext(
         transport_kind=info.kind,

@@ -6,9 +6,9 @@ cluster is reached, the simulator is prepared), reports what it runs on
 returning a :class:`RunResult`.  The runner owns the method (order, warm-ups,
 repetitions, rules); transports own the measuring, which happens in C.
 
-Implementations: ``kbench.transports.kafka`` (local or bootstrap cluster),
-``kbench.transports.sim`` (the brokerless simulated transport) and
-``kbench.transports.dry`` (a plumbing check: stored bytes computed by the C codecs,
+Implementations: ``kbench.engine.transports.kafka`` (local or bootstrap cluster),
+``kbench.engine.transports.simulated`` (the brokerless simulated transport) and
+``kbench.engine.transports.dry`` (a plumbing check: stored bytes computed by the C codecs,
 timings synthetic and flagged as such).
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
-from kbench.corpus import Corpus
-from kbench.plan import Cell
+from kbench.model.corpus import Corpus
+from kbench.engine.plan import Cell
 
 __all__ = [
     "BatchFill",

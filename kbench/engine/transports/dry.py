@@ -12,8 +12,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from kbench import codecs
-from kbench.transport import BatchFill, RunRequest, RunResult, TransportInfo
+from kbench.model import codecs
+from kbench.engine.transports.base import BatchFill, RunRequest, RunResult, TransportInfo
 
 __all__ = ["DryTransport"]
 

@@ -1,8 +1,8 @@
 """One client role in its own process, so that its CPU is its own: ``python -m
-kbench.transports.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
+kbench.kafka.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
 or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
 
-The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.procstat`: the loop thread and librdkafka's
+The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop thread and librdkafka's
 threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
 """
 from __future__ import annotations
@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench import _native, drivers
-from kbench.corpus import read_records
-from kbench import procstat
+from kbench import _native
+from kbench.kafka import drivers
+from kbench.model.corpus import read_records
+from kbench.kafka import procstat
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 

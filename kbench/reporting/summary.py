@@ -2,13 +2,13 @@
 
 Only rows with ``status == "OK"`` and a value in the metric column count (the method's rule:
 excluded rows never enter a figure).  Each group's figures reference exactly the rows they
-were computed from (see :mod:`kbench.provenance`).
+were computed from (see :mod:`kbench.reporting.provenance`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from kbench.provenance import Fig, Ledger
+from kbench.reporting.provenance import Fig, Ledger
 
 if TYPE_CHECKING:
     import pandas as pd

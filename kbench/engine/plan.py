@@ -20,8 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from kbench import codecs
-from kbench.corpus import BUILTIN as BUILTIN_CORPORA
+from kbench.model import codecs
+from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
 __all__ = [
     "Cell",
@@ -199,7 +199,7 @@ class Plan:
 
     def fingerprint(self) -> str:
         """sha256 of the plan's canonical JSON with secrets redacted (what ``--resume`` checks)."""
-        from kbench.redact import redact
+        from kbench.engine.redact import redact
 
         return hashlib.sha256(json.dumps(redact(self.raw), sort_keys=True, default=str).encode()).hexdigest()
 

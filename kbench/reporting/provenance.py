@@ -107,7 +107,7 @@ class Ledger:
     """The figures of one report and the row sets they were computed from.
 
     A row set is ``(experiment, gids)``: positions in the run-ordered concatenation of the
-    experiment's CSV rows (``_gid`` in :func:`kbench.frames.frames`)."""
+    experiment's CSV rows (``_gid`` in :func:`kbench.reporting.frames.frames`)."""
 
     sets: list[tuple[str, list[int]]] = field(default_factory=list)
     figs: list[tuple[Any, ...]] = field(default_factory=list)  # (op, format, text, a, b)

@@ -1,7 +1,7 @@
 """Cross-machine comparison tables for notebooks: medians per machine, per vCPU and per
 physical core, and the spread across machines.
 
-Input: one experiment's frame from :func:`kbench.frames.load` (several run directories,
+Input: one experiment's frame from :func:`kbench.reporting.frames.load` (several run directories,
 grouped by the ``machine`` column).  Only OK rows count.  Extensive quantities
 (throughput, CPU %) get ``… per vCPU`` and ``… per core`` columns — divided by the
 machine's ``logical_cores`` and ``physical_cores`` from its manifest; intensive ones

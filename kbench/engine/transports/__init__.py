@@ -1,27 +1,27 @@
-"""Transports: what moves the records for a run (see :mod:`kbench.transport`).
+"""Transports: what moves the records for a run (see :mod:`kbench.engine.transports.base`).
 
 ``make(defn)`` builds one from a plan's ``[transport]`` table; imports are lazy so that
 a build without the Kafka driver can still run ``sim`` and ``dry`` plans.
 """
 from __future__ import annotations
 
-from kbench.plan import TransportDef
-from kbench.transport import Transport, TransportError
+from kbench.engine.plan import TransportDef
+from kbench.engine.transports.base import Transport, TransportError
 
 __all__ = ["make"]
 
 
 def make(defn: TransportDef) -> Transport:
     if defn.kind == "dry":
-        from kbench.transports.dry import DryTransport
+        from kbench.engine.transports.dry import DryTransport
 
         return DryTransport()
     if defn.kind == "sim":
-        from kbench.transports.sim import SimTransport
+        from kbench.engine.transports.simulated import SimTransport
 
         return SimTransport()
     if defn.kind in ("local", "bootstrap"):
-        from kbench.transports.kafka import KafkaTransport
+        from kbench.engine.transports.kafka import KafkaTransport
 
         return KafkaTransport(defn)
     raise TransportError(f"unknown transport '{defn.kind}'; use local, bootstrap, sim or dry")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import kbench
-from kbench import codecs
+from kbench.model import codecs
 
 __all__ = ["Machine", "describe", "java_version", "librdkafka_version", "versions"]
 
@@ -120,7 +120,7 @@ def librdkafka_version() -> str | None:
 
 def java_version() -> str | None:
     """``java -version``'s version string, or None without Java."""
-    from kbench import kafka_dist
+    from kbench.kafka import kafka_dist
 
     try:
         exe = kafka_dist.java()
@@ -146,7 +146,7 @@ def java_major(version: str | None) -> int | None:
 
 def versions(with_java: bool = True) -> dict[str, str | None]:
     """kbench, librdkafka, codec libraries, Kafka (pinned) and Java versions."""
-    from kbench.kafka_dist import KAFKA_VERSION
+    from kbench.kafka.kafka_dist import KAFKA_VERSION
 
     lib = codecs.library_versions()
     return {

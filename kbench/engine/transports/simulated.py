@@ -1,4 +1,4 @@
-"""The simulated transport over :mod:`kbench.sim`: producer batching + codec, a broker stage
+"""The simulated transport over :mod:`kbench.model.simulator`: producer batching + codec, a broker stage
 that validates / recompresses / appends to a real segment file, and a consumer stage, on
 three native threads with per-thread CPU.
 
@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbench import codecs, gate
-from kbench import sim as sim_mod
-from kbench.stats import distribution
-from kbench.transport import BatchFill, CpuSample, RunRequest, RunResult, TransportError, TransportInfo
+from kbench.model import codecs
+from kbench.engine import gate
+from kbench.model import simulator as sim_mod
+from kbench.model.stats import distribution
+from kbench.engine.transports.base import BatchFill, CpuSample, RunRequest, RunResult, TransportError, TransportInfo
 
 __all__ = ["SimTransport"]
 
@@ -38,7 +39,7 @@ class SimTransport:
     proc: Path = Path("/proc")
 
     def open(self) -> TransportInfo:
-        return TransportInfo(kind="sim", client=f"kbench.sim ({self.client} batching model)")
+        return TransportInfo(kind="sim", client=f"kbench.model.simulator ({self.client} batching model)")
 
     def close(self) -> None:
         return None

@@ -33,7 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from kbench import _native, kafka_dist
+from kbench import _native
+from kbench.kafka import kafka_dist
 
 __all__ = [
     "BrokerInfo",

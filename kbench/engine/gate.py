@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from kbench import codecs
-from kbench.machine import java_major
+from kbench.model import codecs
+from kbench.engine.machine import java_major
 
 __all__ = ["CheckResult", "GateContext", "GateReport", "CHECKS", "run_gate", "steal_pct", "swap_pages"]
 

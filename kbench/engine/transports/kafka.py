@@ -2,11 +2,11 @@
 
 Per run: a fresh topic (partitions, replication factor, ``compression.type`` as planned,
 read back); a consumer process assigned at the start offsets, then a producer process
-(:mod:`kbench.transports.worker`: one process per role, so each role's CPU is its own);
+(:mod:`kbench.kafka.worker`: one process per role, so each role's CPU is its own);
 broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal from
 ``/proc/stat`` over the steady window (from ``steady_skip_s`` after the producer starts to
 the end of the run); stored bytes, stored codecs and batch fill from the partitions' segment
-files (one replica each) read by :mod:`kbench.segment`; bytes on the wire from the
+files (one replica each) read by :mod:`kbench.model.segment`; bytes on the wire from the
 producer's librdkafka statistics.  The topic is deleted after it is measured.
 """
 from __future__ import annotations
@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from kbench import _native, codecs, procstat
-from kbench.corpus import Corpus
-from kbench.plan import TransportDef
-from kbench.transport import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
+from kbench import _native
+from kbench.model import codecs
+from kbench.kafka import procstat
+from kbench.model.corpus import Corpus
+from kbench.engine.plan import TransportDef
+from kbench.engine.transports.base import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
 
 __all__ = ["KafkaTransport"]
 
@@ -93,10 +95,10 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3]), env.get("PYTHONPATH", "")])
     with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
         p = subprocess.Popen(
-            [sys.executable, "-m", "kbench.transports.worker"],
+            [sys.executable, "-m", "kbench.kafka.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
             preexec_fn=_die_with_parent,
         )
@@ -143,7 +145,7 @@ class KafkaTransport:
     def open(self) -> TransportInfo:
         self._tmp = tempfile.TemporaryDirectory(prefix="kbench-run-")
         if self.defn.kind == "local":
-            from kbench.cluster import ClusterError, LocalCluster
+            from kbench.kafka.cluster import ClusterError, LocalCluster
 
             state = None
             for attempt in (1, 2):
@@ -224,7 +226,7 @@ class KafkaTransport:
         return props
 
     def _segments(self, topic: str, partitions: int) -> tuple[int | None, int | None, int | None, tuple[str, ...], BatchFill | None]:
-        from kbench import segment
+        from kbench.model import segment
 
         dirs = []
         for p in range(partitions):

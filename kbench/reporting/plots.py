@@ -1,6 +1,6 @@
 """The report's plots, drawn headless with matplotlib's Agg canvas (no pyplot, no display).
 
-Each function takes one experiment's DataFrame (from :func:`kbench.frames.load`) and
+Each function takes one experiment's DataFrame (from :func:`kbench.reporting.frames.load`) and
 returns a :class:`matplotlib.figure.Figure`, or ``None`` when the frame has no OK row with
 the values the plot needs.  Only rows with ``status == "OK"`` are drawn; points are medians
 over repetitions, error bars the range (min–max).  :func:`png` turns a figure into bytes.

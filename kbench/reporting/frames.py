@@ -176,7 +176,7 @@ def frames(runs: Sequence[Run]) -> dict[str, "pd.DataFrame"]:
     """One DataFrame per experiment present in any of ``runs``.
 
     ``_gid`` is a row's position in the concatenation, in run order, of the experiment's
-    CSV rows (all of them): what :mod:`kbench.provenance` row sets refer to."""
+    CSV rows (all of them): what :mod:`kbench.reporting.provenance` row sets refer to."""
     import pandas as pd
 
     out: dict[str, pd.DataFrame] = {}

@@ -5,7 +5,7 @@ Sections, in order: headline figures; experiments A–F (and M when a run holds 
 one row per machine × codec (× corpus and the other labels that vary), median and range
 over OK repetitions, verdict rows where ranges are compared; plots; excluded data points
 with their reasons; the environment; the threats to validity that the data shows.
-How to read it: ``docs/reports.md``.  Every number is a :class:`~kbench.provenance.Fig`.
+How to read it: ``docs/reports.md``.  Every number is a :class:`~kbench.reporting.provenance.Fig`.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from kbench import document as doc
-from kbench.frames import Run, frames, load_runs
-from kbench.provenance import Fig, Ledger
-from kbench.results import atomic_write
-from kbench.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
+from kbench.reporting import document as doc
+from kbench.reporting.frames import Run, frames, load_runs
+from kbench.reporting.provenance import Fig, Ledger
+from kbench.engine.store import atomic_write
+from kbench.reporting.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -490,7 +490,7 @@ def _threats(ctx: _Ctx) -> None:
 
 def render_plots(fr: Mapping[str, "pd.DataFrame"]) -> dict[str, bytes]:
     """Every plot the frames allow, as PNG bytes by file name."""
-    from kbench import plots as plots_mod
+    from kbench.reporting import plots as plots_mod
 
     out: dict[str, bytes] = {}
     for exp, name, _, fn in plots_mod.PLOTS:
@@ -507,7 +507,7 @@ def _warm_plots() -> None:
     from matplotlib.backends import backend_agg  # noqa: F401
     from matplotlib import figure  # noqa: F401
 
-    from kbench import plots  # noqa: F401
+    from kbench.reporting import plots  # noqa: F401
 
 
 def _plot_worker() -> Any:
@@ -579,7 +579,7 @@ def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list
             SECTIONS[exp](body, fr[exp])
     ctx.headline = body.headline
     plots = pending() if pending is not None else {}
-    from kbench.plots import PLOTS
+    from kbench.reporting.plots import PLOTS
 
     images: list[doc.Block] = [doc.Image(name, plots[name], caption) for _, name, caption, _ in PLOTS if name in plots]
     ctx.add(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar, Iterable, Sequence
 
 from kbench import _native
-from kbench.stats import distribution
+from kbench.model.stats import distribution
 
 __all__ = ["BatchRow", "SegmentError", "Summary", "log_files", "scan_bytes", "scan_file", "scan_paths", "summarize"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbench.corpus import Corpus
-from kbench.plan import Cell
-from kbench.transport import CpuSample, LatencySummary, RunResult
+from kbench.model.corpus import Corpus
+from kbench.engine.plan import Cell
+from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
 
 __all__ = ["RATE_TOLERANCE", "STEAL_LIMIT_PCT", "SATURATED_FLAG", "Verdict", "judge", "rows_for", "failed_rows"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Sequence
 
 from kbench import _native
-from kbench.batch import Record
-from kbench.corpus import Corpus
-from kbench.stats import distribution
+from kbench.model.batch import Record
+from kbench.model.corpus import Corpus
+from kbench.model.stats import distribution
 
 __all__ = ["SimBatch", "SimConfig", "SimResult", "StageResult", "predict_stored_bytes", "run", "write_csv"]
 
@@ -227,7 +227,7 @@ def predict_stored_bytes(batches: Sequence[Sequence[Record]], codec: str, level:
     encoder the simulated producer uses (client rules: librdkafka falls back to uncompressed when
     compression grows a batch) and, when the topic names another codec, rebuilt with it as the
     simulated broker does.  Used to check the simulation against a real broker's segments."""
-    from kbench import batch as batch_mod
+    from kbench.model import batch as batch_mod
 
     total = 0
     for recs in batches:

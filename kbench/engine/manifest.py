@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from kbench.redact import Scrubber
-from kbench.results import atomic_write
+from kbench.engine.redact import Scrubber
+from kbench.engine.store import atomic_write
 
 __all__ = ["MANIFEST", "read", "write"]
 
