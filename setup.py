@@ -3,6 +3,7 @@
 Every library is located with pkg-config; a missing one stops the build with one line
 naming the Debian package that provides it.
 """
+
 from __future__ import annotations
 
 import shutil

@@ -25,6 +25,7 @@ with more rounds: ``--cases lz4 --blocks 16384 --rounds 25``.
 Usage: python benchmarks/codecs_vs_cli.py [--rounds 7] [--cases zstd:1,zstd:3,lz4]
        [--blocks 16384,1048576] [--corpus json] [--size 4194304] [--cpu 1] [--pairs FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ CASES = [("zstd", 1), ("zstd", 3), ("lz4", None)]
 BLOCKS = [16384, 1 << 20]
 
 
-def run_cli(codec: str, level: int | None, block: int, path: Path, seconds: int,
-            pin: list[str]) -> tuple[int, float, float]:
+def run_cli(
+    codec: str, level: int | None, block: int, path: Path, seconds: int, pin: list[str]
+) -> tuple[int, float, float]:
     """One ``zstd -b``/``lz4 -b`` run: (compressed bytes, best compress MB/s, best decompress MB/s)."""
     if codec == "zstd":
         p = _native.zstd_cparams(level)
@@ -56,7 +58,9 @@ def run_cli(codec: str, level: int | None, block: int, path: Path, seconds: int,
         cmd = ["lz4", "-b1", f"-i{seconds}", f"-B{min(block, 65536)}", str(path)]
     out = subprocess.run(pin + cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed (exit {out.returncode}): {(out.stderr or out.stdout).strip()[-300:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed (exit {out.returncode}): {(out.stderr or out.stdout).strip()[-300:]}"
+        )
     text = (out.stdout + out.stderr).replace("\r", "\n")
     m = CLI_LINE.findall(text)
     if not m:
@@ -65,18 +69,41 @@ def run_cli(codec: str, level: int | None, block: int, path: Path, seconds: int,
     return int(size), float(c), float(d)
 
 
-def run_kbench(codec: str, level: int | None, block: int, path: Path, csv_path: Path, repeats: int,
-               pin: list[str]) -> tuple[int, float, float]:
+def run_kbench(
+    codec: str, level: int | None, block: int, path: Path, csv_path: Path, repeats: int, pin: list[str]
+) -> tuple[int, float, float]:
     """One ``kbench codecs bench`` run of one case: (compressed bytes, best compress MB/s, best decompress MB/s)."""
     spec = codec if level is None else f"{codec}:{level}"
-    out = subprocess.run(pin + [sys.executable, "-m", "kbench", "codecs", "bench", "--corpus", str(path), "--codecs",
-                                spec, "--block-sizes", str(block), "--repeats", str(repeats), "--csv", str(csv_path)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        pin
+        + [
+            sys.executable,
+            "-m",
+            "kbench",
+            "codecs",
+            "bench",
+            "--corpus",
+            str(path),
+            "--codecs",
+            spec,
+            "--block-sizes",
+            str(block),
+            "--repeats",
+            str(repeats),
+            "--csv",
+            str(csv_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"kbench codecs bench {spec} failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
     rows = [r for r in csv.DictReader(csv_path.open()) if r["warmup"] != "True"]
-    return (int(rows[0]["compressed_bytes"]), max(float(r["compress_mb_s"]) for r in rows),
-            max(float(r["decompress_mb_s"]) for r in rows))
+    return (
+        int(rows[0]["compressed_bytes"]),
+        max(float(r["compress_mb_s"]) for r in rows),
+        max(float(r["decompress_mb_s"]) for r in rows),
+    )
 
 
 def median_ci(xs: list[float], resamples: int = 4000, seed: int = 1) -> tuple[float, float, float]:
@@ -103,7 +130,9 @@ def parse_cases(text: str) -> list[tuple[str, int | None]]:
         elif codec == "lz4" and not level:
             out.append(("lz4", None))
         else:
-            raise argparse.ArgumentTypeError(f"unknown case {item!r}; use zstd:LEVEL (1..22) or lz4 (Kafka's default lz4)")
+            raise argparse.ArgumentTypeError(
+                f"unknown case {item!r}; use zstd:LEVEL (1..22) or lz4 (Kafka's default lz4)"
+            )
     if not out:
         raise argparse.ArgumentTypeError("no cases given; e.g. --cases zstd:1,zstd:3,lz4")
     return out
@@ -128,7 +157,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5, help="kbench repeats per figure")
     ap.add_argument("--cli-seconds", type=int, default=3, help="the CLIs' -i (seconds per figure)")
     ap.add_argument("--cpu", type=int, default=None, help="pin both sides to this CPU with taskset")
-    ap.add_argument("--cases", type=parse_cases, default=CASES, help="zstd:LEVEL and/or lz4 (default zstd:1,zstd:3,lz4)")
+    ap.add_argument(
+        "--cases", type=parse_cases, default=CASES, help="zstd:LEVEL and/or lz4 (default zstd:1,zstd:3,lz4)"
+    )
     ap.add_argument("--blocks", type=parse_blocks, default=BLOCKS, help="block sizes in bytes (default 16384,1048576)")
     ap.add_argument("--target", type=float, default=0.95, help="kbench/CLI ratio to judge against (default 0.95)")
     ap.add_argument("--pairs", type=Path, default=None, help="also write every kbench/CLI pair to this CSV")
@@ -164,10 +195,14 @@ def compare(args: argparse.Namespace, pin: list[str]) -> int:
                     pairs.setdefault((codec, level, block), []).append((k, t))
             print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
-    print(f"corpus {c.name}: {c.size} bytes, entropy {c.entropy:.2f} bits/byte; {args.rounds} rounds, each a kbench "
-          f"run paired with a CLI run; MB/s = medians of each side's best; C×, D× = median [95 % CI] of per-pair ratios; ≥T: at or above the target?")
-    print(f"{'codec':<7} {'block':>8} {'kb ratio':>9} {'cli ratio':>9} {'Δratio':>7} "
-          f"{'kb C MB/s':>10} {'cli C MB/s':>10} {'C×':>17} {'≥T':>4} {'kb D MB/s':>10} {'cli D MB/s':>10} {'D×':>17} {'≥T':>4}")
+    print(
+        f"corpus {c.name}: {c.size} bytes, entropy {c.entropy:.2f} bits/byte; {args.rounds} rounds, each a kbench "
+        f"run paired with a CLI run; MB/s = medians of each side's best; C×, D× = median [95 % CI] of per-pair ratios; ≥T: at or above the target?"
+    )
+    print(
+        f"{'codec':<7} {'block':>8} {'kb ratio':>9} {'cli ratio':>9} {'Δratio':>7} "
+        f"{'kb C MB/s':>10} {'cli C MB/s':>10} {'C×':>17} {'≥T':>4} {'kb D MB/s':>10} {'cli D MB/s':>10} {'D×':>17} {'≥T':>4}"
+    )
     n = c.size
     for (codec, level, block), ps in pairs.items():
         kc, kd = statistics.median(k[1] for k, _ in ps), statistics.median(k[2] for k, _ in ps)
@@ -175,14 +210,28 @@ def compare(args: argparse.Namespace, pin: list[str]) -> int:
         kr, tr = n / ps[0][0][0], n / ps[0][1][0]
         name = codec if level is None else f"{codec}:{level}"
         (cs, cv), (ds, dv) = (judged([k[i] / t[i] for k, t in ps], args.target) for i in (1, 2))
-        print(f"{name:<7} {block:>8} {kr:9.3f} {tr:9.3f} {100 * (kr - tr) / tr:+6.2f}% "
-              f"{kc:10.1f} {tc:10.1f} {cs:>17} {cv:>4} {kd:10.1f} {td:10.1f} {ds:>17} {dv:>4}")
+        print(
+            f"{name:<7} {block:>8} {kr:9.3f} {tr:9.3f} {100 * (kr - tr) / tr:+6.2f}% "
+            f"{kc:10.1f} {tc:10.1f} {cs:>17} {cv:>4} {kd:10.1f} {td:10.1f} {ds:>17} {dv:>4}"
+        )
     if args.pairs:
         tmp_path = args.pairs.with_name(args.pairs.name + ".partial")
         with tmp_path.open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["codec", "level", "block", "round", "kb_compressed_bytes", "kb_compress_mb_s",
-                        "kb_decompress_mb_s", "cli_compressed_bytes", "cli_compress_mb_s", "cli_decompress_mb_s"])
+            w.writerow(
+                [
+                    "codec",
+                    "level",
+                    "block",
+                    "round",
+                    "kb_compressed_bytes",
+                    "kb_compress_mb_s",
+                    "kb_decompress_mb_s",
+                    "cli_compressed_bytes",
+                    "cli_compress_mb_s",
+                    "cli_decompress_mb_s",
+                ]
+            )
             for (codec, level, block), ps in pairs.items():
                 for rnd, (k, t) in enumerate(ps, 1):
                     w.writerow([codec, "" if level is None else level, block, rnd, *k, *t])

@@ -15,13 +15,14 @@ and ``--render R.json`` prints the Markdown table that benchmarks/README.md hold
     python benchmarks/inspect_vs_dumplogsegments.py [--size 1GiB] [--batch-size 16KiB] [--repeat 3] [--out R.json]
     python benchmarks/inspect_vs_dumplogsegments.py --render R.json
 """
+
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
-import platform
 import os
+import platform
 import resource
 import subprocess
 import sys
@@ -29,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbench.model import batch, corpus, segment
 from kbench.kafka import kafka_dist
+from kbench.model import batch, corpus, segment
 from kbench.model.batch import Record
 from kbench.model.units import parse_size
 
@@ -71,8 +72,9 @@ def best(fn, repeat: int) -> tuple[float, float]:
         fn()
         walls.append(time.perf_counter() - t)
         r1s, r1c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(sum(getattr(b, f) - getattr(a, f) for a, b in ((r0s, r1s), (r0c, r1c))
-                        for f in ("ru_utime", "ru_stime")))
+        cpus.append(
+            sum(getattr(b, f) - getattr(a, f) for a, b in ((r0s, r1s), (r0c, r1c)) for f in ("ru_utime", "ru_stime"))
+        )
     return min(walls), min(cpus)
 
 
@@ -92,14 +94,20 @@ def render(r: dict) -> str:
     """The Markdown table for benchmarks/README.md, from a results JSON."""
     m = r["machine"]
     load = lambda xs: " / ".join(f"{x:.1f}" for x in xs)  # noqa: E731
-    out = [f"Run {r['date']} on {m['cpus']} x {m['cpu']} ({m['arch']}, kernel {m['kernel']}), CRC-32C path "
-           f"{r['crc32c']}; {r['bytes']} bytes, {r['batches']} batches, {r['records']} records; load average "
-           f"{load(r['load_before'])} before, {load(r['load_after'])} after, on {m['cpus']} CPUs. Command: "
-           f"`python {r['command']}`", "",
-           "| tool | wall s | GB/s (wall) | CPU s | GB per CPU-s |", "|---|---:|---:|---:|---:|"]
+    out = [
+        f"Run {r['date']} on {m['cpus']} x {m['cpu']} ({m['arch']}, kernel {m['kernel']}), CRC-32C path "
+        f"{r['crc32c']}; {r['bytes']} bytes, {r['batches']} batches, {r['records']} records; load average "
+        f"{load(r['load_before'])} before, {load(r['load_after'])} after, on {m['cpus']} CPUs. Command: "
+        f"`python {r['command']}`",
+        "",
+        "| tool | wall s | GB/s (wall) | CPU s | GB per CPU-s |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for t in r["tools"]:
-        out.append(f"| {t['tool']} | {t['wall_s']:.3f} | {r['bytes'] / t['wall_s'] / 1e9:.2f} | {t['cpu_s']:.3f} "
-                   f"| {r['bytes'] / t['cpu_s'] / 1e9:.2f} |")
+        out.append(
+            f"| {t['tool']} | {t['wall_s']:.3f} | {r['bytes'] / t['wall_s'] / 1e9:.2f} | {t['cpu_s']:.3f} "
+            f"| {r['bytes'] / t['cpu_s'] / 1e9:.2f} |"
+        )
     return "\n".join(out)
 
 
@@ -116,8 +124,12 @@ def main() -> int:
     if args.render:
         print(render(json.loads(args.render.read_text())))
         return 0
-    result: dict = {"date": datetime.date.today().isoformat(), "machine": machine(), "command": " ".join(sys.argv),
-                    "tools": []}
+    result: dict = {
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "command": " ".join(sys.argv),
+        "tools": [],
+    }
     with tempfile.TemporaryDirectory(prefix="kbench-bench-", dir=args.dir) as tmp:
         d = Path(tmp) / "bench-0"
         d.mkdir()
@@ -125,28 +137,50 @@ def main() -> int:
         n = write_segment(f, parse_size(args.size), parse_size(args.batch_size))
         rows = segment.scan_file(f, decompress=False)
         assert all(r.status == "ok" for r in rows)
-        print(f"segment: {n} bytes, {len(rows)} uncompressed batches of ~{n // len(rows)} bytes, "
-              f"{sum(r.records for r in rows)} records; crc32c path: {batch.crc32c_active()}")
-        result.update(bytes=n, batches=len(rows), records=sum(r.records for r in rows), crc32c=batch.crc32c_active(),
-                      load_before=list(os.getloadavg()))
-        dump = kafka_dist.java_command("kafka.tools.DumpLogSegments", ["--files", str(f)], heap="1g",
-                                       jvm_opts=["-Dlog4j2.level=WARN"])
-        deep = kafka_dist.java_command("kafka.tools.DumpLogSegments", ["--deep-iteration", "--files", str(f)],
-                                       heap="1g", jvm_opts=["-Dlog4j2.level=WARN"])
+        print(
+            f"segment: {n} bytes, {len(rows)} uncompressed batches of ~{n // len(rows)} bytes, "
+            f"{sum(r.records for r in rows)} records; crc32c path: {batch.crc32c_active()}"
+        )
+        result.update(
+            bytes=n,
+            batches=len(rows),
+            records=sum(r.records for r in rows),
+            crc32c=batch.crc32c_active(),
+            load_before=list(os.getloadavg()),
+        )
+        dump = kafka_dist.java_command(
+            "kafka.tools.DumpLogSegments", ["--files", str(f)], heap="1g", jvm_opts=["-Dlog4j2.level=WARN"]
+        )
+        deep = kafka_dist.java_command(
+            "kafka.tools.DumpLogSegments",
+            ["--deep-iteration", "--files", str(f)],
+            heap="1g",
+            jvm_opts=["-Dlog4j2.level=WARN"],
+        )
         cli = [sys.executable, "-m", "kbench", "inspect", "--no-decompress", "--summary-only", str(f)]
         tools = [
             ("kbench segment.scan_file (C reader, CRC verified)", lambda: segment.scan_file(f, decompress=False)),
             ("kbench segment.scan_file, every record checked", lambda: segment.scan_file(f, decompress=True)),
-            ("kbench inspect CLI (process start included)",
-             lambda: subprocess.run(cli, check=True, stdout=subprocess.DEVNULL)),
-            ("DumpLogSegments --files (JVM start included)",
-             lambda: subprocess.run(dump, check=True, stdout=subprocess.DEVNULL)),
+            (
+                "kbench inspect CLI (process start included)",
+                lambda: subprocess.run(cli, check=True, stdout=subprocess.DEVNULL),
+            ),
+            (
+                "DumpLogSegments --files (JVM start included)",
+                lambda: subprocess.run(dump, check=True, stdout=subprocess.DEVNULL),
+            ),
         ]
         if not args.skip_deep:
-            tools.append(("DumpLogSegments --deep-iteration --files",
-                          lambda: subprocess.run(deep, check=True, stdout=subprocess.DEVNULL)))
-        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs "
-              "(a loaded machine stretches wall time; CPU time is the contention-free cost)")
+            tools.append(
+                (
+                    "DumpLogSegments --deep-iteration --files",
+                    lambda: subprocess.run(deep, check=True, stdout=subprocess.DEVNULL),
+                )
+            )
+        print(
+            f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs "
+            "(a loaded machine stretches wall time; CPU time is the contention-free cost)"
+        )
         print(f"{'tool':<55} {'wall s':>8} {'GB/s':>7} {'CPU s':>8} {'GB/CPU-s':>9}")
         for name, fn in tools:
             fn()  # warm the page cache once

@@ -14,6 +14,7 @@ Throughput is delivered messages per second:
 - kcat: records / wall time of the process minus the wall time of the same kcat command
   producing one record (process start, metadata, connection) measured right before.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kbench import _native  # noqa: E402
-from kbench.kafka import admin, kafka_dist, procstat
-from kbench.model import corpus
+from kbench.kafka import admin, kafka_dist, procstat  # noqa: E402
 from kbench.kafka.cluster import LocalCluster  # noqa: E402
 from kbench.kafka.drivers import ProducerSpec, produce  # noqa: E402
+from kbench.model import corpus  # noqa: E402
 
 CODECS = ("none", "lz4", "zstd")
 TOOLS = ("kbench", "kbench-noheader", "ProducerPerformance", "kcat")
@@ -54,10 +55,17 @@ def common_props(codec: str, batch_size: int, linger_ms: int) -> dict[str, str]:
     }
 
 
-def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str],
-               headers: bool = True) -> tuple[float, float]:
-    spec = ProducerSpec(topic=topic, props={"bootstrap.servers": bs, **props}, mode="saturated", count=n,
-                        flush_timeout=120, headers=headers)
+def run_kbench(
+    bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str], headers: bool = True
+) -> tuple[float, float]:
+    spec = ProducerSpec(
+        topic=topic,
+        props={"bootstrap.servers": bs, **props},
+        mode="saturated",
+        count=n,
+        flush_timeout=120,
+        headers=headers,
+    )
     before = procstat.snapshot([os.getpid()])
     r = produce(spec, records)
     cpu = procstat.delta(before, procstat.snapshot([os.getpid()]))[0].total_s
@@ -67,9 +75,21 @@ def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[st
 
 
 def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> tuple[float, float]:
-    args = ["--topic", topic, "--num-records", str(n), "--throughput", "-1", "--payload-file", str(payload_file),
-            "--payload-delimiter", "\n", "--producer-props", f"bootstrap.servers={bs}",
-            *[f"{k}={v}" for k, v in props.items()]]
+    args = [
+        "--topic",
+        topic,
+        "--num-records",
+        str(n),
+        "--throughput",
+        "-1",
+        "--payload-file",
+        str(payload_file),
+        "--payload-delimiter",
+        "\n",
+        "--producer-props",
+        f"bootstrap.servers={bs}",
+        *[f"{k}={v}" for k, v in props.items()],
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = kafka_dist.run_tool("org.apache.kafka.tools.ProducerPerformance", args, timeout=600, heap="512m").stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -80,9 +100,21 @@ def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str
     return float(m[-1][1]), cpu
 
 
-def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]) -> tuple[float, float, float]:
+def run_kcat(
+    bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]
+) -> tuple[float, float, float]:
     def cmd(f: Path) -> list[str]:
-        return ["kcat", "-P", "-b", bs, "-t", topic, "-l", *sum((["-X", f"{k}={v}"] for k, v in props.items()), []), str(f)]
+        return [
+            "kcat",
+            "-P",
+            "-b",
+            bs,
+            "-t",
+            topic,
+            "-l",
+            *sum((["-X", f"{k}={v}"] for k, v in props.items()), []),
+            str(f),
+        ]
 
     t = time.monotonic()
     subprocess.run(cmd(one_file), check=True, timeout=60)
@@ -96,9 +128,17 @@ def run_kcat(bs: str, topic: str, payload_file: Path, one_file: Path, n: int, pr
     return n / max(1e-9, wall - overhead), overhead, cpu
 
 
-def fixed_rate_accuracy(bs: str, topic: str, records: list[bytes], rate: float, seconds: float, props: dict[str, str]) -> dict[str, float]:
-    spec = ProducerSpec(topic=topic, props={"bootstrap.servers": bs, **props}, mode="fixed-rate", rate=rate,
-                        count=int(rate * seconds), flush_timeout=120)
+def fixed_rate_accuracy(
+    bs: str, topic: str, records: list[bytes], rate: float, seconds: float, props: dict[str, str]
+) -> dict[str, float]:
+    spec = ProducerSpec(
+        topic=topic,
+        props={"bootstrap.servers": bs, **props},
+        mode="fixed-rate",
+        rate=rate,
+        count=int(rate * seconds),
+        flush_timeout=120,
+    )
     r = produce(spec, records)
     assert r.delay is not None and r.corrected is not None
     return {
@@ -128,17 +168,24 @@ def summarise(runs: list[dict]) -> dict[str, dict[str, float]]:
         med = {t: statistics.median([r["msgs_per_s"] for r in mine if r["tool"] == t] or [math.nan]) for t in TOOLS}
         per = {(r["rep"], r["tool"]): r["msgs_per_s"] for r in mine}
         reps = sorted({r["rep"] for r in mine})
-        cpu = {t: statistics.median([r.get("client_cpu_us_per_msg", math.nan) for r in mine if r["tool"] == t] or [math.nan])
-               for t in TOOLS}
+        cpu = {
+            t: statistics.median(
+                [r.get("client_cpu_us_per_msg", math.nan) for r in mine if r["tool"] == t] or [math.nan]
+            )
+            for t in TOOLS
+        }
         summary[codec] = {
             **{f"{t}_median": v for t, v in med.items()},
             **{f"{t}_cpu_us_per_msg": v for t, v in cpu.items()},
-            "kbench/ProducerPerformance": statistics.median(per[(k, "kbench")] / per[(k, "ProducerPerformance")] for k in reps),
+            "kbench/ProducerPerformance": statistics.median(
+                per[(k, "kbench")] / per[(k, "ProducerPerformance")] for k in reps
+            ),
             "kbench/kcat": statistics.median(per[(k, "kbench")] / per[(k, "kcat")] for k in reps),
         }
         if "kbench-noheader" in med and not math.isnan(med["kbench-noheader"]):
             summary[codec]["kbench-noheader/kcat"] = statistics.median(
-                per[(k, "kbench-noheader")] / per[(k, "kcat")] for k in reps)
+                per[(k, "kbench-noheader")] / per[(k, "kcat")] for k in reps
+            )
     return summary
 
 
@@ -161,24 +208,40 @@ def markdown(results: dict) -> str:
     ]
     for codec, s in summarise(results["runs"]).items():
         nh = s.get("kbench-noheader/kcat", math.nan)
-        lines.append(f"| {codec} | {s['kbench_median']:,.0f} | {s['kbench-noheader_median']:,.0f} | "
-                     f"{s['ProducerPerformance_median']:,.0f} | {s['kcat_median']:,.0f} | "
-                     f"{s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} | {nh:.2f} |")
+        lines.append(
+            f"| {codec} | {s['kbench_median']:,.0f} | {s['kbench-noheader_median']:,.0f} | "
+            f"{s['ProducerPerformance_median']:,.0f} | {s['kcat_median']:,.0f} | "
+            f"{s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} | {nh:.2f} |"
+        )
     if "client_cpu_us_per_msg" in results["runs"][0]:
-        lines += ["", "Client CPU (user + sys of the producing process, µs per message, median; the JVM's includes",
-                  "its start-up and JIT, kcat's its one-record start-up run is not included):", "",
-                  "| codec | kbench | kbench-noheader | ProducerPerformance | kcat |", "|---|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "Client CPU (user + sys of the producing process, µs per message, median; the JVM's includes",
+            "its start-up and JIT, kcat's its one-record start-up run is not included):",
+            "",
+            "| codec | kbench | kbench-noheader | ProducerPerformance | kcat |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for codec, s in summarise(results["runs"]).items():
-            lines.append(f"| {codec} | {s['kbench_cpu_us_per_msg']:.2f} | {s['kbench-noheader_cpu_us_per_msg']:.2f} | "
-                         f"{s['ProducerPerformance_cpu_us_per_msg']:.2f} | {s['kcat_cpu_us_per_msg']:.2f} |")
-    lines += ["", "Per run (msg/s):", "", "| codec | rep | kbench | kbench-noheader | ProducerPerformance | kcat | kbench / kcat |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {codec} | {s['kbench_cpu_us_per_msg']:.2f} | {s['kbench-noheader_cpu_us_per_msg']:.2f} | "
+                f"{s['ProducerPerformance_cpu_us_per_msg']:.2f} | {s['kcat_cpu_us_per_msg']:.2f} |"
+            )
+    lines += [
+        "",
+        "Per run (msg/s):",
+        "",
+        "| codec | rep | kbench | kbench-noheader | ProducerPerformance | kcat | kbench / kcat |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     by: dict[tuple[str, int], dict[str, float]] = {}
     for r in results["runs"]:
         by.setdefault((r["codec"], r["rep"]), {})[r["tool"]] = r["msgs_per_s"]
     for (codec, rep), v in by.items():
-        lines.append(f"| {codec} | {rep} | {v['kbench']:,.0f} | {v.get('kbench-noheader', math.nan):,.0f} | "
-                     f"{v['ProducerPerformance']:,.0f} | {v['kcat']:,.0f} | {v['kbench'] / v['kcat']:.2f} |")
+        lines.append(
+            f"| {codec} | {rep} | {v['kbench']:,.0f} | {v.get('kbench-noheader', math.nan):,.0f} | "
+            f"{v['ProducerPerformance']:,.0f} | {v['kcat']:,.0f} | {v['kbench'] / v['kcat']:.2f} |"
+        )
     f = results["fixed_rate"]
     lines += [
         "",
@@ -229,16 +292,23 @@ def main() -> int:
     cluster = None if args.bootstrap else LocalCluster(brokers=1, heap="512m").__enter__()
     bs = args.bootstrap or cluster.bootstrap_servers  # type: ignore[union-attr]
     results: dict[str, object] = {
-        "records": args.records, "reps": args.reps, "batch.size": args.batch_size, "linger.ms": args.linger_ms,
-        "corpus": corp.source, "corpus_sha256": corp.sha256, "avg_record_bytes": corp.size / len(records),
-        "librdkafka": _native.rdkafka_version, "kafka": kafka_dist.KAFKA_VERSION, "runs": [],
+        "records": args.records,
+        "reps": args.reps,
+        "batch.size": args.batch_size,
+        "linger.ms": args.linger_ms,
+        "corpus": corp.source,
+        "corpus_sha256": corp.sha256,
+        "avg_record_bytes": corp.size / len(records),
+        "librdkafka": _native.rdkafka_version,
+        "kafka": kafka_dist.KAFKA_VERSION,
+        "runs": [],
     }
     runs: list[dict[str, object]] = results["runs"]  # type: ignore[assignment]
     try:
         for codec in codecs:
             props = common_props(codec, args.batch_size, args.linger_ms)
             for rep in range(-1, args.reps):  # rep -1: one discarded warm-up round
-                order = TOOLS[rep % len(TOOLS):] + TOOLS[: rep % len(TOOLS)]
+                order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]
                 for tool in order:
                     topic = f"peers-{codec}-{rep}-{tool}".lower()
                     admin.create_topic({"bootstrap.servers": bs}, topic, partitions=3)
@@ -252,8 +322,10 @@ def main() -> int:
                         extra["startup_s"] = overhead
                     extra["client_cpu_us_per_msg"] = 1e6 * cpu / args.records
                     admin.delete_topic({"bootstrap.servers": bs}, topic)
-                    print(f"{codec:5} rep {rep} {tool:20} {rate:12,.0f} msg/s{' (warm-up, discarded)' if rep < 0 else ''}",
-                          flush=True)
+                    print(
+                        f"{codec:5} rep {rep} {tool:20} {rate:12,.0f} msg/s{' (warm-up, discarded)' if rep < 0 else ''}",
+                        flush=True,
+                    )
                     if rep >= 0:
                         runs.append({"codec": codec, "rep": rep, "tool": tool, "msgs_per_s": rate, **extra})
         summary = results["summary"] = summarise(runs)
@@ -261,8 +333,11 @@ def main() -> int:
         sat = summary.get(args.fixed_codec, next(iter(summary.values())))["kbench_median"]
         props = common_props(args.fixed_codec, args.batch_size, args.linger_ms)
         admin.create_topic({"bootstrap.servers": bs}, "peers-fixed", partitions=3)
-        results["fixed_rate"] = {"codec": args.fixed_codec, "seconds": args.fixed_seconds,
-                                 **fixed_rate_accuracy(bs, "peers-fixed", records, round(sat / 2), args.fixed_seconds, props)}
+        results["fixed_rate"] = {
+            "codec": args.fixed_codec,
+            "seconds": args.fixed_seconds,
+            **fixed_rate_accuracy(bs, "peers-fixed", records, round(sat / 2), args.fixed_seconds, props),
+        }
         results["latency_sample_cost_ns"] = {
             "record": _native.histogram_record_cost(20_000_000),
             "clock_read_plus_record": _native.histogram_record_cost(20_000_000, with_clock=True),

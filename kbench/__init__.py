@@ -2,6 +2,7 @@
 
 The C core lives in ``kbench._native``; this package orchestrates it.
 """
+
 from __future__ import annotations
 
 from kbench._native import BatchError, CodecError, KafkaError

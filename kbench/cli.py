@@ -3,12 +3,13 @@
 Each subcommand lives in its own module under ``kbench.commands`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` (args -> exit code).
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (

@@ -1,10 +1,12 @@
 """Shared fixtures."""
+
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -35,7 +37,7 @@ def json_records() -> tuple[bytes, ...]:
 
 
 @pytest.fixture(scope="session")
-def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
+def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A 1-node KRaft cluster for the whole session (free ports, tmp dir)."""
     from kbench.kafka.cluster import LocalCluster
 
@@ -44,7 +46,7 @@ def kafka1(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]
 
 
 @pytest.fixture(scope="session")
-def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalCluster"]:
+def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A 3-node KRaft cluster for the whole session (free ports, tmp dir)."""
     from kbench.kafka.cluster import LocalCluster
 
@@ -67,14 +69,15 @@ def dump_log_segments():
     from kbench.kafka import kafka_dist
 
     def run(files: list[Path]) -> dict[str, list[dict[str, str]]]:
-        proc = kafka_dist.run_tool("kafka.tools.DumpLogSegments",
-                                   ["--deep-iteration", "--files", ",".join(str(f) for f in files)], timeout=300)
+        proc = kafka_dist.run_tool(
+            "kafka.tools.DumpLogSegments", ["--deep-iteration", "--files", ",".join(str(f) for f in files)], timeout=300
+        )
         per: dict[str, list[dict[str, str]]] = {}
         cur = None
         chunks: dict[str, list[str]] = {}
         for line in proc.stdout.splitlines():
             if line.startswith("Dumping "):
-                cur = line[len("Dumping "):].strip()
+                cur = line[len("Dumping ") :].strip()
                 chunks[cur] = []
             elif cur is not None:
                 chunks[cur].append(line)

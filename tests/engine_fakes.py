@@ -1,11 +1,21 @@
 """Test doubles for the engine: a scriptable transport and plan helpers."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from kbench.engine.transports.base import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
+from kbench.engine.transports.base import (
+    BatchFill,
+    BrokerInfo,
+    CpuSample,
+    LatencySummary,
+    RunRequest,
+    RunResult,
+    TransportError,
+    TransportInfo,
+)
 
 
 def lat(base: float) -> LatencySummary:
@@ -30,8 +40,13 @@ class FakeTransport:
 
     def open(self) -> TransportInfo:
         self.opened += 1
-        brokers = tuple(BrokerInfo(broker_id=i, version=v, pid=None, log_dir=None, default_compression="producer") for i, v in enumerate(self.broker_versions))
-        return TransportInfo(kind="fake", bootstrap="127.0.0.1:1", brokers=brokers, kafka_version="4.1.2", client="fake")
+        brokers = tuple(
+            BrokerInfo(broker_id=i, version=v, pid=None, log_dir=None, default_compression="producer")
+            for i, v in enumerate(self.broker_versions)
+        )
+        return TransportInfo(
+            kind="fake", bootstrap="127.0.0.1:1", brokers=brokers, kafka_version="4.1.2", client="fake"
+        )
 
     def close(self) -> None:
         self.closed += 1
@@ -52,7 +67,16 @@ class FakeTransport:
         cpu = []
         for role in ("producer", "consumer", "broker-0"):
             regressed = role == self.cpu_regressed_role
-            cpu.append(CpuSample(role=role, usr_s=-0.1 if regressed else 0.5, sys_s=0.1, wall_s=req.duration_s, regressed=regressed, pid=1000))
+            cpu.append(
+                CpuSample(
+                    role=role,
+                    usr_s=-0.1 if regressed else 0.5,
+                    sys_s=0.1,
+                    wall_s=req.duration_s,
+                    regressed=regressed,
+                    pid=1000,
+                )
+            )
         ratio = 4.0 if codec.startswith("zstd") else 1.0
         return RunResult(
             messages_sent=n,
@@ -74,7 +98,9 @@ class FakeTransport:
             consumer_wire_bytes=int(payload / ratio),
             stored_bytes=int(payload / ratio),
             stored_batches=10,
-            stored_codecs=(codec.split(":")[0],) if req.cell.topic_compression == "producer" else (req.cell.topic_compression,),
+            stored_codecs=(codec.split(":")[0],)
+            if req.cell.topic_compression == "producer"
+            else (req.cell.topic_compression,),
             topic_compression_readback=req.cell.topic_compression,
             batch_fill=BatchFill(10, 5, 6, 7, 1000, 1100, 1200, "fake"),
         )

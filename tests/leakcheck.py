@@ -1,4 +1,5 @@
 """Shared by the leak and GIL tests: this process's RSS and a busy-loop pace probe."""
+
 from __future__ import annotations
 
 import threading

@@ -6,6 +6,7 @@ set is two runs under different CPU affinity (``taskset``), each labelled as its
 machine in its manifest's ``machine`` fields, plus an experiment-M CSV per machine made
 by ``kbench codecs bench --csv RUN_DIR/M.csv``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,7 +31,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def kbench(*args: str, cpus: str | None = None, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def kbench(
+    *args: str, cpus: str | None = None, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "kbench", *args]
     if cpus is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
@@ -128,7 +131,9 @@ topic_compression = ["producer", "lz4"]
 """
 
 
-def _run(root: Path, name: str, sweeps: str, cpus: str | None = None, transport: str | None = None, duration: float = 0.3) -> Path:
+def _run(
+    root: Path, name: str, sweeps: str, cpus: str | None = None, transport: str | None = None, duration: float = 0.3
+) -> Path:
     plan = root / f"{name}.toml"
     plan.write_text(plan_text(name, sweeps, duration, transport))
     out = root / name
@@ -162,7 +167,12 @@ def _parallel(cmds: list[tuple[list[str], str]]) -> None:
         cmd = [sys.executable, "-m", "kbench", *args]
         if shutil.which("taskset"):
             cmd = ["taskset", "-c", cpus, *cmd]
-        procs.append((cmd, subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        procs.append(
+            (
+                cmd,
+                subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+            )
+        )
     for cmd, p in procs:
         out, err = p.communicate(timeout=600)
         if p.returncode != 0:
@@ -184,9 +194,32 @@ def two_machines(root: Path) -> list[Path]:
             plan.write_text(plan_text(f"machine-{i}", MACHINE))
             runs.append((["run", str(plan), "-o", str(d), "--gate-sample-s", "0.1", "--force"], c))
         _parallel(runs)
-        _parallel([(["codecs", "bench", "--corpus", "json", "--corpus-size", "262144", "--codecs", "lz4,zstd:1,zstd:3",
-                     "--block-sizes", "16k,64k", "--min-time", "0.01", "--repeats", "3", "--csv", str(d / "M.csv")], c)
-                   for d, c in zip(dirs, cpus)])
+        _parallel(
+            [
+                (
+                    [
+                        "codecs",
+                        "bench",
+                        "--corpus",
+                        "json",
+                        "--corpus-size",
+                        "262144",
+                        "--codecs",
+                        "lz4,zstd:1,zstd:3",
+                        "--block-sizes",
+                        "16k,64k",
+                        "--min-time",
+                        "0.01",
+                        "--repeats",
+                        "3",
+                        "--csv",
+                        str(d / "M.csv"),
+                    ],
+                    c,
+                )
+                for d, c in zip(dirs, cpus)
+            ]
+        )
         for d, c in zip(dirs, cpus):
             label_machine(d, f"cpu{c}-pinned", 1)
         _CACHE[key] = dirs

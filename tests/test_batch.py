@@ -1,4 +1,5 @@
 """RecordBatch v2 encoder/decoder against the published vectors and malformed input."""
+
 from __future__ import annotations
 
 import os
@@ -12,11 +13,13 @@ from kbench.model.batch import Header, Record
 TS = 1_700_000_000_000
 EXAMPLE_A = bytes.fromhex(
     "00000000000000000000003dffffffff02e641a44b0000000000000000018bcfe568000000018bcfe56800"
-    "ffffffffffffffffffffffffffff0000000116000000010a68656c6c6f00")
+    "ffffffffffffffffffffffffffff0000000116000000010a68656c6c6f00"
+)
 EXAMPLE_B = bytes.fromhex(
     "00000000000000000000004bffffffff028ee4dd0f0000000000010000018bcfe568000000018bcfe56803"
     "ffffffffffffffffffffffffffff00000002"
-    "14000000046b31047631001c000602046b320476320202680278")
+    "14000000046b31047631001c000602046b320476320202680278"
+)
 RAW_A = bytes.fromhex("16000000010a68656c6c6f00")
 # Example C of the reference: records region and CRC per codec (Java framing).
 EXAMPLE_C = {
@@ -41,7 +44,9 @@ def test_hardware_crc_present_and_paths_agree() -> None:
     ref = batch.crc32c(data, impl="table")
     for impl in impls:
         for start in range(0, 9):  # unaligned heads and odd tails
-            assert batch.crc32c(data[start:start + 4099], impl=impl) == batch.crc32c(data[start:start + 4099], impl="table")
+            assert batch.crc32c(data[start : start + 4099], impl=impl) == batch.crc32c(
+                data[start : start + 4099], impl="table"
+            )
         assert batch.crc32c(data, impl=impl) == ref
     assert batch.crc32c(data) == ref
     with pytest.raises(ValueError, match="not available"):
@@ -61,8 +66,10 @@ def test_example_a_librdkafka_writes_ple_zero() -> None:
 
 
 def test_example_b_exact_bytes() -> None:
-    recs = [Record(key=b"k1", value=b"v1", timestamp=TS),
-            Record(key=b"k2", value=b"v2", timestamp=TS + 3, headers=(Header("h", b"x"),))]
+    recs = [
+        Record(key=b"k1", value=b"v1", timestamp=TS),
+        Record(key=b"k2", value=b"v2", timestamp=TS + 3, headers=(Header("h", b"x"),)),
+    ]
     assert batch.encode(recs, "none") == EXAMPLE_B
 
 
@@ -93,10 +100,15 @@ def test_sarama_record_decodes() -> None:
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_roundtrip_every_codec(codec: str) -> None:
-    recs = [Record(key=None if i % 3 == 0 else f"k{i}".encode(), value=None if i == 7 else (b"payload-%d " % i) * (i % 50),
-                   timestamp=TS + i * 7 - (20 if i == 5 else 0),
-                   headers=tuple(Header(f"h{j}", None if j == 1 else b"v" * j) for j in range(i % 3)))
-            for i in range(300)]
+    recs = [
+        Record(
+            key=None if i % 3 == 0 else f"k{i}".encode(),
+            value=None if i == 7 else (b"payload-%d " % i) * (i % 50),
+            timestamp=TS + i * 7 - (20 if i == 5 else 0),
+            headers=tuple(Header(f"h{j}", None if j == 1 else b"v" * j) for j in range(i % 3)),
+        )
+        for i in range(300)
+    ]
     out = batch.encode(recs, codec, producer_id=42, producer_epoch=3, base_sequence=100, transactional=True)
     b = batch.decode(out)
     assert b.codec == codec and b.records_count == 300 and b.last_offset_delta == 299
@@ -184,7 +196,9 @@ def test_error_inside_compressed_records_names_the_position() -> None:
     buf = bytearray(raw[:61]) + region
     buf[8:12] = (len(buf) - 12).to_bytes(4, "big")
     buf[21:23] = (3).to_bytes(2, "big")
-    with pytest.raises(kbench.BatchError, match=r"records end after 2 of 3 records \(byte 20 of the decompressed records\)"):
+    with pytest.raises(
+        kbench.BatchError, match=r"records end after 2 of 3 records \(byte 20 of the decompressed records\)"
+    ):
         batch.decode(_with_crc(buf))
 
 

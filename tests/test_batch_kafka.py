@@ -5,6 +5,7 @@ encoded directly with every header feature; DumpLogSegments --deep-iteration mus
 batch valid with the same offsets, counts, positions, sizes, codecs and CRCs that kbench's own
 inspector reports.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench.model import batch, corpus, segment, simulator as sim
+from kbench.model import batch, corpus, segment
+from kbench.model import simulator as sim
 from kbench.model.batch import Header, Record
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -22,14 +24,27 @@ TS = 1_700_000_000_000
 def _direct_segment(path: Path, codec: str) -> Path:
     batches = []
     for b in range(6):
-        recs = [Record(key=None if i % 4 == 0 else f"key-{b}-{i}".encode(),
-                       value=None if i == 3 else (f"value {b} {i} " * (i + 1)).encode(),
-                       timestamp=TS + b * 100 + i,
-                       headers=tuple(Header(f"h{j}", None if j else b"hv") for j in range(i % 3)))
-                for i in range(1 + b * 7)]
-        batches.append(batch.encode(recs, codec, level=None, client="librdkafka" if b % 2 else "java",
-                                    producer_id=1000 + b if b >= 3 else -1, producer_epoch=0 if b >= 3 else -1,
-                                    base_sequence=b * 10 if b >= 3 else -1, transactional=b == 5))
+        recs = [
+            Record(
+                key=None if i % 4 == 0 else f"key-{b}-{i}".encode(),
+                value=None if i == 3 else (f"value {b} {i} " * (i + 1)).encode(),
+                timestamp=TS + b * 100 + i,
+                headers=tuple(Header(f"h{j}", None if j else b"hv") for j in range(i % 3)),
+            )
+            for i in range(1 + b * 7)
+        ]
+        batches.append(
+            batch.encode(
+                recs,
+                codec,
+                level=None,
+                client="librdkafka" if b % 2 else "java",
+                producer_id=1000 + b if b >= 3 else -1,
+                producer_epoch=0 if b >= 3 else -1,
+                base_sequence=b * 10 if b >= 3 else -1,
+                transactional=b == 5,
+            )
+        )
     return segment.write_segment(path, batches, leader_epoch=7)
 
 
@@ -41,8 +56,17 @@ def segments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     for codec in CODECS:
         files = []
         for client in ("java", "librdkafka"):
-            cfg = sim.SimConfig(codec=codec, client=client, batch_size=8192, linger_ms=5, partitions=2, rate=20_000,
-                                keys=100, start_ts_ms=TS, topic=f"t-{client}")
+            cfg = sim.SimConfig(
+                codec=codec,
+                client=client,
+                batch_size=8192,
+                linger_ms=5,
+                partitions=2,
+                rate=20_000,
+                keys=100,
+                start_ts_ms=TS,
+                topic=f"t-{client}",
+            )
             r = sim.run(corp, cfg, root / codec)
             assert r.mismatches == 0 and r.verified == len(corp.records)
             files += sorted((root / codec).glob(f"t-{client}-*/*.log"))
@@ -71,7 +95,7 @@ def test_dump_log_segments_reads_kbench_segments(segments: dict[str, list[Path]]
                 assert int(t["count"]) == o.records
                 assert int(t["position"]) == o.position
                 assert int(t["size"]) == o.stored_bytes
-                assert int(t["crc"]) == batch.decode(f.read_bytes()[o.position:o.position + o.stored_bytes]).crc
+                assert int(t["crc"]) == batch.decode(f.read_bytes()[o.position : o.position + o.stored_bytes]).crc
                 assert int(t["partitionLeaderEpoch"]) == o.partition_leader_epoch
                 assert int(t["producerId"]) == o.producer_id
                 assert int(t["CreateTime"]) == o.max_timestamp
@@ -84,20 +108,21 @@ def test_dump_log_segments_sees_every_record(segments: dict[str, list[Path]], tm
     from kbench.kafka import kafka_dist
 
     files = [segments[c][-1] for c in CODECS]  # the direct segments: keys, nulls, headers, producer ids
-    proc = kafka_dist.run_tool("kafka.tools.DumpLogSegments",
-                               ["--deep-iteration", "--print-data-log", "--files", ",".join(map(str, files))])
-    theirs = [dict(re.findall(r"(\w+): (\S+)", l)) for l in proc.stdout.splitlines() if l.startswith("| offset:")]
+    proc = kafka_dist.run_tool(
+        "kafka.tools.DumpLogSegments", ["--deep-iteration", "--print-data-log", "--files", ",".join(map(str, files))]
+    )
+    theirs = [dict(re.findall(r"(\w+): (\S+)", ln)) for ln in proc.stdout.splitlines() if ln.startswith("| offset:")]
     ours = []
     for f in files:
         data = f.read_bytes()
         for b in segment.scan_file(f):
-            ours.extend(batch.decode(data[b.position:b.position + b.stored_bytes]).records)
+            ours.extend(batch.decode(data[b.position : b.position + b.stored_bytes]).records)
     assert len(theirs) == len(ours) > 0
     for t, o in zip(theirs, ours):
         assert int(t["offset"]) == o.offset
         assert int(t["CreateTime"]) == o.timestamp
         assert int(t["keySize"]) == (-1 if o.key is None else len(o.key))
         assert int(t["valueSize"]) == (-1 if o.value is None else len(o.value))
-    header_lines = [l for l in proc.stdout.splitlines() if "headerKeys: [h0,h1]" in l]
+    header_lines = [ln for ln in proc.stdout.splitlines() if "headerKeys: [h0,h1]" in ln]
     assert len(header_lines) == sum(1 for o in ours if len(o.headers) == 2)
-    assert any("isTransactional: true" in l for l in proc.stdout.splitlines())
+    assert any("isTransactional: true" in ln for ln in proc.stdout.splitlines())

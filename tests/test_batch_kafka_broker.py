@@ -5,6 +5,7 @@ that ``DumpLogSegments`` prints; and for the same records and batch boundaries k
 (the one the simulated transport's producer and broker stages use) predicts the stored bytes
 within 1 %.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -12,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kbench.kafka import admin, kafka_dist
-from kbench.model import batch, segment
 from kbench.cli import main as cli_main
+from kbench.kafka import admin, kafka_dist
 from kbench.kafka.drivers import ProducerSpec, produce
+from kbench.model import batch, segment
 from kbench.model.simulator import predict_stored_bytes
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -31,9 +32,14 @@ def _partition_dir(cluster, topic: str) -> Path:
 
 
 def _produce_librdkafka(cluster, topic: str, codec: str, records) -> None:
-    spec = ProducerSpec(topic=topic, props=cluster.client_props(**{"compression.type": codec, "linger.ms": "20",
-                                                                   "batch.size": "65536", "acks": "1"}),
-                        mode="saturated", count=N)
+    spec = ProducerSpec(
+        topic=topic,
+        props=cluster.client_props(
+            **{"compression.type": codec, "linger.ms": "20", "batch.size": "65536", "acks": "1"}
+        ),
+        mode="saturated",
+        count=N,
+    )
     r = produce(spec, records)
     assert (r.delivered, r.failed) == (N, 0)
 
@@ -41,10 +47,25 @@ def _produce_librdkafka(cluster, topic: str, codec: str, records) -> None:
 def _produce_java(cluster, topic: str, codec: str, payload_file: Path) -> None:
     cmd = kafka_dist.java_command(
         "org.apache.kafka.tools.ProducerPerformance",
-        ["--topic", topic, "--num-records", str(N), "--payload-file", str(payload_file), "--throughput", "-1",
-         "--producer-props", f"bootstrap.servers={cluster.bootstrap_servers}", f"compression.type={codec}",
-         "linger.ms=20", "batch.size=65536", "acks=1"],
-        heap="256m", jvm_opts=["-Dlog4j2.level=WARN"])
+        [
+            "--topic",
+            topic,
+            "--num-records",
+            str(N),
+            "--payload-file",
+            str(payload_file),
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={cluster.bootstrap_servers}",
+            f"compression.type={codec}",
+            "linger.ms=20",
+            "batch.size=65536",
+            "acks=1",
+        ],
+        heap="256m",
+        jvm_opts=["-Dlog4j2.level=WARN"],
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"{N} records sent" in proc.stdout, proc.stdout[-2000:]
@@ -78,7 +99,12 @@ def test_inspect_matches_dump_log_segments_on_broker_segments(broker_segments, d
         for o, t in zip(ours, theirs):
             assert o.status == "ok" and o.crc_valid and t["isvalid"] == "true"
             assert (o.base_offset, o.last_offset, o.records, o.position, o.stored_bytes) == (
-                int(t["baseOffset"]), int(t["lastOffset"]), int(t["count"]), int(t["position"]), int(t["size"]))
+                int(t["baseOffset"]),
+                int(t["lastOffset"]),
+                int(t["count"]),
+                int(t["position"]),
+                int(t["size"]),
+            )
             assert o.codec == t["compresscodec"]
             assert o.partition_leader_epoch == int(t["partitionLeaderEpoch"])
         stored = {r.codec for r in ours}
@@ -100,7 +126,7 @@ def test_sim_encoder_predicts_broker_stored_bytes(broker_segments, client: str) 
         data = f.read_bytes()
         groups = []
         for r in segment.scan_file(f):
-            b = batch.decode(data[r.position:r.position + r.stored_bytes])
+            b = batch.decode(data[r.position : r.position + r.stored_bytes])
             groups.append(b.records)
         actual = len(data)
         predicted = predict_stored_bytes(groups, codec, client=client)

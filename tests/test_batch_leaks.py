@@ -3,24 +3,27 @@
 RSS must not grow across many calls, successful and failing (the C core itself runs under
 ASan/LSan and TSan in test_native_sanitized.py).
 """
+
 from __future__ import annotations
 
 import threading
 from pathlib import Path
 
 import pytest
+from leakcheck import rss_kib, spin
 
 import kbench
 from kbench import _native
-from kbench.model import batch, corpus, segment, simulator as sim
+from kbench.model import batch, corpus, segment
+from kbench.model import simulator as sim
 from kbench.model.batch import Header, Record
-
-from leakcheck import rss_kib, spin
 
 
 def _churn(n: int, seg: Path) -> None:
-    recs = [Record(key=b"k%d" % i, value=b"value %d " % i * 10, timestamp=i, headers=(Header("h", b"x"),))
-            for i in range(20)]
+    recs = [
+        Record(key=b"k%d" % i, value=b"value %d " % i * 10, timestamp=i, headers=(Header("h", b"x"),))
+        for i in range(20)
+    ]
     for _ in range(n):
         for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
             data = batch.encode(recs, codec, client="librdkafka" if n % 2 else "java")
@@ -68,7 +71,9 @@ def test_gil_released_during_sim(tmp_path: Path) -> None:
     done = threading.Event()
 
     def worker() -> None:
-        sim.run(c, sim.SimConfig(codec="zstd", level=9, topic_compression="gzip", partitions=4, start_ts_ms=0), tmp_path)
+        sim.run(
+            c, sim.SimConfig(codec="zstd", level=9, topic_compression="gzip", partitions=4, start_ts_ms=0), tmp_path
+        )
         done.set()
 
     t = threading.Thread(target=worker)

@@ -1,4 +1,5 @@
 """Build the C tests with AddressSanitizer + UBSan (and leak checking) and run them."""
+
 from __future__ import annotations
 
 import os
@@ -20,13 +21,32 @@ def build_and_run(test: str, sources: list[str], tmp_path: Path) -> str:
     cc = shutil.which("cc") or shutil.which("gcc")
     assert cc, "a C compiler is required"
     exe = tmp_path / test
-    cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fno-omit-frame-pointer",
-           "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{ROOT / 'csrc' / 'core'}", *_pkg("--cflags"),
-           str(ROOT / "tests" / "c" / f"{test}.c"), *[str(ROOT / "csrc" / "core" / s) for s in sources],
-           "-o", str(exe), *_pkg("--libs"), "-lm"]
+    cmd = [
+        cc,
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-O1",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        f"-I{ROOT / 'csrc' / 'core'}",
+        *_pkg("--cflags"),
+        str(ROOT / "tests" / "c" / f"{test}.c"),
+        *[str(ROOT / "csrc" / "core" / s) for s in sources],
+        "-o",
+        str(exe),
+        *_pkg("--libs"),
+        "-lm",
+    ]
     subprocess.run(cmd, check=True)
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    env = dict(
+        os.environ,
+        ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1",
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+    )
     proc = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout

@@ -1,4 +1,5 @@
 """Codecs: Kafka framing pinned byte for byte, levels, errors, limits."""
+
 from __future__ import annotations
 
 import array
@@ -40,7 +41,7 @@ def test_lz4_frame_header_is_kafkas() -> None:
 def test_lz4_golden_vector_stored_raw() -> None:
     # 12 bytes do not compress: one raw block (bit 31 set), as in the reference's Example C.
     out = codecs.compress(HELLO_RECORDS, "lz4")
-    assert out == bytes.fromhex("04224d18604082" "0c000080") + HELLO_RECORDS + bytes(4)
+    assert out == bytes.fromhex("04224d186040820c000080") + HELLO_RECORDS + bytes(4)
 
 
 def test_lz4_blocks_are_64k_and_independent() -> None:
@@ -70,7 +71,7 @@ def test_snappy_xerial_header_and_golden_vector() -> None:
     assert out[:8] == b"\x82SNAPPY\x00"
     assert struct.unpack(">ii", out[8:16]) == (1, 1)  # version 1, minimum compatible 1
     # one chunk: BE length 14, then a raw block: varint 12, literal tag (12-1)<<2, 12 bytes
-    assert out[16:] == bytes.fromhex("0000000e" "0c2c") + HELLO_RECORDS
+    assert out[16:] == bytes.fromhex("0000000e0c2c") + HELLO_RECORDS
 
 
 def test_snappy_xerial_chunks_are_32k() -> None:
@@ -133,8 +134,18 @@ def test_levels_in_kafka_range_round_trip(codec: str, levels: list[int], json_by
 
 
 @pytest.mark.parametrize(
-    "codec,level", [("gzip", 0), ("gzip", 10), ("lz4", 0), ("lz4", 18), ("zstd", 23), ("zstd", 0), ("zstd", -200000),
-                    ("snappy", 1), ("none", 1)],
+    "codec,level",
+    [
+        ("gzip", 0),
+        ("gzip", 10),
+        ("lz4", 0),
+        ("lz4", 18),
+        ("zstd", 23),
+        ("zstd", 0),
+        ("zstd", -200000),
+        ("snappy", 1),
+        ("none", 1),
+    ],
 )
 def test_levels_out_of_range_fail(codec: str, level: int) -> None:
     with pytest.raises(kbench.CodecError, match=codec):

@@ -4,6 +4,7 @@ Truncations at every prefix length of a small frame, single-bit flips at every b
 random inputs.  The same fuzz loop runs in C under AddressSanitizer + UBSan
 (tests/c/test_codecs_asan.c via test_c_asan.py).
 """
+
 from __future__ import annotations
 
 import random
@@ -44,9 +45,13 @@ def test_bit_flips_never_crash(codec: str, json_bytes: bytes) -> None:
 @pytest.mark.parametrize("codec", CODECS)
 def test_random_input_never_crashes(codec: str) -> None:
     rng = random.Random(codec)
-    prefixes = {"gzip": b"\x1f\x8b\x08\x00", "snappy": b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01",
-                "lz4": bytes.fromhex("04224d18604082"), "zstd": bytes.fromhex("28b52ffd")}
-    for i in range(3000):
+    prefixes = {
+        "gzip": b"\x1f\x8b\x08\x00",
+        "snappy": b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01",
+        "lz4": bytes.fromhex("04224d18604082"),
+        "zstd": bytes.fromhex("28b52ffd"),
+    }
+    for _ in range(3000):
         body = rng.randbytes(rng.randint(0, 300))
         _try(body, codec)
         _try(prefixes[codec] + body, codec)

@@ -3,6 +3,7 @@
 zstd: ``zstandard``; lz4: ``lz4.frame``; snappy: ``cramjam`` raw blocks (the xerial chunks are
 framed and unframed here by hand) and ``python-snappy``; gzip: ``cramjam.gzip`` and stdlib zlib.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -47,6 +48,7 @@ def xerial_unframe(buf: bytes) -> bytes:
 
 # --- theirs read ours -------------------------------------------------------
 
+
 @pytest.mark.parametrize("level", [-3, 1, 3, 9, 19])
 def test_zstandard_reads_ours(payload: bytes, level: int) -> None:
     ours = codecs.compress(payload, "zstd", level)
@@ -72,10 +74,13 @@ def test_gzip_readers_read_ours(payload: bytes, level: int) -> None:
 
 # --- ours read theirs -------------------------------------------------------
 
+
 @pytest.mark.parametrize("level", [-3, 1, 3, 9, 19])
 def test_we_read_zstandard(payload: bytes, level: int) -> None:
     for write_size in (True, False):
-        theirs = zstandard.ZstdCompressor(level=level, write_content_size=write_size, write_checksum=not write_size).compress(payload)
+        theirs = zstandard.ZstdCompressor(
+            level=level, write_content_size=write_size, write_checksum=not write_size
+        ).compress(payload)
         assert codecs.decompress(theirs, "zstd") == payload
     streamed = zstandard.ZstdCompressor(level=level).compressobj()
     theirs = streamed.compress(payload) + streamed.flush()
@@ -84,8 +89,14 @@ def test_we_read_zstandard(payload: bytes, level: int) -> None:
 
 @pytest.mark.parametrize("level", [0, 3, 9, 12])
 def test_we_read_lz4_frame(payload: bytes, level: int) -> None:
-    for kw in ({}, {"content_checksum": True}, {"block_checksum": True}, {"source_size": len(payload)},
-               {"block_size": lz4.frame.BLOCKSIZE_MAX4MB}, {"block_size": lz4.frame.BLOCKSIZE_MAX256KB}):
+    for kw in (
+        {},
+        {"content_checksum": True},
+        {"block_checksum": True},
+        {"source_size": len(payload)},
+        {"block_size": lz4.frame.BLOCKSIZE_MAX4MB},
+        {"block_size": lz4.frame.BLOCKSIZE_MAX256KB},
+    ):
         kw = dict(kw)
         size = kw.pop("source_size", 0)
         c = lz4.frame.LZ4FrameCompressor(compression_level=level, block_linked=False, **kw)

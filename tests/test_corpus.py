@@ -1,4 +1,5 @@
 """Corpora: deterministic, realistic, entropy, reading user files."""
+
 from __future__ import annotations
 
 import json

@@ -3,6 +3,7 @@
 The native build checks the table and the host's hardware path (SSE4.2 on x86-64); the aarch64
 build of the same test, cross-compiled and run under qemu-user, checks the ARMv8 CRC path.
 """
+
 from __future__ import annotations
 
 import platform

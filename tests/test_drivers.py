@@ -1,4 +1,5 @@
 """Producer/consumer drivers without a cluster: argument checks, bad properties, unreachable brokers."""
+
 from __future__ import annotations
 
 import socket
@@ -17,8 +18,9 @@ def closed_port() -> int:
 
 
 def test_bad_property_name_fails_with_librdkafkas_message() -> None:
-    spec = ProducerSpec(topic="t", props={"bootstrap.servers": "127.0.0.1:1", "no.such.prop": "1"}, count=1,
-                        mode="saturated")
+    spec = ProducerSpec(
+        topic="t", props={"bootstrap.servers": "127.0.0.1:1", "no.such.prop": "1"}, count=1, mode="saturated"
+    )
     with pytest.raises(KafkaError, match=r'No such configuration property: "no.such.prop"'):
         produce(spec, [b"x"])
     with pytest.raises(KafkaError, match=r'No such configuration property: "linger.mss"'):
@@ -29,9 +31,21 @@ def test_bad_property_value_is_librdkafkas_message_and_secrets_are_redacted() ->
     with pytest.raises(KafkaError, match="compression.codec"):
         produce(ProducerSpec(topic="t", props={"compression.type": "brotli"}, count=1, mode="saturated"), [b"x"])
     with pytest.raises(KafkaError) as ei:
-        produce(ProducerSpec(topic="t", props={"bootstrap.servers": "127.0.0.1:1", "ssl.key.password": "hunter2",
-                                               "security.protocol": "ssl", "ssl.key.location": "/nonexistent"},
-                             count=1, mode="saturated", connect_timeout=1), [b"x"])
+        produce(
+            ProducerSpec(
+                topic="t",
+                props={
+                    "bootstrap.servers": "127.0.0.1:1",
+                    "ssl.key.password": "hunter2",
+                    "security.protocol": "ssl",
+                    "ssl.key.location": "/nonexistent",
+                },
+                count=1,
+                mode="saturated",
+                connect_timeout=1,
+            ),
+            [b"x"],
+        )
     assert "hunter2" not in str(ei.value)
     assert redact({"sasl.password": "p", "acks": "all"}) == {"sasl.password": "[redacted]", "acks": "all"}
 
@@ -42,8 +56,9 @@ def test_unreachable_bootstrap_fails_clearly_in_bounded_time(who: str) -> None:
     t = time.monotonic()
     with pytest.raises(KafkaError, match=rf"no Kafka broker reachable at '{bs}' within 2.0 s"):
         if who == "producer":
-            produce(ProducerSpec(topic="t", props={"bootstrap.servers": bs}, count=10, rate=100, connect_timeout=2),
-                    [b"x"])
+            produce(
+                ProducerSpec(topic="t", props={"bootstrap.servers": bs}, count=10, rate=100, connect_timeout=2), [b"x"]
+            )
         elif who == "consumer":
             consume({"bootstrap.servers": bs}, "t", expected=1, connect_timeout=2)
         else:

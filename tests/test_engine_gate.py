@@ -1,4 +1,5 @@
 """The environment gate: >= 12 checks, blocking vs warning, read from fixture /proc and /sys."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,7 +17,9 @@ VM0 = "pswpin 10\npswpout 20\n"
 VM1 = "pswpin 10\npswpout 25\n"
 
 
-def fixture_roots(tmp: Path, governor: str = "performance", clock: str = "tsc", load: str = "0.10") -> tuple[Path, Path]:
+def fixture_roots(
+    tmp: Path, governor: str = "performance", clock: str = "tsc", load: str = "0.10"
+) -> tuple[Path, Path]:
     proc, sys_ = tmp / "proc", tmp / "sys"
     proc.mkdir()
     (proc / "loadavg").write_text(f"{load} 0.2 0.3 1/100 4242\n")
@@ -34,11 +37,23 @@ def fixture_roots(tmp: Path, governor: str = "performance", clock: str = "tsc", 
 def ctx(tmp: Path, **kw: object) -> gate.GateContext:
     proc, sys_ = fixture_roots(tmp)
     base: dict[str, object] = dict(
-        proc=proc, sys_root=sys_, transport_kind="local", broker_versions=["4.1.2"], broker_default_compression=["producer"],
-        disk_paths=[tmp], min_free_bytes=1, librdkafka_version="2.0.2", java_version="17.0.15",
-        codec_versions={"zstd": "1.5.4", "lz4": "1.9.4", "snappy": "1.1.9", "zlib": "1.2.13"}, corpus_entropies={"json": 5.1},
-        sample_s=0.0, cpu_count=2, open_files_limit=65536, time_sync=lambda: True,
-        before=gate.ProcSample(STAT0, VM0), after=gate.ProcSample(STAT_CALM, VM0),
+        proc=proc,
+        sys_root=sys_,
+        transport_kind="local",
+        broker_versions=["4.1.2"],
+        broker_default_compression=["producer"],
+        disk_paths=[tmp],
+        min_free_bytes=1,
+        librdkafka_version="2.0.2",
+        java_version="17.0.15",
+        codec_versions={"zstd": "1.5.4", "lz4": "1.9.4", "snappy": "1.1.9", "zlib": "1.2.13"},
+        corpus_entropies={"json": 5.1},
+        sample_s=0.0,
+        cpu_count=2,
+        open_files_limit=65536,
+        time_sync=lambda: True,
+        before=gate.ProcSample(STAT0, VM0),
+        after=gate.ProcSample(STAT_CALM, VM0),
     )
     base.update(kw)
     return gate.GateContext(**base)  # type: ignore[arg-type]
@@ -91,7 +106,11 @@ def test_each_check_can_fail(tmp_path: Path, kw: dict[str, object], name: str, b
 
 
 def test_governor_clocksource_and_load_warn(tmp_path: Path) -> None:
-    proc, sys_ = fixture_roots(tmp_path / "x", governor="powersave", clock="hpet", load="9.0") if (tmp_path / "x").mkdir() is None else (None, None)
+    proc, sys_ = (
+        fixture_roots(tmp_path / "x", governor="powersave", clock="hpet", load="9.0")
+        if (tmp_path / "x").mkdir() is None
+        else (None, None)
+    )
     rep = gate.run_gate(ctx(tmp_path, proc=proc, sys_root=sys_))
     names = by_name(rep)
     for n in ("CPU governor", "clock source", "load average"):
@@ -106,11 +125,16 @@ def test_missing_sysfs_is_unknown_not_failure(tmp_path: Path) -> None:
 
 
 def test_java_not_required_for_a_bootstrap_cluster(tmp_path: Path) -> None:
-    assert by_name(gate.run_gate(ctx(tmp_path, java_version=None, transport_kind="bootstrap")))["Java version"].outcome == "pass"
+    assert (
+        by_name(gate.run_gate(ctx(tmp_path, java_version=None, transport_kind="bootstrap")))["Java version"].outcome
+        == "pass"
+    )
 
 
 def test_gate_command_prints_its_checks() -> None:
-    p = subprocess.run([sys.executable, "-m", "kbench", "gate", "--sample-s", "0"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "gate", "--sample-s", "0"], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode in (0, 3), p.stderr
     lines = [x for x in p.stdout.splitlines() if x.startswith("  [")]
     assert len(lines) >= 12

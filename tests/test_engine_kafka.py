@@ -1,4 +1,5 @@
 """The engine end to end on a real local Kafka cluster (started by kbench run)."""
+
 from __future__ import annotations
 
 import csv
@@ -9,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from engine_fakes import SECRETS, grep_secrets
 
 from kbench.engine import store as results
-
-from engine_fakes import SECRETS, grep_secrets
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -53,9 +53,35 @@ rate = 2000
 topic_compression = ["producer", "lz4"]
 """
 
-ALLOWED = {"OK", "REJECTED", "NA", "INVALID", "FAILED_CPU_REGRESSED", "FAILED_LOSS", "FAILED_TOPIC_CONFIG", "FAILED_RUN"}
-TEXT_COLUMNS = {"cell_id", "sweep", "codec", "corpus", "acks", "topic_compression", "status", "reason", "latency_flag", "corpus_sha256",
-                "stored_codecs", "role", "wire_source", "fill_source", "producer_codec", "corpus_near_random", "recompressed"}
+ALLOWED = {
+    "OK",
+    "REJECTED",
+    "NA",
+    "INVALID",
+    "FAILED_CPU_REGRESSED",
+    "FAILED_LOSS",
+    "FAILED_TOPIC_CONFIG",
+    "FAILED_RUN",
+}
+TEXT_COLUMNS = {
+    "cell_id",
+    "sweep",
+    "codec",
+    "corpus",
+    "acks",
+    "topic_compression",
+    "status",
+    "reason",
+    "latency_flag",
+    "corpus_sha256",
+    "stored_codecs",
+    "role",
+    "wire_source",
+    "fill_source",
+    "producer_codec",
+    "corpus_near_random",
+    "recompressed",
+}
 
 
 def run_kbench(tmp: Path, plan_text: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -64,8 +90,12 @@ def run_kbench(tmp: Path, plan_text: str, *extra: str) -> tuple[subprocess.Compl
     out = tmp / "run"
     # --force: a shared CI box may show steal or load; the gate is tested on its own, and
     # --force is recorded in the manifest (checked below).
-    p = subprocess.run([sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--force", "--gate-sample-s", "0.2", *extra],
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--force", "--gate-sample-s", "0.2", *extra],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return p, out
 
 
@@ -123,20 +153,26 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
             assert float(r["cpu_s"]) > 0 and float(r["cpu_s_per_gb"]) > 0
     # E: batch fill from the inspector
     assert all(float(r["records_per_batch_p50"]) >= 1 for r in csvs["E"][1])
-    assert any(r["client_records_per_batch_p50"] != "NA" and float(r["client_batch_bytes_p50"]) > 0 for r in csvs["E"][1])
+    assert any(
+        r["client_records_per_batch_p50"] != "NA" and float(r["client_batch_bytes_p50"]) > 0 for r in csvs["E"][1]
+    )
     # F: recompression detected from the stored codec
     f = {r["topic_compression"]: r["recompressed"] for r in csvs["F"][1]}
     assert f == {"producer": "false", "lz4": "true"}
 
     # latency histograms per repetition, decodable and agreeing with the CSV
-    from kbench._native import Histogram
     import base64
+
+    from kbench._native import Histogram
 
     a0 = (ok("A") or measured)[0]
     h = json.loads((run / "histograms" / f"{a0['cell_id']}-r{a0['rep']}.json").read_text())
     corrected = Histogram.decode(base64.b64decode(h["histograms"]["corrected"]))
     assert corrected.count == int(a0["messages"])
-    assert abs(corrected.percentile(99.0) / 1000.0 - float(a0["corrected_p99_us"])) <= 0.01 * float(a0["corrected_p99_us"]) + 1
+    assert (
+        abs(corrected.percentile(99.0) / 1000.0 - float(a0["corrected_p99_us"]))
+        <= 0.01 * float(a0["corrected_p99_us"]) + 1
+    )
 
     m = json.loads((run / "manifest.json").read_text())
     for key in ("machine", "versions", "seed", "corpora", "gate", "plan", "transport", "order", "state", "forced"):
@@ -235,8 +271,12 @@ def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
     before = results.read_done(run)
     assert 2 <= len(before) < 6
 
-    r = subprocess.run([sys.executable, "-m", "kbench", "run", "--resume", str(run), "--force", "--gate-sample-s", "0.1"],
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "kbench", "run", "--resume", str(run), "--force", "--gate-sample-s", "0.1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     for exp in "ACD":
         header, body = rows(run / f"{exp}.csv")
@@ -267,8 +307,27 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
     run = tmp_path / "run"
     bs = kafka1.bootstrap_servers  # type: ignore[attr-defined]
     pid = kafka1.pids[0]  # type: ignore[attr-defined]
-    r = subprocess.run([sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--bootstrap", bs, "--broker-pid", str(pid),
-                        "--force", "--gate-sample-s", "0.1"], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kbench",
+            "run",
+            str(plan),
+            "-o",
+            str(run),
+            "--bootstrap",
+            bs,
+            "--broker-pid",
+            str(pid),
+            "--force",
+            "--gate-sample-s",
+            "0.1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     m = json.loads((run / "manifest.json").read_text())
     assert m["transport"]["kind"] == "bootstrap" and m["transport"]["bootstrap"] == bs
@@ -277,6 +336,11 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
     assert len(broker) == 1 and broker[0]["pid"] == str(pid)
     assert broker[0]["status"] in ("OK", "INVALID") and broker[0]["cpu_s"] != "NA"
     assert kafka1.pids[0] == pid and _alive(pid)  # type: ignore[attr-defined]  # never stopped by kbench
-    g = subprocess.run([sys.executable, "-m", "kbench", "gate", "--bootstrap", bs, "--sample-s", "0"], capture_output=True, text=True, timeout=120)
+    g = subprocess.run(
+        [sys.executable, "-m", "kbench", "gate", "--bootstrap", bs, "--sample-s", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert g.returncode in (0, 3), g.stderr
     assert "broker versions equal" in g.stdout and "librdkafka version" in g.stdout

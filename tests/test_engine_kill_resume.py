@@ -1,4 +1,5 @@
 """SIGKILL ``kbench run`` mid-plan, resume it: every cell x repetition exactly once, no truncated row."""
+
 from __future__ import annotations
 
 import csv
@@ -10,12 +11,17 @@ import sys
 import time
 from pathlib import Path
 
-from kbench.engine import plan as plan_mod, store as results
-
 from engine_fakes import PLAN_TEXT, grep_secrets, write_plan
 
+from kbench.engine import plan as plan_mod
+from kbench.engine import store as results
+
 # The plan says local; the first run overrides it with --transport dry, which the resume must reuse.
-DRY_PLAN = PLAN_TEXT.replace("duration_s = 1", "duration_s = 0.25").replace("warmup_s = 0.5", "warmup_s = 0.05").replace('kind = "dry"', 'kind = "local"')
+DRY_PLAN = (
+    PLAN_TEXT.replace("duration_s = 1", "duration_s = 0.25")
+    .replace("warmup_s = 0.5", "warmup_s = 0.05")
+    .replace('kind = "dry"', 'kind = "local"')
+)
 
 
 def kbench(*args: str) -> list[str]:
@@ -36,7 +42,12 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
     plan_file = write_plan(tmp_path, DRY_PLAN)
     run = tmp_path / "run"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen(kbench(str(plan_file), "-o", str(run), "--transport", "dry", "-X", "sasl.password=hunter2-SECRET"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(
+        kbench(str(plan_file), "-o", str(run), "--transport", "dry", "-X", "sasl.password=hunter2-SECRET"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         wait_for_journal(run / results.JOURNAL, 4, p)
     finally:
@@ -77,7 +88,12 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
 def test_ctrl_c_leaves_an_interrupted_run_that_resumes(tmp_path: Path) -> None:
     plan_file = write_plan(tmp_path, DRY_PLAN)
     run = tmp_path / "run"
-    p = subprocess.Popen(kbench(str(plan_file), "-o", str(run), "--transport", "dry"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        kbench(str(plan_file), "-o", str(run), "--transport", "dry"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_journal(run / results.JOURNAL, 3, p)  # type: ignore[arg-type]
     finally:

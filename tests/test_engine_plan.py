@@ -1,4 +1,5 @@
 """Plans: built-ins load, bad plans fail before any work with one line naming the key and the fix."""
+
 from __future__ import annotations
 
 import subprocess
@@ -42,7 +43,15 @@ def test_expansion_crosses_every_axis() -> None:
     p = plan_mod.parse(
         {
             "sweep": [
-                {"name": "e", "experiments": ["E"], "codec": ["lz4", "zstd:1"], "batch_size": [16384, 65536, 1 << 20], "linger_ms": [0, 5], "partitions": [1, 4], "rate": 1000}
+                {
+                    "name": "e",
+                    "experiments": ["E"],
+                    "codec": ["lz4", "zstd:1"],
+                    "batch_size": [16384, 65536, 1 << 20],
+                    "linger_ms": [0, 5],
+                    "partitions": [1, 4],
+                    "rate": 1000,
+                }
             ]
         }
     )
@@ -68,13 +77,13 @@ BAD = [
     (BASE.replace('codec = ["none"]', 'codec = ["zstd:99"]'), "sweep[0].codec", "out of range"),
     (BASE.replace('codec = ["none"]', 'codec = ["gzip:0"]'), "sweep[0].codec", "out of range"),
     (BASE.replace("rate = 1000", "rate = -5"), "sweep[0].rate", "positive number"),
-    (BASE.replace("rate = 1000", "rate = \"fast\""), "sweep[0].rate", "saturated"),
+    (BASE.replace("rate = 1000", 'rate = "fast"'), "sweep[0].rate", "saturated"),
     (BASE + 'corpus = ["no/such/file.txt"]\n', "sweep[0].corpus", "not found"),
     ("[corpora.mine]\nsource = 'file'\npath = 'missing.txt'\n" + BASE, "corpora.mine.path", "not found"),
     (BASE.replace('experiments = ["A"]', 'experiments = ["B"]'), "sweep[0].rate", "saturated"),
-    (BASE.replace("rate = 1000", "rate = \"auto\""), "sweep.rate", "saturated"),
+    (BASE.replace("rate = 1000", 'rate = "auto"'), "sweep.rate", "saturated"),
     ("repetitions = 0\n" + BASE, "repetitions", "> 0"),
-    ("[client]\n\"compression.type\" = \"lz4\"\n" + BASE, "client.compression.type", "sweep"),
+    ('[client]\n"compression.type" = "lz4"\n' + BASE, "client.compression.type", "sweep"),
 ]
 
 
@@ -100,7 +109,9 @@ def test_cli_bad_plan_fails_before_any_work(tmp_path: Path, text: str, key: str,
     f = tmp_path / "bad.toml"
     f.write_text(text)
     out = tmp_path / "run"
-    p = subprocess.run([sys.executable, "-m", "kbench", "run", str(f), "-o", str(out)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "run", str(f), "-o", str(out)], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr

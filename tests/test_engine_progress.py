@@ -1,4 +1,5 @@
 """Progress: runs done of total and an ETA scaled by the observed overhead."""
+
 from __future__ import annotations
 
 import io

@@ -1,4 +1,5 @@
 """CSV results: header once, complete rows only, reconcile against the journal."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,14 @@ from kbench.engine import store as results
 
 
 def row(cell: str, rep: int, status: str = "OK") -> dict[str, object]:
-    return {"cell_id": cell, "rep": rep, "codec": "zstd:3", "achieved_rate_msgs": 1234.5, "status": status, "reason": "a, \"quoted\" reason"}
+    return {
+        "cell_id": cell,
+        "rep": rep,
+        "codec": "zstd:3",
+        "achieved_rate_msgs": 1234.5,
+        "status": status,
+        "reason": 'a, "quoted" reason',
+    }
 
 
 def test_append_writes_header_once_and_na(tmp_path: Path) -> None:

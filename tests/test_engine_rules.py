@@ -1,16 +1,17 @@
 """The experiments' rules: REJECTED, saturated flag, CPU NA / FAILED_CPU_REGRESSED, steal INVALID."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
+from engine_fakes import lat
 
-from kbench.model import corpus
-from kbench.engine import plan as plan_mod, store as results, rules
+from kbench.engine import rules
+from kbench.engine import store as results
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, RunResult
-
-from engine_fakes import lat
+from kbench.model import corpus
 
 CORPUS = corpus.generate("json", 5000)
 
@@ -21,11 +22,27 @@ def cell(exps: tuple[str, ...], rate: float | str = 1000.0, codec: str = "zstd:3
 
 def result(target: float | None = 1000.0, achieved: float = 1000.0, **kw: object) -> RunResult:
     base = dict(
-        messages_sent=1000, messages_acked=1000, payload_bytes=10**9, elapsed_s=1.0, target_rate=target, achieved_rate=achieved,
-        latency_service=lat(10), latency_delay=lat(1), latency_corrected=lat(12), latency_e2e=lat(20), consumed=1000, lost=0, duplicated=0,
+        messages_sent=1000,
+        messages_acked=1000,
+        payload_bytes=10**9,
+        elapsed_s=1.0,
+        target_rate=target,
+        achieved_rate=achieved,
+        latency_service=lat(10),
+        latency_delay=lat(1),
+        latency_corrected=lat(12),
+        latency_e2e=lat(20),
+        consumed=1000,
+        lost=0,
+        duplicated=0,
         cpu=(CpuSample("producer", 2.0, 1.0, 10.0, pid=1), CpuSample("broker-0", 1.0, 0.5, 10.0, pid=2)),
-        steal_pct=0.0, producer_wire_bytes=10**8, consumer_wire_bytes=10**8, stored_bytes=2 * 10**8, stored_batches=100,
-        stored_codecs=("zstd",), topic_compression_readback="producer",
+        steal_pct=0.0,
+        producer_wire_bytes=10**8,
+        consumer_wire_bytes=10**8,
+        stored_bytes=2 * 10**8,
+        stored_batches=100,
+        stored_codecs=("zstd",),
+        topic_compression_readback="producer",
     )
     base.update(kw)
     return RunResult(**base)  # type: ignore[arg-type]
@@ -39,7 +56,10 @@ def rows(c: Cell, r: RunResult, rf: int = 1) -> dict[str, list[dict[str, object]
     return out
 
 
-@pytest.mark.parametrize("achieved,status", [(1000.0, "OK"), (980.5, "OK"), (1019.0, "OK"), (979.0, "REJECTED"), (900.0, "REJECTED"), (1030.0, "REJECTED")])
+@pytest.mark.parametrize(
+    "achieved,status",
+    [(1000.0, "OK"), (980.5, "OK"), (1019.0, "OK"), (979.0, "REJECTED"), (900.0, "REJECTED"), (1030.0, "REJECTED")],
+)
 def test_rate_off_by_more_than_2_percent_is_rejected(achieved: float, status: str) -> None:
     out = rows(cell(("A", "C", "D")), result(achieved=achieved))
     for exp in ("A", "C", "D"):
@@ -64,14 +84,19 @@ def test_cpu_per_role_normalised_per_gb() -> None:
     assert d["producer"]["cpu_s_per_gb"] == pytest.approx(3.0)
     assert d["producer"]["usr_pct"] == pytest.approx(20.0) and d["producer"]["sys_pct"] == pytest.approx(10.0)
     assert d["producer"]["wire_bytes"] == 10**8
-    r2 = rows(cell(("D",)), dataclasses.replace(result(), consumer_wire_bytes=None, cpu=(CpuSample("consumer", 1.0, 1.0, 10.0),)))["D"][0]
+    r2 = rows(
+        cell(("D",)),
+        dataclasses.replace(result(), consumer_wire_bytes=None, cpu=(CpuSample("consumer", 1.0, 1.0, 10.0),)),
+    )["D"][0]
     assert r2["wire_bytes"] == 2 * 10**8 and "stored bytes" in str(r2["wire_source"])
     assert d["broker-0"]["wire_bytes"] == 2 * 10**8 * 2  # stored x (RF-1)
     assert all(r["status"] == "OK" for r in out["D"])
 
 
 def test_unreadable_cpu_is_na_never_zero() -> None:
-    r = result(cpu=(CpuSample("producer", 1.0, 1.0, 10.0), CpuSample("broker-0", None, None, 10.0, note="pid vanished")))
+    r = result(
+        cpu=(CpuSample("producer", 1.0, 1.0, 10.0), CpuSample("broker-0", None, None, 10.0, note="pid vanished"))
+    )
     d = {x["role"]: x for x in rows(cell(("D",)), r)["D"]}
     assert d["broker-0"]["status"] == "NA"
     assert d["broker-0"]["cpu_s"] is None and d["broker-0"]["cpu_s_per_gb"] is None
@@ -113,7 +138,9 @@ def test_c_reports_ratio_and_entropy() -> None:
     assert c["corpus_sha256"] == CORPUS.sha256
 
 
-@pytest.mark.parametrize("tc,stored,expect", [("producer", ("zstd",), False), ("lz4", ("lz4",), True), ("zstd", ("zstd",), False)])
+@pytest.mark.parametrize(
+    "tc,stored,expect", [("producer", ("zstd",), False), ("lz4", ("lz4",), True), ("zstd", ("zstd",), False)]
+)
 def test_f_detects_recompression_from_stored_codecs(tc: str, stored: tuple[str, ...], expect: bool) -> None:
     f = rows(cell(("F",), tc=tc), result(stored_codecs=stored, topic_compression_readback=tc))["F"][0]
     assert f["recompressed"] is expect

@@ -1,4 +1,5 @@
 """The runner with a scripted transport: order, warm-ups, auto rate, REJECTED, resume, gate, secrets."""
+
 from __future__ import annotations
 
 import io
@@ -6,19 +7,35 @@ import json
 from pathlib import Path
 
 import pytest
+from engine_fakes import FakeTransport, grep_secrets, write_plan
 
-from kbench.engine import gate, plan as plan_mod, store as results
+from kbench.engine import gate
+from kbench.engine import plan as plan_mod
+from kbench.engine import store as results
 from kbench.engine.runner import GateRefused, RunOptions, execute, order_cells
 from kbench.engine.transports.base import RunRequest
 
-from engine_fakes import FakeTransport, grep_secrets, write_plan
-
 CALM = gate.ProcSample("cpu  1 0 1 10 0 0 0 0 0 0\n", "pswpin 0\npswpout 0\n")
-GATE_OK = {"before": CALM, "after": CALM, "time_sync": lambda: True, "min_free_bytes": 1, "open_files_limit": 65536, "java_version": "17.0.1", "librdkafka_version": "2.0.2"}
+GATE_OK = {
+    "before": CALM,
+    "after": CALM,
+    "time_sync": lambda: True,
+    "min_free_bytes": 1,
+    "open_files_limit": 65536,
+    "java_version": "17.0.1",
+    "librdkafka_version": "2.0.2",
+}
 
 
 def opts(tmp: Path, plan: plan_mod.Plan, **kw: object) -> RunOptions:
-    base: dict[str, object] = dict(plan=plan, run_dir=tmp / "run", gate_sample_s=0.0, gate_overrides=GATE_OK, progress_stream=io.StringIO(), argv=["kbench", "run", "-X", "sasl.password=hunter2-SECRET"])
+    base: dict[str, object] = dict(
+        plan=plan,
+        run_dir=tmp / "run",
+        gate_sample_s=0.0,
+        gate_overrides=GATE_OK,
+        progress_stream=io.StringIO(),
+        argv=["kbench", "run", "-X", "sasl.password=hunter2-SECRET"],
+    )
     base.update(kw)
     return RunOptions(**base)  # type: ignore[arg-type]
 
@@ -29,7 +46,10 @@ def plan(tmp_path: Path) -> plan_mod.Plan:
 
 
 def keys(run_dir: Path, exp: str) -> list[tuple[str, str]]:
-    return [(r["cell_id"], r["rep"]) + ((r["role"],) if exp == "D" else ()) for r in results.read_rows(run_dir / f"{exp}.csv")]
+    return [
+        (r["cell_id"], r["rep"]) + ((r["role"],) if exp == "D" else ())
+        for r in results.read_rows(run_dir / f"{exp}.csv")
+    ]
 
 
 def test_full_run_rows_order_warmups_and_manifest(tmp_path: Path, plan: plan_mod.Plan) -> None:
@@ -140,7 +160,15 @@ def test_resume_on_another_machine_is_refused(tmp_path: Path, plan: plan_mod.Pla
 def test_bad_corpus_file_leaves_no_run_directory(tmp_path: Path) -> None:
     f = tmp_path / "c.txt"
     f.write_text("")  # exists (passes validation) but holds no records
-    p = plan_mod.load(str(write_plan(tmp_path, 'repetitions = 1\n[transport]\nkind = "dry"\n[[sweep]]\nexperiments = ["C"]\ncorpus = ["c.txt"]\nrate = 10\n', "p3.toml")))
+    p = plan_mod.load(
+        str(
+            write_plan(
+                tmp_path,
+                'repetitions = 1\n[transport]\nkind = "dry"\n[[sweep]]\nexperiments = ["C"]\ncorpus = ["c.txt"]\nrate = 10\n',
+                "p3.toml",
+            )
+        )
+    )
     with pytest.raises(plan_mod.PlanError, match="no records"):
         execute(opts(tmp_path, p), FakeTransport())
     assert not (tmp_path / "run").exists()
@@ -149,7 +177,13 @@ def test_bad_corpus_file_leaves_no_run_directory(tmp_path: Path) -> None:
 def test_resume_with_a_different_plan_is_refused(tmp_path: Path, plan: plan_mod.Plan) -> None:
     with pytest.raises(KeyboardInterrupt):
         execute(opts(tmp_path, plan), FakeTransport(interrupt_after=3))
-    other = plan_mod.load(str(write_plan(tmp_path, (tmp_path / "plan.toml").read_text().replace("repetitions = 3", "repetitions = 4"), "p2.toml")))
+    other = plan_mod.load(
+        str(
+            write_plan(
+                tmp_path, (tmp_path / "plan.toml").read_text().replace("repetitions = 3", "repetitions = 4"), "p2.toml"
+            )
+        )
+    )
     with pytest.raises(plan_mod.PlanError, match="differs"):
         execute(opts(tmp_path, other, resume=True), FakeTransport())
 

@@ -1,14 +1,16 @@
 """The engine over the simulated transport (no cluster): real batches, segments and thread CPU."""
+
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-from kbench.engine import plan as plan_mod, store as results
+from test_engine_runner import GATE_OK
+
+from kbench.engine import plan as plan_mod
+from kbench.engine import store as results
 from kbench.engine.runner import RunOptions, execute
 from kbench.engine.transports import make
-
-from test_engine_runner import GATE_OK
 
 PLAN = """
 name = "sim"
@@ -42,7 +44,12 @@ topic_compression = ["producer", "lz4"]
 def test_sim_plan(tmp_path: Path) -> None:
     (tmp_path / "p.toml").write_text(PLAN)
     plan = plan_mod.load(str(tmp_path / "p.toml"))
-    o = execute(RunOptions(plan=plan, run_dir=tmp_path / "run", gate_sample_s=0, gate_overrides=GATE_OK, progress_stream=io.StringIO()), make(plan.transport))
+    o = execute(
+        RunOptions(
+            plan=plan, run_dir=tmp_path / "run", gate_sample_s=0, gate_overrides=GATE_OK, progress_stream=io.StringIO()
+        ),
+        make(plan.transport),
+    )
     assert o.state == "complete"
     c = results.read_rows(tmp_path / "run" / "C.csv")
     ratio = {(r["codec"], r["batch_size"]): float(r["ratio"]) for r in c}

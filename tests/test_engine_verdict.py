@@ -1,4 +1,5 @@
 """Verdicts: median and range per cell; overlapping ranges read "no significant difference"."""
+
 from __future__ import annotations
 
 from kbench.engine import verdict
@@ -6,8 +7,19 @@ from kbench.engine import verdict
 
 def rows(cell: str, codec: str, values: list[float], status: str = "OK") -> list[dict[str, str]]:
     return [
-        {"cell_id": cell, "rep": str(i + 1), "codec": codec, "corpus": "json", "batch_size": "16384", "linger_ms": "5", "partitions": "1",
-         "acks": "all", "topic_compression": "producer", "corrected_p99_us": str(v), "status": status}
+        {
+            "cell_id": cell,
+            "rep": str(i + 1),
+            "codec": codec,
+            "corpus": "json",
+            "batch_size": "16384",
+            "linger_ms": "5",
+            "partitions": "1",
+            "acks": "all",
+            "topic_compression": "producer",
+            "corrected_p99_us": str(v),
+            "status": status,
+        }
         for i, v in enumerate(values)
     ]
 

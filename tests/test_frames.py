@@ -1,4 +1,5 @@
 """kbench.results.load: one DataFrame per experiment, machine columns, errors that name the fix."""
+
 from __future__ import annotations
 
 import csv
@@ -10,9 +11,10 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
+from report_runs import two_machines  # noqa: E402
+
 from kbench.reporting import frames  # noqa: E402
 from kbench.results import load  # noqa: E402
-from report_runs import two_machines  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,9 @@ def test_load_frames_per_experiment_with_machine_columns(machines: list[Path]) -
     b = data["B"]
     assert len(b) == len(rows) + len(list(csv.DictReader((machines[1] / "B.csv").open())))
     assert b["achieved_rate_msgs"].dtype.kind in "if"  # numeric, NA as missing
-    assert b.loc[(b["_run"] == 0) & (b["_row"] == 0), "achieved_rate_msgs"].item() == float(rows[0]["achieved_rate_msgs"])
+    assert b.loc[(b["_run"] == 0) & (b["_row"] == 0), "achieved_rate_msgs"].item() == float(
+        rows[0]["achieved_rate_msgs"]
+    )
     assert (data["M"]["warmup"].str.lower() != "true").all()  # M warm-ups are excluded
     assert data["B"]["logical_cores"].unique().tolist() == [1]
 

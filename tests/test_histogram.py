@@ -1,4 +1,5 @@
 """The C log-linear histogram: accuracy, out-of-range counting, merge, serialisation, cost."""
+
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """Against real KRaft clusters (1 node, and 3 nodes with RF=3, min.insync.replicas=2, acks=all):
 every codec at a fixed rate, the consumer sees every message exactly once, histograms are
 complete and ordered, each broker's CPU delta is positive, the topic config reads back."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,13 @@ def topic_codec(codec: str) -> str:
 
 
 def check_run(cluster: LocalCluster, records, topic: str, codec: str, props: dict[str, str]) -> None:
-    spec = ProducerSpec(topic=topic, props=cluster.client_props(**{"compression.type": codec, "linger.ms": "5", **props}),
-                        mode="fixed-rate", rate=RATE, count=N)
+    spec = ProducerSpec(
+        topic=topic,
+        props=cluster.client_props(**{"compression.type": codec, "linger.ms": "5", **props}),
+        mode="fixed-rate",
+        rate=RATE,
+        count=N,
+    )
     with procstat.Sampler(cluster.pids, interval=0.5) as s:
         run = produce_and_consume(spec, records, consume_timeout=60)
     p, c = run.producer, run.consumer
@@ -63,8 +69,9 @@ def check_run(cluster: LocalCluster, records, topic: str, codec: str, props: dic
 @pytest.mark.parametrize("codec", CODECS)
 def test_one_broker_fixed_rate_every_codec(kafka1: LocalCluster, json_records, codec: str) -> None:
     topic = f"t1-{codec}"
-    admin.create_topic(kafka1.client_props(), topic, partitions=3, replication_factor=1,
-                       compression_type=topic_codec(codec))
+    admin.create_topic(
+        kafka1.client_props(), topic, partitions=3, replication_factor=1, compression_type=topic_codec(codec)
+    )
     assert admin.topic_config(kafka1.client_props(), topic, "compression.type") == topic_codec(codec)
     check_run(kafka1, json_records, topic, codec, {"acks": "1"})
 
@@ -74,8 +81,15 @@ def test_one_broker_fixed_rate_every_codec(kafka1: LocalCluster, json_records, c
 def test_three_brokers_rf3_minisr2_acks_all_every_codec(kafka3: LocalCluster, json_records, codec: str) -> None:
     topic = f"t3-{codec}"
     # generous timeout: on a shared 2-core machine a 3-node cluster can take a while to elect leaders
-    admin.create_topic(kafka3.client_props(), topic, partitions=3, replication_factor=3, min_insync_replicas=2,
-                       compression_type=topic_codec(codec), timeout=120)
+    admin.create_topic(
+        kafka3.client_props(),
+        topic,
+        partitions=3,
+        replication_factor=3,
+        min_insync_replicas=2,
+        compression_type=topic_codec(codec),
+        timeout=120,
+    )
     cfg = admin.describe_topic_configs(kafka3.client_props(), topic)
     assert cfg["compression.type"][0] == topic_codec(codec)
     assert cfg["min.insync.replicas"][0] == "2"
@@ -89,8 +103,15 @@ def test_three_brokers_rf3_minisr2_acks_all_every_codec(kafka3: LocalCluster, js
 def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_path: Path) -> None:
     admin.create_topic(kafka1.client_props(), "sat", partitions=2)
     stats = tmp_path / "stats.jsonl"
-    spec = ProducerSpec(topic="sat", props=kafka1.client_props(**{"compression.type": "lz4", "statistics.interval.ms": "100"}),
-                        mode="saturated", count=50_000, keys="round-robin", nkeys=16, stats_path=stats)
+    spec = ProducerSpec(
+        topic="sat",
+        props=kafka1.client_props(**{"compression.type": "lz4", "statistics.interval.ms": "100"}),
+        mode="saturated",
+        count=50_000,
+        keys="round-robin",
+        nkeys=16,
+        stats_path=stats,
+    )
     p = produce(spec, json_records)
     assert (p.sent, p.delivered, p.failed) == (50_000, 50_000, 0)
     assert p.delay is None and p.corrected is None and not p.latency_comparable
@@ -99,8 +120,10 @@ def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_p
     assert p.stats_count >= 1 and len(lines) == p.stats_count
     assert json.loads(lines[-1])["type"] == "producer"
     # without the kb header (peer-equal bytes): service latency comes from the message opaque
-    bare = produce(ProducerSpec(topic="sat", props=kafka1.client_props(), mode="saturated", count=5_000,
-                                headers=False), json_records)
+    bare = produce(
+        ProducerSpec(topic="sat", props=kafka1.client_props(), mode="saturated", count=5_000, headers=False),
+        json_records,
+    )
     assert (bare.delivered, bare.service.count, bare.failed) == (5_000, 5_000, 0)
     assert 0 < bare.service.percentile(50) < 60 * 10**9
     with pytest.raises(ValueError, match="only for saturated"):
@@ -125,8 +148,9 @@ def test_topic_admin_errors_and_delete(kafka1: LocalCluster) -> None:
 def test_delivery_errors_are_counted_by_code(kafka1: LocalCluster) -> None:
     # the broker rejects batches above the topic's max.message.bytes: every report fails with its code
     admin.create_topic(kafka1.client_props(), "small", partitions=1, configs={"max.message.bytes": "1000"})
-    spec = ProducerSpec(topic="small", props=kafka1.client_props(**{"compression.type": "none"}),
-                        mode="saturated", count=20)
+    spec = ProducerSpec(
+        topic="small", props=kafka1.client_props(**{"compression.type": "none"}), mode="saturated", count=20
+    )
     p = produce(spec, [b"x" * 2000])
     assert (p.sent, p.delivered, p.failed) == (20, 0, 20)
     assert p.delivery_errors == {"MSG_SIZE_TOO_LARGE": 20}
@@ -138,8 +162,13 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
     d = tmp_path / "c"
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kbench", "cluster", *args, "--dir", str(d)], env=env,
-                              capture_output=True, text=True, timeout=240)
+        return subprocess.run(
+            [sys.executable, "-m", "kbench", "cluster", *args, "--dir", str(d)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
 
     up = cli("up", "--port-base", "0", "--broker-config", "num.io.threads=3")
     try:
@@ -180,7 +209,7 @@ def test_bad_cluster_arguments() -> None:
     assert never_started.dir is None  # no temporary directory until start()
     never_started.stop()  # a no-op, not an error
     with pytest.raises(ClusterError, match="not started"):
-        never_started.bootstrap_servers
+        _ = never_started.bootstrap_servers
 
 
 @pytest.mark.kafka
@@ -198,8 +227,12 @@ def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, 
     for codec in CODECS:
         topic = f"stored-{codec}"
         admin.create_topic(kafka1.client_props(), topic, partitions=1, compression_type="producer")
-        spec = ProducerSpec(topic=topic, props=kafka1.client_props(**{"compression.type": codec, "linger.ms": "20"}),
-                            mode="saturated", count=500)
+        spec = ProducerSpec(
+            topic=topic,
+            props=kafka1.client_props(**{"compression.type": codec, "linger.ms": "20"}),
+            mode="saturated",
+            count=500,
+        )
         assert produce(spec, json_records).delivered == 500
         files.append(str(Path(kafka1.log_dirs[0]) / f"{topic}-0" / "00000000000000000000.log"))
     out = kafka_dist.run_tool("kafka.tools.DumpLogSegments", ["--files", ",".join(files)], timeout=120).stdout
@@ -215,18 +248,63 @@ def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, 
 def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     out = tmp_path / "r.json"
-    p = subprocess.run([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
-                        "--topic", "cli", "--create", "--rate", "400", "--count", "400", "--codec", "zstd",
-                        "-X", "linger.ms=5", "-X", "sasl.password=s3cr3t-value", "--consume", "--json", str(out)],
-                       env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kbench",
+            "produce",
+            "--bootstrap",
+            kafka1.bootstrap_servers,
+            "--topic",
+            "cli",
+            "--create",
+            "--rate",
+            "400",
+            "--count",
+            "400",
+            "--codec",
+            "zstd",
+            "-X",
+            "linger.ms=5",
+            "-X",
+            "sasl.password=s3cr3t-value",
+            "--consume",
+            "--json",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "sent 400, delivered 400, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
     r = json.loads(out.read_text())
     assert r["producer"]["service"]["count"] == 400 and r["consumer"]["e2e"]["count"] == 400
     assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout
-    bad = subprocess.run([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
-                          "--topic", "cli", "--rate", "10", "--count", "1", "-X", "linger.mss=5"],
-                         env=env, capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kbench",
+            "produce",
+            "--bootstrap",
+            kafka1.bootstrap_servers,
+            "--topic",
+            "cli",
+            "--rate",
+            "10",
+            "--count",
+            "1",
+            "-X",
+            "linger.mss=5",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 1
     assert bad.stderr.strip() == 'kbench: error: No such configuration property: "linger.mss"'
 
@@ -235,11 +313,30 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
 def test_ctrl_c_stops_a_run_cleanly(kafka1: LocalCluster) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     admin.create_topic(kafka1.client_props(), "ctrlc", partitions=1)
-    proc = subprocess.Popen([sys.executable, "-m", "kbench", "produce", "--bootstrap", kafka1.bootstrap_servers,
-                             "--topic", "ctrlc", "--rate", "1000", "--count", "1000000", "--consume"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kbench",
+            "produce",
+            "--bootstrap",
+            kafka1.bootstrap_servers,
+            "--topic",
+            "ctrlc",
+            "--rate",
+            "1000",
+            "--count",
+            "1000000",
+            "--consume",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # wait until messages arrive on the topic: the C loops are running
     from kbench.kafka.drivers import consume
+
     seen = consume(kafka1.client_props(), "ctrlc", expected=0, max_records=10, timeout=60)
     assert seen.records == 10
     proc.send_signal(signal.SIGINT)

@@ -1,5 +1,6 @@
 """The Kafka-side bindings (histogram, /proc sampler, producer/consumer error paths) do not
 leak, and the driver loops run without the GIL."""
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,9 @@ import time
 from array import array
 
 import pytest
+from leakcheck import rss_kib
 
 from kbench import _native
-
-from leakcheck import rss_kib
 
 
 def _churn(n: int) -> None:
@@ -29,8 +29,9 @@ def _churn(n: int) -> None:
         for kind in ("producer", "consumer"):
             try:
                 if kind == "producer":
-                    _native.Producer({"bootstrap.servers": "127.0.0.1:1", "no.such": "1"}, "t", payload, offsets,
-                                     count=1).run()
+                    _native.Producer(
+                        {"bootstrap.servers": "127.0.0.1:1", "no.such": "1"}, "t", payload, offsets, count=1
+                    ).run()
                 else:
                     _native.Consumer({"bootstrap.servers": "127.0.0.1:1", "no.such": "1"}, "t", expected=10).run()
             except _native.KafkaError:
@@ -59,8 +60,9 @@ def test_producer_run_releases_the_gil() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = _native.Producer({"bootstrap.servers": f"127.0.0.1:{port}"}, "t", b"x", array("q", [0, 1]), count=1,
-                         connect_timeout=1.0)
+    p = _native.Producer(
+        {"bootstrap.servers": f"127.0.0.1:{port}"}, "t", b"x", array("q", [0, 1]), count=1, connect_timeout=1.0
+    )
     box: dict[str, BaseException] = {}
 
     def worker() -> None:

@@ -1,4 +1,5 @@
 """Experiment M: CLI output, tidy CSV, warm-up excluded, calibration honoured."""
+
 from __future__ import annotations
 
 import csv
@@ -36,9 +37,30 @@ def test_random_control_does_not_compress() -> None:
 def test_cli_writes_table_and_tidy_csv(tmp_path: Path) -> None:
     out = tmp_path / "m.csv"
     proc = subprocess.run(
-        [sys.executable, "-m", "kbench", "codecs", "bench", "--corpus", "json,random", "--corpus-size", "200000",
-         "--codecs", "zstd:3,lz4", "--block-sizes", "16k,64k", "--min-time", "0.02", "--repeats", "2", "--csv", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "kbench",
+            "codecs",
+            "bench",
+            "--corpus",
+            "json,random",
+            "--corpus-size",
+            "200000",
+            "--codecs",
+            "zstd:3,lz4",
+            "--block-sizes",
+            "16k,64k",
+            "--min-time",
+            "0.02",
+            "--repeats",
+            "2",
+            "--csv",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     assert "zstd:3" in proc.stdout and "decompress MB/s" in proc.stdout
@@ -60,8 +82,12 @@ def test_cli_bad_input_one_line_and_existing_csv_untouched(tmp_path: Path) -> No
         (["--corpus", str(tmp_path / "missing.txt")], "corpus file not found"),
         (["--block-sizes", "0"], "block size must be > 0"),
     ]:
-        proc = subprocess.run([sys.executable, "-m", "kbench", "codecs", "bench", *args, "--csv", str(out)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kbench", "codecs", "bench", *args, "--csv", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], proc.stderr

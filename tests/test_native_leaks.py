@@ -3,16 +3,16 @@
 Leaks: RSS must not grow across many calls, successful and failing, once warmed up
 (the C core itself runs under LeakSanitizer in test_c_asan.py).
 """
+
 from __future__ import annotations
 
 import threading
 
 import pytest
+from leakcheck import rss_kib, spin
 
 from kbench import _native
 from kbench.model import codecs
-
-from leakcheck import rss_kib, spin
 
 
 def _churn(n: int, data: bytes) -> None:

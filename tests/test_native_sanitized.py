@@ -4,6 +4,7 @@ The fuzzers (tests/fuzz/) get a seed corpus generated here (batches of every cod
 truncations) and run for a bounded time each (``KBENCH_FUZZ_SECONDS``, default 20).  Any crash,
 leak, sanitizer report or abort() in a harness fails the test.
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,7 +25,9 @@ FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "20"))
 
 def _libs() -> tuple[list[str], list[str]]:
     mods = ["libzstd", "liblz4", "snappy", "zlib"]
-    cflags = subprocess.run(["pkg-config", "--cflags", *mods], check=True, capture_output=True, text=True).stdout.split()
+    cflags = subprocess.run(
+        ["pkg-config", "--cflags", *mods], check=True, capture_output=True, text=True
+    ).stdout.split()
     libs = subprocess.run(["pkg-config", "--libs", *mods], check=True, capture_output=True, text=True).stdout.split()
     return cflags, libs + ["-lm"]
 
@@ -33,9 +36,26 @@ def _clang(out: Path, main: Path, sanitize: str) -> Path:
     clang = shutil.which("clang")
     assert clang, "clang not found; install it with: apt-get install -y clang libclang-rt-14-dev"
     cflags, libs = _libs()
-    cmd = [clang, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", f"-fsanitize={sanitize}",
-           "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", f"-I{ROOT / 'csrc' / 'core'}", *cflags, str(main),
-           *[str(ROOT / "csrc" / "core" / c) for c in CORE], "-o", str(out), "-pthread", *libs]
+    cmd = [
+        clang,
+        "-std=c11",
+        "-g",
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        f"-fsanitize={sanitize}",
+        "-fno-sanitize-recover=all",
+        "-fno-omit-frame-pointer",
+        f"-I{ROOT / 'csrc' / 'core'}",
+        *cflags,
+        str(main),
+        *[str(ROOT / "csrc" / "core" / c) for c in CORE],
+        "-o",
+        str(out),
+        "-pthread",
+        *libs,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
@@ -45,8 +65,13 @@ def _clang(out: Path, main: Path, sanitize: str) -> Path:
 def test_c_core_under_sanitizers(sanitize: str, tmp_path: Path) -> None:
     # ASan+UBSan: memory errors, leaks, UB; TSan: races between the simulated transport's threads
     exe = _clang(tmp_path / "test_core", ROOT / "tests" / "c" / "test_core.c", sanitize)
-    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1"})
+    proc = subprocess.run(
+        [str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok ") and int(proc.stdout.split()[1]) > 500
 
@@ -54,8 +79,15 @@ def test_c_core_under_sanitizers(sanitize: str, tmp_path: Path) -> None:
 def _batch_seeds() -> list[bytes]:
     seeds = []
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"]:
-        recs = [Record(key=None if i % 2 else b"key%d" % i, value=None if i == 3 else b"value " * i, timestamp=1000 + i,
-                       headers=tuple(Header(f"h{j}", b"x" * j) for j in range(i % 3))) for i in range(6)]
+        recs = [
+            Record(
+                key=None if i % 2 else b"key%d" % i,
+                value=None if i == 3 else b"value " * i,
+                timestamp=1000 + i,
+                headers=tuple(Header(f"h{j}", b"x" * j) for j in range(i % 3)),
+            )
+            for i in range(6)
+        ]
         b = batch.encode(recs, codec)
         seeds += [bytes([0]) + b, bytes([1]) + b, bytes([2]) + b[: len(b) - 3], bytes([3]) + b]
     return seeds
@@ -64,31 +96,49 @@ def _batch_seeds() -> list[bytes]:
 # Inputs the fuzzers once found a bug with, kept as seeds so every run replays them.
 REGRESSIONS = {
     # baseOffset INT64_MIN + a negative lastOffsetDelta: signed overflow (UBSan) in the segment reader
-    "segment": [base64.b64decode(
-        "AAAAAAAAAAAAAAA5/////wKeQfCyAAAAKAsAACBhAAAAAAAAAAAAAAAAAP//////////////////AAAAAQ4AAAABAnYAAAAAAAAAAAAAAABU"
-        "/////wIrYLlHAAEAAAABAAAAAAAAAAEAAAAAAQAAAP//////////////////AAAAAh+LCAAAAAAAAP9TYmBgYBQrQwAGJQYGJlQRAIY3v1Yk"
-        "AAAAgAAAAAAAAAAAAABf/////wL///8C15PgaAADAAD//wAAAAUotS/9AFj1AAB4XgAAAAFSdgBeAAACBAYIBQABUwDRAQ==")],
+    "segment": [
+        base64.b64decode(
+            "AAAAAAAAAAAAAAA5/////wKeQfCyAAAAKAsAACBhAAAAAAAAAAAAAAAAAP//////////////////AAAAAQ4AAAABAnYAAAAAAAAAAAAAAABU"
+            "/////wIrYLlHAAEAAAABAAAAAAAAAAEAAAAAAQAAAP//////////////////AAAAAh+LCAAAAAAAAP9TYmBgYBQrQwAGJQYGJlQRAIY3v1Yk"
+            "AAAAgAAAAAAAAAAAAABf/////wL///8C15PgaAADAAD//wAAAAUotS/9AFj1AAB4XgAAAAFSdgBeAAACBAYIBQABUwDRAQ=="
+        )
+    ],
     "batch": [],
 }
 
 
 def _segment_seeds() -> list[bytes]:
-    bs = [batch.encode([Record(value=b"v" * (10 * i + 1), timestamp=i)] * (i + 1), c)
-          for i, c in enumerate(["none", "gzip", "snappy", "lz4", "zstd"])]
+    bs = [
+        batch.encode([Record(value=b"v" * (10 * i + 1), timestamp=i)] * (i + 1), c)
+        for i, c in enumerate(["none", "gzip", "snappy", "lz4", "zstd"])
+    ]
     whole = b"".join(bs)
     return [whole, whole[:-7], bs[0] + b"\x00" * 13, bs[4]]
 
 
 @pytest.mark.parametrize("harness", ["batch", "segment"])
 def test_fuzz(harness: str, tmp_path: Path) -> None:
-    exe = _clang(tmp_path / f"fuzz_{harness}", ROOT / "tests" / "fuzz" / f"fuzz_{harness}.c", "fuzzer,address,undefined")
+    exe = _clang(
+        tmp_path / f"fuzz_{harness}", ROOT / "tests" / "fuzz" / f"fuzz_{harness}.c", "fuzzer,address,undefined"
+    )
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for i, s in enumerate((_batch_seeds() if harness == "batch" else _segment_seeds()) + REGRESSIONS[harness]):
         (corpus / f"seed{i:03d}").write_bytes(s)
-    proc = subprocess.run([str(exe), f"-max_total_time={FUZZ_SECONDS}", "-rss_limit_mb=2048", "-timeout=10",
-                           "-max_len=65536", f"-artifact_prefix={tmp_path}/", str(corpus)],
-                          capture_output=True, text=True, timeout=FUZZ_SECONDS + 120)
+    proc = subprocess.run(
+        [
+            str(exe),
+            f"-max_total_time={FUZZ_SECONDS}",
+            "-rss_limit_mb=2048",
+            "-timeout=10",
+            "-max_len=65536",
+            f"-artifact_prefix={tmp_path}/",
+            str(corpus),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=FUZZ_SECONDS + 120,
+    )
     tail = proc.stderr[-4000:]
     assert proc.returncode == 0, tail
     assert "Done " in tail and "runs in" in tail

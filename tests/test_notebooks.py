@@ -1,4 +1,5 @@
 """The notebooks: committed without outputs, executed headless on two real runs labelled as two machines."""
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,18 @@ def test_committed_notebook_has_no_outputs(path: Path) -> None:
 def _execute(path: Path, run_dirs: list[Path]) -> list[dict]:
     nb = nbformat.read(path, as_version=4)
     nb.cells[0].source = "RUN_DIRS = " + json.dumps([str(d) for d in run_dirs])
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
 def _tables(outputs: list[dict]) -> list[str]:
-    return [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {}) and "<table" in o["data"]["text/html"]]
+    return [
+        o["data"]["text/html"]
+        for o in outputs
+        if "text/html" in o.get("data", {}) and "<table" in o["data"]["text/html"]
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
 """The /proc CPU sampler."""
+
 from __future__ import annotations
 
 import os

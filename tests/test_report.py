@@ -1,4 +1,5 @@
 """kbench report: tables from real runs, every number traceable, changes followed, bad input refused."""
+
 from __future__ import annotations
 
 import csv
@@ -13,8 +14,9 @@ import pytest
 pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 
-from kbench.reporting import provenance  # noqa: E402
 from report_runs import kbench, two_machines, zstd_vs_none_run  # noqa: E402
+
+from kbench.reporting import provenance  # noqa: E402
 
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d(?:[\d,]*\d)?(?:\.\d+)?[%×]?")
 
@@ -67,6 +69,7 @@ def untraceable_numbers(md: str, prov: dict, run_dirs: list[Path]) -> list[str]:
     text = md
     for lit in literals:
         text = text.replace(lit.replace("|", "\\|"), " ")
+
     def norm(tok: str) -> str:  # a unit sign after a figure is text, not part of the number
         return tok.rstrip("%×").lstrip("+-−")
 
@@ -143,7 +146,11 @@ def test_changing_one_csv_value_changes_the_report(zvn: Path, tmp_path: Path) ->
         w.writerows(rows)
     kbench("report", str(run), "-o", str(after_dir), "--no-plots", "--verify")
     before, after = (before_dir / "report.md").read_text(), (after_dir / "report.md").read_text()
-    vals = [float(r["achieved_rate_msgs"]) for r in rows if r["codec"] == codec and r["corpus"] == corpus and r["status"] == "OK"]
+    vals = [
+        float(r["achieved_rate_msgs"])
+        for r in rows
+        if r["codec"] == codec and r["corpus"] == corpus and r["status"] == "OK"
+    ]
     med, lo, hi = statistics.median(vals), min(vals), max(vals)
     expected = f"{med:,.0f} [{lo:,.0f}–{hi:,.0f}]"
     assert expected in _b_section_row(after, codec, corpus)
@@ -182,7 +189,10 @@ def test_two_machines_in_one_report(tmp_path_factory: pytest.TempPathFactory, tm
         (lambda d: d.mkdir(), "no manifest.json"),
         (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{broken")), "not valid JSON"),
         (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{}")), "holds no experiment CSV"),
-        (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{}"), (d / "A.csv").write_text("a,b\n1,2\n")), "no column status"),
+        (
+            lambda d: (d.mkdir(), (d / "manifest.json").write_text("{}"), (d / "A.csv").write_text("a,b\n1,2\n")),
+            "no column status",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, setup, message: str) -> None:
@@ -220,7 +230,11 @@ def test_report_on_a_real_kafka_run(tmp_path_factory: pytest.TempPathFactory, tm
     kbench("report", str(run), "-o", str(tmp_path / "r"), "--verify")
     md = (tmp_path / "r" / "report.md").read_text()
     a = md.split("## Experiment A ·")[1].split("\n## ")[0]
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in a.splitlines() if line.startswith("| ") and "verdict" not in line]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in a.splitlines()
+        if line.startswith("| ") and "verdict" not in line
+    ]
     header, data = rows[0], rows[2:]
     p99 = header.index("p99 µs")
     # The run measured latency in every repetition, whatever status the rules gave it.

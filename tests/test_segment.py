@@ -1,4 +1,5 @@
 """The segment reader and ``kbench inspect``: broken input is reported per batch, never a crash."""
+
 from __future__ import annotations
 
 import csv
@@ -6,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from kbench.cli import main as cli_main
 from kbench.model import batch, segment
 from kbench.model.batch import Record
-from kbench.cli import main as cli_main
 
 TS = 1_700_000_000_000
 
 
 def _batches(codec: str, n: int = 5) -> list[bytes]:
-    return [batch.encode([Record(value=(b"event %d/%d " % (b, i)) * 20, timestamp=TS + i) for i in range(b + 1)], codec)
-            for b in range(n)]
+    return [
+        batch.encode([Record(value=(b"event %d/%d " % (b, i)) * 20, timestamp=TS + i) for i in range(b + 1)], codec)
+        for b in range(n)
+    ]
 
 
 def _segment(tmp: Path, codec: str = "zstd", n: int = 5) -> Path:
@@ -32,7 +35,7 @@ def test_rows_and_summary(tmp_path: Path) -> None:
     assert all(r.status == "ok" and r.crc_valid and r.codec == "zstd" and r.partition_leader_epoch == 0 for r in rows)
     assert sum(r.stored_bytes for r in rows) == f.stat().st_size
     for r in rows:
-        b = batch.decode(f.read_bytes()[r.position:r.position + r.stored_bytes])
+        b = batch.decode(f.read_bytes()[r.position : r.position + r.stored_bytes])
         assert r.uncompressed_bytes == b.uncompressed_size and r.ratio > 1
     s = segment.summarize(rows)
     assert (s.batches, s.records, s.codecs, s.problems) == (5, 15, {"zstd": 5}, {})
@@ -100,8 +103,12 @@ def test_inspect_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_file_reader_matches_buffer_reader_across_chunks(tmp_path: Path) -> None:
     # scan_file reads 8 MiB chunks; batches straddle chunk ends and one is larger than a chunk
-    bs = [batch.encode([Record(value=bytes(range(256)) * (i % 9 + 1), timestamp=i)] * (1 + i % 40),
-                       "none" if i % 3 else "lz4") for i in range(700)]
+    bs = [
+        batch.encode(
+            [Record(value=bytes(range(256)) * (i % 9 + 1), timestamp=i)] * (1 + i % 40), "none" if i % 3 else "lz4"
+        )
+        for i in range(700)
+    ]
     bs.append(batch.encode([Record(value=b"x" * (9 << 20))], "none"))
     f = segment.write_segment(tmp_path / "00000000000000000000.log", bs)
     data = f.read_bytes()
@@ -111,7 +118,7 @@ def test_file_reader_matches_buffer_reader_across_chunks(tmp_path: Path) -> None
         g.write_bytes(data[:cut])
         assert segment.scan_file(g) == segment.scan_bytes(data[:cut], str(g))
     bad = bytearray(data)
-    bad[(8 << 20) - 30:(8 << 20) + 30] = b"\x00" * 60
+    bad[(8 << 20) - 30 : (8 << 20) + 30] = b"\x00" * 60
     g.write_bytes(bad)
     rows = segment.scan_file(g)
     assert rows == segment.scan_bytes(bytes(bad), str(g))

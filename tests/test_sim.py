@@ -1,4 +1,5 @@
 """The batching model and the simulated transport."""
+
 from __future__ import annotations
 
 import csv
@@ -8,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kbench import _native
-from kbench.model import batch, corpus, segment, simulator as sim
 from kbench.cli import main as cli_main
+from kbench.model import batch, corpus, segment
+from kbench.model import simulator as sim
 
 TS = 1_700_000_000_000
 
@@ -21,9 +23,14 @@ def json_corpus() -> corpus.Corpus:
 
 def test_murmur2_matches_java_utils() -> None:
     # org.apache.kafka.common.utils.UtilsTest.testMurmur2
-    cases = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
-             b"a-little-bit-longer-string": -1486304829,
-             b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971, b"abc": 479470107}
+    cases = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"abc": 479470107,
+    }
     for data, h in cases.items():
         assert _native.murmur2(data) == h
     assert _native.partition_for_key(b"foobar", 7) == (-790332482 & 0x7FFFFFFF) % 7
@@ -46,7 +53,7 @@ def test_every_record_verified_and_segments_match(json_corpus: corpus.Corpus, tm
         p = int(d.name.rsplit("-", 1)[1])
         data = (d / "00000000000000000000.log").read_bytes()
         for b in segment.scan_file(d / "00000000000000000000.log"):
-            for rec in batch.decode(data[b.position:b.position + b.stored_bytes]).records:
+            for rec in batch.decode(data[b.position : b.position + b.stored_bytes]).records:
                 assert _native.partition_for_key(rec.key, 4) == p
     for role in sim.ROLES:
         assert r.stages[role].cpu_s > 0
@@ -55,8 +62,18 @@ def test_every_record_verified_and_segments_match(json_corpus: corpus.Corpus, tm
 
 def test_ratio_rises_with_batch_size(json_corpus: corpus.Corpus, tmp_path: Path) -> None:
     for codec in ("lz4", "zstd"):
-        ratios = [_run(json_corpus, tmp_path / f"{codec}{bs}", codec=codec, batch_size=bs, linger_ms=100,
-                       partitions=8, rate=45_000).stored_ratio for bs in (16 << 10, 64 << 10, 1 << 20)]
+        ratios = [
+            _run(
+                json_corpus,
+                tmp_path / f"{codec}{bs}",
+                codec=codec,
+                batch_size=bs,
+                linger_ms=100,
+                partitions=8,
+                rate=45_000,
+            ).stored_ratio
+            for bs in (16 << 10, 64 << 10, 1 << 20)
+        ]
         assert ratios[0] < ratios[1] < ratios[2], (codec, ratios)
     none = _run(json_corpus, tmp_path / "none", codec="none")
     assert none.stored_ratio == 1.0
@@ -74,8 +91,9 @@ def test_topic_compression_recompresses_on_the_broker(json_corpus: corpus.Corpus
     gz = _run(json_corpus, tmp_path / "g", codec="zstd", partitions=8, rate=45_000, topic_compression="gzip")
     assert gz.stored_codecs == {"gzip": len(gz.batches)}
     assert gz.stages["broker"].cpu_s > same.stages["broker"].cpu_s * 2
-    level_only = _run(json_corpus, tmp_path / "c", codec="zstd", level=3, partitions=8, topic_compression="zstd",
-                      topic_level=9)
+    level_only = _run(
+        json_corpus, tmp_path / "c", codec="zstd", level=3, partitions=8, topic_compression="zstd", topic_level=9
+    )
     assert level_only.recompressed == 0  # a level difference alone does not recompress
 
 
@@ -120,7 +138,9 @@ def test_librdkafka_falls_back_to_uncompressed(tmp_path: Path) -> None:
     rb = corpus.Corpus("bytes", tuple(bytes((i * 7919 + k * 104729) % 251 for k in range(300)) for i in range(200)))
     rr = _run(rb, tmp_path / "rb", client="librdkafka", codec="lz4", batch_size=4096, rate=1e6)
     assert r.mismatches == rr.mismatches == 0
-    assert sum(1 for b in rr.batches if b.produced_codec == "none") + sum(1 for b in rr.batches if b.produced_codec == "lz4") == len(rr.batches)
+    assert sum(1 for b in rr.batches if b.produced_codec == "none") + sum(
+        1 for b in rr.batches if b.produced_codec == "lz4"
+    ) == len(rr.batches)
 
 
 def test_round_robin_and_sticky(json_corpus: corpus.Corpus, tmp_path: Path) -> None:
@@ -154,9 +174,33 @@ def test_bad_config_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_sim_cli_prints_and_writes_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sim.csv"
-    rc = cli_main(["sim", "--corpus", "json", "--corpus-size", "1MiB", "--codec", "none", "--codec", "lz4",
-                   "--codec", "zstd:3", "--batch-size", "16KiB", "--batch-size", "1MiB", "--linger-ms", "100",
-                   "--partitions", "4", "--rate", "45000", "--csv", str(out)])
+    rc = cli_main(
+        [
+            "sim",
+            "--corpus",
+            "json",
+            "--corpus-size",
+            "1MiB",
+            "--codec",
+            "none",
+            "--codec",
+            "lz4",
+            "--codec",
+            "zstd:3",
+            "--batch-size",
+            "16KiB",
+            "--batch-size",
+            "1MiB",
+            "--linger-ms",
+            "100",
+            "--partitions",
+            "4",
+            "--rate",
+            "45000",
+            "--csv",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "ratio" in text and "broker" in text

@@ -1,4 +1,5 @@
 """``kbench cluster up|status|down``: a local Apache Kafka (KRaft) cluster on 127.0.0.1."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,16 @@ import sys
 from pathlib import Path
 
 from kbench import _native
-from kbench.kafka.cluster import DEFAULT_HEAP, DEFAULT_PORT_BASE, ClusterError, LocalCluster, default_dir, down, read_state, status
+from kbench.kafka.cluster import (
+    DEFAULT_HEAP,
+    DEFAULT_PORT_BASE,
+    ClusterError,
+    LocalCluster,
+    default_dir,
+    down,
+    read_state,
+    status,
+)
 from kbench.kafka.kafka_dist import KafkaDistError
 
 
@@ -22,16 +32,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION")
     csub.required = True
 
-    up = csub.add_parser("up", help="format storage, start the brokers and wait until all are registered",
-                         description="Start a fresh local KRaft cluster (any stopped cluster's data in --dir is "
-                                     "removed first) and print its bootstrap servers, pids and directories.")
+    up = csub.add_parser(
+        "up",
+        help="format storage, start the brokers and wait until all are registered",
+        description="Start a fresh local KRaft cluster (any stopped cluster's data in --dir is "
+        "removed first) and print its bootstrap servers, pids and directories.",
+    )
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="number of nodes (broker+controller each)")
     up.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
-    up.add_argument("--broker-config", type=_kv, action="append", default=[], metavar="K=V",
-                    help="extra broker setting, repeatable (defaults pin compression.type=producer)")
+    up.add_argument(
+        "--broker-config",
+        type=_kv,
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra broker setting, repeatable (defaults pin compression.type=producer)",
+    )
     up.add_argument("--heap", default=DEFAULT_HEAP, help=f"broker JVM heap (default {DEFAULT_HEAP})")
-    up.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
-                    help=f"node i listens on BASE+i-1 and its controller on BASE+100+i-1 (default {DEFAULT_PORT_BASE}; 0 = free ports)")
+    up.add_argument(
+        "--port-base",
+        type=int,
+        default=DEFAULT_PORT_BASE,
+        help=f"node i listens on BASE+i-1 and its controller on BASE+100+i-1 (default {DEFAULT_PORT_BASE}; 0 = free ports)",
+    )
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
     up.set_defaults(func=_up)
 
@@ -55,14 +78,23 @@ def _print_state(d: Path, alive: dict[int, bool] | None = None) -> None:
     print(f"bootstrap.servers={st.bootstrap_servers}")
     for b in st.brokers:
         extra = "" if alive is None else ("  alive" if alive[b.node_id] else "  DEAD")
-        print(f"  node {b.node_id}: pid {b.pid} port {b.port} controller {b.controller_port} data {b.data_dir} logs {b.log_dir}{extra}")
+        print(
+            f"  node {b.node_id}: pid {b.pid} port {b.port} controller {b.controller_port} data {b.data_dir} logs {b.log_dir}{extra}"
+        )
 
 
 def _up(args: argparse.Namespace) -> int:
     d = _dir(args)
     try:
-        c = LocalCluster(brokers=args.brokers, directory=d, broker_config=dict(args.broker_config), heap=args.heap,
-                         port_base=args.port_base, start_timeout=args.timeout, die_with_parent=False)
+        c = LocalCluster(
+            brokers=args.brokers,
+            directory=d,
+            broker_config=dict(args.broker_config),
+            heap=args.heap,
+            port_base=args.port_base,
+            start_timeout=args.timeout,
+            die_with_parent=False,
+        )
         c.start()
     except (ClusterError, KafkaDistError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)

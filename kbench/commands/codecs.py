@@ -1,4 +1,5 @@
 """``kbench codecs``: list the codecs, and experiment M (``kbench codecs bench``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,13 @@ def _blocks(text: str) -> list[int]:
 def _list(args: argparse.Namespace) -> int:
     versions = codecs.library_versions()
     lib = {"gzip": "zlib", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
-    ranges = {"none": "-", "gzip": "1..9 (default 6)", "snappy": "-", "lz4": "1..17 (default 9 = fast; others LZ4HC)",
-              "zstd": "-131072..-1, 1..22 (default 3)"}
+    ranges = {
+        "none": "-",
+        "gzip": "1..9 (default 6)",
+        "snappy": "-",
+        "lz4": "1..17 (default 9 = fast; others LZ4HC)",
+        "zstd": "-131072..-1, 1..22 (default 3)",
+    }
     for c in codecs.available():
         v = versions.get(lib.get(c, ""), "")
         print(f"{c:<7} levels {ranges[c]:<40} {lib.get(c, '')} {v}")
@@ -58,12 +64,18 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError("--repeats must be >= 1")
     if args.min_time <= 0:
         raise ValueError("--min-time must be > 0 seconds")
-    corpora = [corpus.load(c.strip(), size=args.corpus_size, seed=args.seed, fmt=args.corpus_format)
-               for c in args.corpus.split(",") if c.strip()]
+    corpora = [
+        corpus.load(c.strip(), size=args.corpus_size, seed=args.seed, fmt=args.corpus_format)
+        for c in args.corpus.split(",")
+        if c.strip()
+    ]
     for c in corpora:
         if c.near_random:
-            print(f"kbench: warning: corpus '{c.name}' has {c.entropy:.2f} bits/byte, near random data: "
-                  "ratios will be ~1; use it only as a control", file=sys.stderr)
+            print(
+                f"kbench: warning: corpus '{c.name}' has {c.entropy:.2f} bits/byte, near random data: "
+                "ratios will be ~1; use it only as a control",
+                file=sys.stderr,
+            )
     writer = microbench.RowWriter(Path(args.csv)) if args.csv else None
     total = len(corpora) * len(specs) * len(blocks)
     t0 = time.monotonic()
@@ -74,11 +86,17 @@ def _bench(args: argparse.Namespace) -> int:
         el = time.monotonic() - t0
         eta = el / done * (n - done)
         r = rows[-1]
-        print(f"[{done}/{n}] {r.corpus} {r.codec}{'' if r.level is None else ':' + str(r.level)} "
-              f"block={r.block_size} elapsed {el:.0f}s eta {eta:.0f}s", file=sys.stderr, flush=True)
+        print(
+            f"[{done}/{n}] {r.corpus} {r.codec}{'' if r.level is None else ':' + str(r.level)} "
+            f"block={r.block_size} elapsed {el:.0f}s eta {eta:.0f}s",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    print(f"kbench codecs bench: {total} cells, ≥{args.min_time}s per figure, "
-          f"1 warm-up + {args.repeats} repeats each", file=sys.stderr)
+    print(
+        f"kbench codecs bench: {total} cells, ≥{args.min_time}s per figure, 1 warm-up + {args.repeats} repeats each",
+        file=sys.stderr,
+    )
     rows = microbench.run(corpora, specs, blocks, args.min_time, args.repeats, on_cell=progress)
     print(microbench.format_table(microbench.summarize(rows)))
     if writer:
@@ -87,8 +105,11 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("codecs", help="Kafka-exact codecs: list them, benchmark them (experiment M)",
-                       description="Kafka-exact codecs: list them, benchmark them in memory (experiment M).")
+    p = sub.add_parser(
+        "codecs",
+        help="Kafka-exact codecs: list them, benchmark them (experiment M)",
+        description="Kafka-exact codecs: list them, benchmark them in memory (experiment M).",
+    )
     s = p.add_subparsers(dest="codecs_command", metavar="ACTION")
     s.required = True
     lp = s.add_parser("list", help="codecs, level ranges and library versions")
@@ -104,14 +125,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    b.add_argument("--corpus", default=DEFAULT_CORPORA,
-                   help="comma-separated built-in corpora (json, logs, random) or file paths")
-    b.add_argument("--corpus-format", default="lines", choices=["lines", "lenprefixed"],
-                   help="how a corpus file holds records")
+    b.add_argument(
+        "--corpus", default=DEFAULT_CORPORA, help="comma-separated built-in corpora (json, logs, random) or file paths"
+    )
+    b.add_argument(
+        "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
+    )
     b.add_argument("--corpus-size", type=int, default=4 << 20, help="bytes generated for a built-in corpus")
     b.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus generators")
     b.add_argument("--codecs", default=DEFAULT_CODECS, help="comma-separated codec[:level] list")
-    b.add_argument("--block-sizes", default=DEFAULT_BLOCKS, help="comma-separated block sizes in bytes (k/m suffixes ok)")
+    b.add_argument(
+        "--block-sizes", default=DEFAULT_BLOCKS, help="comma-separated block sizes in bytes (k/m suffixes ok)"
+    )
     b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds per timed figure")
     b.add_argument("--repeats", type=int, default=5, help="timed repetitions per figure")
     b.add_argument("--csv", help="write tidy rows (one per cell × repetition) to this CSV, atomically")

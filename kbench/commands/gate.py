@@ -1,4 +1,5 @@
 """``kbench gate``: run the environment gate's checks and print them (exit 3 if one blocks)."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,8 @@ from pathlib import Path
 from kbench.engine import gate as gate_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
-from kbench.engine.transports.base import TransportError
 from kbench.engine.transports import make
+from kbench.engine.transports.base import TransportError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -47,7 +48,12 @@ def run(args: argparse.Namespace) -> int:
     report = gate_mod.run_gate(ctx)
     print(report.table())
     if report.blocked:
-        print("gate: BLOCKED (" + ", ".join(r.name for r in report.blocking_failures) + "); kbench run refuses to collect unless --force", file=sys.stderr)
+        print(
+            "gate: BLOCKED ("
+            + ", ".join(r.name for r in report.blocking_failures)
+            + "); kbench run refuses to collect unless --force",
+            file=sys.stderr,
+        )
         return 3
     print("gate: passed" + (" with warnings" if any(r.outcome != "pass" for r in report.results) else ""))
     return 0

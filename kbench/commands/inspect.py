@@ -4,6 +4,7 @@ Per batch: base offset, records, stored bytes, codec, uncompressed bytes, ratio,
 Then a summary: stored batch size p50/p90/p99/max, records per batch, codec counts, overall ratio.
 Truncated or corrupt batches are reported per batch; the exit status is 1 when there are any.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,12 +18,19 @@ NAME = "inspect"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="inspect Kafka .log segments or topic-partition directories",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        NAME,
+        help="inspect Kafka .log segments or topic-partition directories",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".log files or topic-partition directories")
     p.add_argument("--csv", type=Path, default=None, help="write the per-batch rows to this CSV (atomically)")
-    p.add_argument("--no-decompress", action="store_true",
-                   help="do not decompress compressed batches (faster; their uncompressed size and ratio are unknown)")
+    p.add_argument(
+        "--no-decompress",
+        action="store_true",
+        help="do not decompress compressed batches (faster; their uncompressed size and ratio are unknown)",
+    )
     p.add_argument("--summary-only", action="store_true", help="print only the summary")
     p.set_defaults(func=main)
 
@@ -37,20 +45,26 @@ def main(args: argparse.Namespace) -> int:
     except segment.SegmentError as e:
         raise ValueError(str(e)) from None
     if not args.summary_only:
-        print(f"{'file':<28} {'position':>10} {'baseOffset':>11} {'records':>7} {'stored':>8} {'codec':<6} "
-              f"{'uncompr':>8} {'ratio':>6} {'crc':<5} status")
+        print(
+            f"{'file':<28} {'position':>10} {'baseOffset':>11} {'records':>7} {'stored':>8} {'codec':<6} "
+            f"{'uncompr':>8} {'ratio':>6} {'crc':<5} status"
+        )
         for r in rows:
             ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
             unc = str(r.uncompressed_bytes) if r.uncompressed_bytes is not None else "-"
             crc = "-" if r.crc_valid is None else ("ok" if r.crc_valid else "BAD")
             name = Path(r.file).parent.name + "/" + Path(r.file).name[-12:]
             status = r.status if r.status == "ok" else f"{r.status.upper()}: {r.message}"
-            print(f"{name:<28} {r.position:>10} {r.base_offset:>11} {r.records:>7} {r.stored_bytes:>8} "
-                  f"{r.codec or '?':<6} {unc:>8} {ratio:>6} {crc:<5} {status}")
+            print(
+                f"{name:<28} {r.position:>10} {r.base_offset:>11} {r.records:>7} {r.stored_bytes:>8} "
+                f"{r.codec or '?':<6} {unc:>8} {ratio:>6} {crc:<5} {status}"
+            )
     s = segment.summarize(rows)
     ratio = f"{s.ratio:.3f}" if s.ratio is not None else "unknown (use without --no-decompress)"
-    print(f"summary: {s.files} file(s), {s.batches} batches, {s.records} records, {s.stored_bytes} stored bytes, "
-          f"ratio {ratio}")
+    print(
+        f"summary: {s.files} file(s), {s.batches} batches, {s.records} records, {s.stored_bytes} stored bytes, "
+        f"ratio {ratio}"
+    )
     print(f"  stored batch bytes: {_fmt_dist(s.stored_size)}")
     print(f"  records per batch:  {_fmt_dist(s.records_per_batch)}")
     print(f"  codecs: {', '.join(f'{k} {v}' for k, v in sorted(s.codecs.items())) or 'none'}")

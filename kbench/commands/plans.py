@@ -1,4 +1,5 @@
 """``kbench plans [NAME]``: list the built-in plans, or print one (to copy and edit)."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,5 +27,7 @@ def run(args: argparse.Namespace) -> int:
         cells = plan_mod.expand(p)
         runs = len(cells) * (p.repetitions + int(p.warmup))
         est = len(cells) * (p.repetitions * p.duration_s + (p.warmup_s if p.warmup else 0))
-        print(f"{name.ljust(w)}  {''.join(p.experiments):<6} {len(cells):>3} cells {runs:>4} runs  ~{est / 60:.0f} min  {desc}")
+        print(
+            f"{name.ljust(w)}  {''.join(p.experiments):<6} {len(cells):>3} cells {runs:>4} runs  ~{est / 60:.0f} min  {desc}"
+        )
     return 0

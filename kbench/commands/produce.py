@@ -1,4 +1,5 @@
 """``kbench produce``: run the C producer (fixed-rate or saturated), optionally with the C consumer."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from kbench.kafka import admin
-from kbench.model import corpus
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
+from kbench.model import corpus
 
 PCTS = (50, 95, 99, 99.9)
 
@@ -23,10 +24,16 @@ def _kv(text: str) -> tuple[str, str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("produce", help="produce a corpus at a fixed rate or saturated; optionally consume it back",
-                       description=__doc__)
+    p = sub.add_parser(
+        "produce", help="produce a corpus at a fixed rate or saturated; optionally consume it back", description=__doc__
+    )
     p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
-    p.add_argument("--cluster-dir", type=Path, default=None, help=f"cluster started by 'kbench cluster up' (default {default_dir()})")
+    p.add_argument(
+        "--cluster-dir",
+        type=Path,
+        default=None,
+        help=f"cluster started by 'kbench cluster up' (default {default_dir()})",
+    )
     p.add_argument("--topic", required=True)
     p.add_argument("--create", action="store_true", help="create the topic first")
     p.add_argument("--partitions", type=int, default=3)
@@ -37,14 +44,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--count", type=int, default=0, help="messages to send")
     p.add_argument("--duration", type=float, default=0.0, help="seconds to send for (without --count)")
     p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC")
-    p.add_argument("-X", dest="props", type=_kv, action="append", default=[], metavar="PROP=VAL",
-                   help="librdkafka property, passed verbatim (repeatable)")
+    p.add_argument(
+        "-X",
+        dest="props",
+        type=_kv,
+        action="append",
+        default=[],
+        metavar="PROP=VAL",
+        help="librdkafka property, passed verbatim (repeatable)",
+    )
     p.add_argument("--keys", choices=("none", "round-robin", "random"), default="none")
     p.add_argument("--nkeys", type=int, default=0)
     p.add_argument("--corpus", default="json", help="json, logs, random, or a file of records (one per line)")
     p.add_argument("--corpus-size", type=int, default=4 << 20, help="bytes of built-in corpus to generate")
-    p.add_argument("--stats", type=Path, default=None, help="save librdkafka statistics JSON lines here "
-                   "(set -X statistics.interval.ms=N)")
+    p.add_argument(
+        "--stats",
+        type=Path,
+        default=None,
+        help="save librdkafka statistics JSON lines here (set -X statistics.interval.ms=N)",
+    )
     p.add_argument("--consume", action="store_true", help="consume the messages back (e2e latency, lost, duplicates)")
     p.add_argument("--connect-timeout", type=float, default=10.0)
     p.add_argument("--json", type=Path, default=None, help="write the results as JSON here")
@@ -62,11 +80,22 @@ def _pcts(h: Any) -> dict[str, float | None]:
 
 def _summary(r: ProducerResult) -> dict[str, Any]:
     return {
-        "mode": r.mode, "sent": r.sent, "delivered": r.delivered, "failed": r.failed, "undelivered": r.undelivered,
-        "bytes": r.bytes, "achieved_rate": r.achieved_rate, "delivered_rate": r.delivered_rate,
-        "target_rate": r.rate or None, "rate_deviation": r.rate_deviation, "delivery_errors": r.delivery_errors,
-        "latency_comparable": r.latency_comparable, "service": _pcts(r.service), "delay": _pcts(r.delay),
-        "corrected": _pcts(r.corrected), "stopped": r.stopped,
+        "mode": r.mode,
+        "sent": r.sent,
+        "delivered": r.delivered,
+        "failed": r.failed,
+        "undelivered": r.undelivered,
+        "bytes": r.bytes,
+        "achieved_rate": r.achieved_rate,
+        "delivered_rate": r.delivered_rate,
+        "target_rate": r.rate or None,
+        "rate_deviation": r.rate_deviation,
+        "delivery_errors": r.delivery_errors,
+        "latency_comparable": r.latency_comparable,
+        "service": _pcts(r.service),
+        "delay": _pcts(r.delay),
+        "corrected": _pcts(r.corrected),
+        "stopped": r.stopped,
     }
 
 
@@ -80,14 +109,28 @@ def run(args: argparse.Namespace) -> int:
     if args.codec:
         props["compression.type"] = args.codec
     props.update(dict(args.props))
-    spec = ProducerSpec(topic=args.topic, props=props, mode=args.mode, rate=args.rate, count=args.count,
-                        duration=args.duration, keys=args.keys, nkeys=args.nkeys, stats_path=args.stats,
-                        connect_timeout=args.connect_timeout)
+    spec = ProducerSpec(
+        topic=args.topic,
+        props=props,
+        mode=args.mode,
+        rate=args.rate,
+        count=args.count,
+        duration=args.duration,
+        keys=args.keys,
+        nkeys=args.nkeys,
+        stats_path=args.stats,
+        connect_timeout=args.connect_timeout,
+    )
     corp = corpus.load(args.corpus, size=args.corpus_size)
     try:
         if args.create:
-            admin.create_topic({"bootstrap.servers": bs}, args.topic, args.partitions, args.replication_factor,
-                               configs=dict(args.topic_config))
+            admin.create_topic(
+                {"bootstrap.servers": bs},
+                args.topic,
+                args.partitions,
+                args.replication_factor,
+                configs=dict(args.topic_config),
+            )
         if args.consume:
             pair = produce_and_consume(spec, corp.records)
             res, cons = pair.producer, pair.consumer
@@ -96,13 +139,27 @@ def run(args: argparse.Namespace) -> int:
     except KafkaError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
-    out: dict[str, Any] = {"props": redact(props), "topic": args.topic, "corpus": corp.source,
-                           "corpus_sha256": corp.sha256, "producer": _summary(res)}
+    out: dict[str, Any] = {
+        "props": redact(props),
+        "topic": args.topic,
+        "corpus": corp.source,
+        "corpus_sha256": corp.sha256,
+        "producer": _summary(res),
+    }
     if cons is not None:
-        out["consumer"] = {"records": cons.records, "bytes": cons.bytes, "unique": cons.unique, "lost": cons.lost,
-                           "duplicates": cons.duplicates, "timed_out": cons.timed_out, "e2e": _pcts(cons.e2e)}
+        out["consumer"] = {
+            "records": cons.records,
+            "bytes": cons.bytes,
+            "unique": cons.unique,
+            "lost": cons.lost,
+            "duplicates": cons.duplicates,
+            "timed_out": cons.timed_out,
+            "e2e": _pcts(cons.e2e),
+        }
     s = out["producer"]
-    print(f"{s['mode']}: sent {s['sent']}, delivered {s['delivered']}, failed {s['failed']} {s['delivery_errors'] or ''}")
+    print(
+        f"{s['mode']}: sent {s['sent']}, delivered {s['delivered']}, failed {s['failed']} {s['delivery_errors'] or ''}"
+    )
     dev = f" (target {s['target_rate']:,.0f}, deviation {100 * s['rate_deviation']:+.4f} %)" if s["target_rate"] else ""
     print(f"rate: {s['achieved_rate']:,.0f} msg/s sent{dev}; {s['delivered_rate']:,.0f} msg/s delivered")
     for name in ("service", "delay", "corrected"):

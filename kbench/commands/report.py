@@ -5,6 +5,7 @@ network), ``OUT/plots/*.png`` and ``OUT/provenance.json`` (where every number co
 from the CSVs and manifests alone.  Several run directories (one or more per machine)
 make one cross-machine report.  How to read it: docs/reports.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,9 @@ def run(args: argparse.Namespace) -> int:
         import matplotlib  # noqa: F401
         import pandas  # noqa: F401
     except ImportError as e:
-        raise ValueError(f"kbench report needs pandas and matplotlib ({e}); install them: pip install 'kbench[report]'") from None
+        raise ValueError(
+            f"kbench report needs pandas and matplotlib ({e}); install them: pip install 'kbench[report]'"
+        ) from None
     import gc
 
     from kbench.reporting import provenance, report
@@ -40,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         files = report.write(args.run_dirs, args.output, with_plots=not args.no_plots)
     except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as e:
-        raise ValueError(f"cannot write the report under {args.output} ({e.strerror}: {e.filename}); choose another -o") from None
+        raise ValueError(
+            f"cannot write the report under {args.output} ({e.strerror}: {e.filename}); choose another -o"
+        ) from None
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()

@@ -4,6 +4,7 @@ With no other argument, a built-in plan starts a local one-broker cluster, runs,
 and prints tables A–F for the experiments it holds.  ``--bootstrap`` points it at an
 existing cluster; ``--resume RUN_DIR`` completes an interrupted run without duplicating rows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,8 @@ from pathlib import Path
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.runner import GateRefused, RunOptions, execute
-from kbench.engine.transports.base import TransportError
 from kbench.engine.transports import make
+from kbench.engine.transports.base import TransportError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,11 +26,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("-o", "--output", type=Path, help="run directory (default runs/<plan>-<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="complete an interrupted run directory")
     p.add_argument("--bootstrap", help="host:port[,...] of an existing cluster instead of a local one")
-    p.add_argument("--broker-pid", type=int, action="append", default=[], help="local pid of a broker of --bootstrap (for broker CPU); repeat")
+    p.add_argument(
+        "--broker-pid",
+        type=int,
+        action="append",
+        default=[],
+        help="local pid of a broker of --bootstrap (for broker CPU); repeat",
+    )
     p.add_argument("--transport", choices=plan_mod.TRANSPORT_KINDS, help="override the plan's transport kind")
-    p.add_argument("-X", dest="props", action="append", default=[], metavar="KEY=VALUE", help="librdkafka client property (e.g. security); repeat")
-    p.add_argument("--seed", type=int, help="seed of the cell order (default: the plan's, else random; always recorded)")
-    p.add_argument("--force", action="store_true", help="collect even if a blocking gate check fails (recorded in the manifest)")
+    p.add_argument(
+        "-X",
+        dest="props",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka client property (e.g. security); repeat",
+    )
+    p.add_argument(
+        "--seed", type=int, help="seed of the cell order (default: the plan's, else random; always recorded)"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="collect even if a blocking gate check fails (recorded in the manifest)"
+    )
     p.add_argument("--gate-sample-s", type=float, default=1.0, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
@@ -48,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     prior = manifest_mod.read(args.resume) if args.resume else {}
     spec = args.plan or prior.get("plan_source", "")
     if not spec:
-        raise plan_mod.PlanError("plan: missing; give a plan name or file (kbench plans lists them), or --resume RUN_DIR")
+        raise plan_mod.PlanError(
+            "plan: missing; give a plan name or file (kbench plans lists them), or --resume RUN_DIR"
+        )
     if spec.startswith("builtin:"):
         spec = spec.removeprefix("builtin:")
     plan = plan_mod.load(spec)
@@ -60,13 +80,15 @@ def run(args: argparse.Namespace) -> int:
     if args.broker_pid:
         overrides["broker_pids"] = list(args.broker_pid)
     if overrides:
-        t = dataclasses.replace(plan.transport, **{k: (tuple(v) if k == "broker_pids" else v) for k, v in overrides.items()})
+        t = dataclasses.replace(
+            plan.transport, **{k: (tuple(v) if k == "broker_pids" else v) for k, v in overrides.items()}
+        )
         if t.kind == "bootstrap" and not t.bootstrap:
             raise plan_mod.PlanError("--transport bootstrap: give --bootstrap host:port")
         plan = dataclasses.replace(plan, transport=t)
     if args.seed is not None:
         plan = dataclasses.replace(plan, seed=args.seed)
-    run_dir = args.resume or args.output or Path("runs") / f"{plan.name}-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d-%H%M%S}"
+    run_dir = args.resume or args.output or Path("runs") / f"{plan.name}-{_dt.datetime.now(_dt.UTC):%Y%m%d-%H%M%S}"
     transport = make(plan.transport)
     opts = RunOptions(
         plan=plan,

@@ -3,6 +3,7 @@
 Every combination of the repeated options (--codec, --batch-size) is one run; one line per run
 is printed and, with --csv, one CSV row per run is written atomically.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,25 +20,42 @@ NAME = "sim"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="simulate producer batching, broker validation/recompression and consumption",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        NAME,
+        help="simulate producer batching, broker validation/recompression and consumption",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--corpus", default="json", help="json, logs, random, or a file (one record per line); default json")
     p.add_argument("--corpus-size", default="16MiB", help="payload size of a built-in corpus (default 16MiB)")
     p.add_argument("--codec", action="append", help="producer codec[:level], repeatable (default none)")
-    p.add_argument("--batch-size", action="append", help="batch.size in bytes or with KiB/MiB, repeatable (default 16KiB)")
+    p.add_argument(
+        "--batch-size", action="append", help="batch.size in bytes or with KiB/MiB, repeatable (default 16KiB)"
+    )
     p.add_argument("--linger-ms", type=float, default=5.0, help="linger.ms (default 5)")
     p.add_argument("--partitions", type=int, default=1, help="partitions of the topic (default 1)")
-    p.add_argument("--rate", type=float, default=10_000.0, help="records per second on the simulated clock (default 10000)")
+    p.add_argument(
+        "--rate", type=float, default=10_000.0, help="records per second on the simulated clock (default 10000)"
+    )
     p.add_argument("--arrival", choices=("fixed", "poisson"), default="fixed", help="arrival process (default fixed)")
     p.add_argument("--client", choices=("java", "librdkafka"), default="java", help="batching rules (default java)")
-    p.add_argument("--partitioner", choices=("default", "round-robin"), default="default",
-                   help="default: murmur2 for keys, sticky for null keys; or round-robin")
+    p.add_argument(
+        "--partitioner",
+        choices=("default", "round-robin"),
+        default="default",
+        help="default: murmur2 for keys, sticky for null keys; or round-robin",
+    )
     p.add_argument("--keys", type=int, default=0, help="0: null keys (default); N: keys drawn from N distinct values")
-    p.add_argument("--topic-compression", default=None,
-                   help="topic compression.type: producer (default), uncompressed, or a codec[:level]; "
-                        "another codec than the producer's makes the broker recompress")
+    p.add_argument(
+        "--topic-compression",
+        default=None,
+        help="topic compression.type: producer (default), uncompressed, or a codec[:level]; "
+        "another codec than the producer's makes the broker recompress",
+    )
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus, arrivals, keys and sticky choices")
-    p.add_argument("--out", type=Path, default=None, help="keep the segment files under this directory (default: temporary)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="keep the segment files under this directory (default: temporary)"
+    )
     p.add_argument("--csv", type=Path, default=None, help="write one row per run to this CSV (atomically)")
     p.set_defaults(func=main)
 
@@ -51,10 +69,21 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
         topic, tlevel = ts.codec, ts.level
     out = []
     for spec, bs in itertools.product(codecs, sizes):
-        cfg = sim.SimConfig(codec=spec.codec, level=spec.level, topic_compression=topic, topic_level=tlevel,
-                            client=args.client, batch_size=bs, linger_ms=args.linger_ms, partitions=args.partitions,
-                            rate=args.rate, arrival=args.arrival, partitioner=args.partitioner, keys=args.keys,
-                            seed=args.seed)
+        cfg = sim.SimConfig(
+            codec=spec.codec,
+            level=spec.level,
+            topic_compression=topic,
+            topic_level=tlevel,
+            client=args.client,
+            batch_size=bs,
+            linger_ms=args.linger_ms,
+            partitions=args.partitions,
+            rate=args.rate,
+            arrival=args.arrival,
+            partitioner=args.partitioner,
+            keys=args.keys,
+            seed=args.seed,
+        )
         cfg.validate()
         out.append(cfg)
     return out
@@ -65,24 +94,32 @@ def _line(r: sim.SimResult) -> str:
     codec = c.codec if c.level is None else f"{c.codec}:{c.level}"
     stored = ",".join(f"{k}" for k in sorted(r.stored_codecs))
     row = r.row()
-    return (f"{codec:<8} {c.topic_compression or 'producer':<9} {c.batch_size:>8} {stored:<6} {len(r.batches):>6} "
-            f"{row['records_per_batch_p50']:>7.0f} {row['stored_batch_bytes_p50']:>9.0f} {r.stored_ratio:>6.2f} "
-            f"{r.cpu_s_per_gb('producer'):>8.2f} {r.cpu_s_per_gb('broker'):>8.2f} {r.cpu_s_per_gb('consumer'):>8.2f} "
-            f"{r.close_reasons.get('full', 0):>5}/{r.close_reasons.get('linger', 0)}/{r.close_reasons.get('flush', 0)} "
-            f"{'OK' if r.mismatches == 0 else f'MISMATCH {r.mismatches}'}")
+    return (
+        f"{codec:<8} {c.topic_compression or 'producer':<9} {c.batch_size:>8} {stored:<6} {len(r.batches):>6} "
+        f"{row['records_per_batch_p50']:>7.0f} {row['stored_batch_bytes_p50']:>9.0f} {r.stored_ratio:>6.2f} "
+        f"{r.cpu_s_per_gb('producer'):>8.2f} {r.cpu_s_per_gb('broker'):>8.2f} {r.cpu_s_per_gb('consumer'):>8.2f} "
+        f"{r.close_reasons.get('full', 0):>5}/{r.close_reasons.get('linger', 0)}/{r.close_reasons.get('flush', 0)} "
+        f"{'OK' if r.mismatches == 0 else f'MISMATCH {r.mismatches}'}"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     configs = _configs(args)
     corp = corpus_mod.load(args.corpus, size=parse_size(args.corpus_size), seed=args.seed)
     near = " (near random: a control, not real-shaped data)" if corp.near_random else ""
-    print(f"corpus {corp.name}: {len(corp.records)} records, {corp.size} bytes, entropy {corp.entropy:.3f} bits/byte{near}, "
-          f"sha256 {corp.sha256[:16]}")
-    print(f"client {args.client}, linger.ms {args.linger_ms:g}, partitions {args.partitions}, rate {args.rate:g}/s "
-          f"({args.arrival}), keys {args.keys or 'null'}; ratio = uncompressed batch bytes / stored bytes; "
-          f"CPU in CPU-s per GB of payload")
-    print(f"{'codec':<8} {'topic':<9} {'batch.sz':>8} {'stored':<6} {'batches':>6} {'rec/b50':>7} {'bytes/b50':>9} "
-          f"{'ratio':>6} {'prod':>8} {'broker':>8} {'cons':>8} full/linger/flush")
+    print(
+        f"corpus {corp.name}: {len(corp.records)} records, {corp.size} bytes, entropy {corp.entropy:.3f} bits/byte{near}, "
+        f"sha256 {corp.sha256[:16]}"
+    )
+    print(
+        f"client {args.client}, linger.ms {args.linger_ms:g}, partitions {args.partitions}, rate {args.rate:g}/s "
+        f"({args.arrival}), keys {args.keys or 'null'}; ratio = uncompressed batch bytes / stored bytes; "
+        f"CPU in CPU-s per GB of payload"
+    )
+    print(
+        f"{'codec':<8} {'topic':<9} {'batch.sz':>8} {'stored':<6} {'batches':>6} {'rec/b50':>7} {'bytes/b50':>9} "
+        f"{'ratio':>6} {'prod':>8} {'broker':>8} {'cons':>8} full/linger/flush"
+    )
     results = []
     failed = False
     for i, cfg in enumerate(configs):

@@ -5,6 +5,7 @@ cpufreq in a VM).  Only a *blocking* check that *fails* refuses to collect (unle
 ``--force``, which the manifest records).  Every check reads from roots given in
 :class:`GateContext`, so tests run them against fixture files.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -13,12 +14,13 @@ import os
 import resource
 import shutil
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from kbench.model import codecs
 from kbench.engine.machine import java_major
+from kbench.model import codecs
 
 __all__ = ["CheckResult", "GateContext", "GateReport", "CHECKS", "run_gate", "steal_pct", "swap_pages"]
 
@@ -154,17 +156,29 @@ def _r(name: str, sev: str, ok: bool | None, detail: str) -> CheckResult:
 def check_broker_versions(ctx: GateContext) -> CheckResult:
     vs = list(ctx.broker_versions)
     if not vs:
-        return _r("broker versions equal", BLOCKING, None if ctx.transport_kind not in ("sim", "dry") else True, "no brokers (transport %s)" % ctx.transport_kind)
+        return _r(
+            "broker versions equal",
+            BLOCKING,
+            None if ctx.transport_kind not in ("sim", "dry") else True,
+            f"no brokers (transport {ctx.transport_kind})",
+        )
     if any(v is None for v in vs):
         return _r("broker versions equal", BLOCKING, None, f"a broker did not report its version: {vs}")
-    return _r("broker versions equal", BLOCKING, len(set(vs)) == 1, ", ".join(f"broker {i}: {v}" for i, v in enumerate(vs)))
+    return _r(
+        "broker versions equal", BLOCKING, len(set(vs)) == 1, ", ".join(f"broker {i}: {v}" for i, v in enumerate(vs))
+    )
 
 
 def check_topic_compression(ctx: GateContext) -> CheckResult:
     defaults = [d for d in ctx.broker_default_compression if d is not None]
     planned = sorted(set(ctx.planned_topic_compression))
     if not ctx.broker_default_compression:
-        return _r("topic compression.type", BLOCKING, True if ctx.transport_kind in ("sim", "dry") else None, f"plan: {', '.join(planned) or 'producer'}; each cell's topic is created with it and read back")
+        return _r(
+            "topic compression.type",
+            BLOCKING,
+            True if ctx.transport_kind in ("sim", "dry") else None,
+            f"plan: {', '.join(planned) or 'producer'}; each cell's topic is created with it and read back",
+        )
     ok = all(d == "producer" for d in defaults) and len(defaults) == len(ctx.broker_default_compression)
     return _r(
         "topic compression.type",
@@ -175,7 +189,9 @@ def check_topic_compression(ctx: GateContext) -> CheckResult:
 
 
 def check_governor(ctx: GateContext) -> CheckResult:
-    govs = {(_read(p) or "").strip() for p in ctx.sys_root.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")}
+    govs = {
+        (_read(p) or "").strip() for p in ctx.sys_root.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")
+    }
     govs.discard("")
     if not govs:
         return _r("CPU governor", WARNING, None, "no cpufreq governor exposed (VM or fixed frequency)")
@@ -205,7 +221,12 @@ def check_load(ctx: GateContext) -> CheckResult:
         return _r("load average", WARNING, None, "/proc/loadavg unreadable")
     la = float(text.split()[0])
     per = la / max(1, ctx.cpu_count)
-    return _r("load average", WARNING, per <= ctx.max_load_per_cpu, f"{la:.2f} on {ctx.cpu_count} CPUs ({per:.2f}/CPU, limit {ctx.max_load_per_cpu}): other load skews results")
+    return _r(
+        "load average",
+        WARNING,
+        per <= ctx.max_load_per_cpu,
+        f"{la:.2f} on {ctx.cpu_count} CPUs ({per:.2f}/CPU, limit {ctx.max_load_per_cpu}): other load skews results",
+    )
 
 
 def check_disk(ctx: GateContext) -> CheckResult:
@@ -219,7 +240,12 @@ def check_disk(ctx: GateContext) -> CheckResult:
         except OSError:
             return _r("free disk", BLOCKING, None, f"cannot stat {p}")
     worst = min(frees, key=lambda x: x[1])
-    return _r("free disk", BLOCKING, worst[1] >= ctx.min_free_bytes, f"{worst[1] / GIB:.1f} GiB free at {worst[0]} (need {ctx.min_free_bytes / GIB:.1f} GiB)")
+    return _r(
+        "free disk",
+        BLOCKING,
+        worst[1] >= ctx.min_free_bytes,
+        f"{worst[1] / GIB:.1f} GiB free at {worst[0]} (need {ctx.min_free_bytes / GIB:.1f} GiB)",
+    )
 
 
 def check_open_files(ctx: GateContext) -> CheckResult:
@@ -228,27 +254,38 @@ def check_open_files(ctx: GateContext) -> CheckResult:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return _r("open-file limit", BLOCKING, True, "unlimited")
-    return _r("open-file limit", BLOCKING, soft >= ctx.min_open_files, f"soft limit {soft} (need {ctx.min_open_files}; raise with ulimit -n)")
+    return _r(
+        "open-file limit",
+        BLOCKING,
+        soft >= ctx.min_open_files,
+        f"soft limit {soft} (need {ctx.min_open_files}; raise with ulimit -n)",
+    )
 
 
 def check_librdkafka(ctx: GateContext) -> CheckResult:
     v = ctx.librdkafka_version
     if ctx.transport_kind in ("sim", "dry"):
-        return _r("librdkafka version", BLOCKING, True, f"{v or 'not loaded'} (not used by transport {ctx.transport_kind})")
+        return _r(
+            "librdkafka version", BLOCKING, True, f"{v or 'not loaded'} (not used by transport {ctx.transport_kind})"
+        )
     if not v:
         return _r("librdkafka version", BLOCKING, False, "librdkafka not loadable; install librdkafka1")
     try:
         major, minor = (int(x) for x in v.split(".")[:2])
     except ValueError:
         return _r("librdkafka version", BLOCKING, None, f"unparsable version {v}")
-    return _r("librdkafka version", BLOCKING, (major, minor) >= (1, 9), f"{v} (need >= 1.9 for zstd levels and KIP-390)")
+    return _r(
+        "librdkafka version", BLOCKING, (major, minor) >= (1, 9), f"{v} (need >= 1.9 for zstd levels and KIP-390)"
+    )
 
 
 def check_codec_libs(ctx: GateContext) -> CheckResult:
     need = ("zstd", "lz4", "snappy", "zlib")
     missing = [n for n in need if not ctx.codec_versions.get(n)]
     detail = ", ".join(f"{k} {v}" for k, v in sorted(ctx.codec_versions.items()))
-    return _r("codec library versions", BLOCKING, not missing, detail + (f"; missing {', '.join(missing)}" if missing else ""))
+    return _r(
+        "codec library versions", BLOCKING, not missing, detail + (f"; missing {', '.join(missing)}" if missing else "")
+    )
 
 
 def check_java(ctx: GateContext) -> CheckResult:
@@ -256,7 +293,9 @@ def check_java(ctx: GateContext) -> CheckResult:
         return _r("Java version", BLOCKING, True, f"{ctx.java_version or 'absent'} (brokers not started by kbench)")
     major = java_major(ctx.java_version)
     if major is None:
-        return _r("Java version", BLOCKING, False, "java not found; install default-jdk-headless (Kafka 4 needs Java >= 17)")
+        return _r(
+            "Java version", BLOCKING, False, "java not found; install default-jdk-headless (Kafka 4 needs Java >= 17)"
+        )
     return _r("Java version", BLOCKING, major >= 17, f"{ctx.java_version} (Kafka 4 brokers need >= 17)")
 
 
@@ -288,7 +327,11 @@ def _adjtimex_synced() -> bool | None:
 def check_time_sync(ctx: GateContext) -> CheckResult:
     fn = ctx.time_sync or _adjtimex_synced
     ok = fn()
-    detail = {True: "kernel clock synchronised", False: "kernel clock NOT synchronised (adjtimex TIME_ERROR); cross-host latencies are meaningless", None: "unknown"}[ok]
+    detail = {
+        True: "kernel clock synchronised",
+        False: "kernel clock NOT synchronised (adjtimex TIME_ERROR); cross-host latencies are meaningless",
+        None: "unknown",
+    }[ok]
     return _r("time sync", WARNING, ok, detail)
 
 
@@ -297,7 +340,12 @@ def check_memory(ctx: GateContext) -> CheckResult:
     for line in text.splitlines():
         if line.startswith("MemAvailable:"):
             avail = int(line.split()[1]) * 1024
-            return _r("available memory", WARNING, avail >= ctx.min_mem_available, f"{avail / GIB:.1f} GiB available (want {ctx.min_mem_available / GIB:.1f})")
+            return _r(
+                "available memory",
+                WARNING,
+                avail >= ctx.min_mem_available,
+                f"{avail / GIB:.1f} GiB available (want {ctx.min_mem_available / GIB:.1f})",
+            )
     return _r("available memory", WARNING, None, "/proc/meminfo unreadable")
 
 
@@ -309,7 +357,9 @@ def check_corpus_entropy(ctx: GateContext) -> CheckResult:
         "corpus entropy",
         WARNING,
         not near,
-        "near random: " + ", ".join(near) if near else ", ".join(f"{k} {v:.2f}" for k, v in ctx.corpus_entropies.items()) + " bits/B",
+        "near random: " + ", ".join(near)
+        if near
+        else ", ".join(f"{k} {v:.2f}" for k, v in ctx.corpus_entropies.items()) + " bits/B",
     )
 
 
@@ -346,5 +396,7 @@ def run_gate(ctx: GateContext, force: bool = False) -> GateReport:
         try:
             results.append(check(ctx))
         except Exception as e:  # noqa: BLE001 - a broken check is reported, not fatal
-            results.append(CheckResult(check.__name__.removeprefix("check_"), WARNING, "unknown", f"check crashed: {e}"))
+            results.append(
+                CheckResult(check.__name__.removeprefix("check_"), WARNING, "unknown", f"check crashed: {e}")
+            )
     return GateReport(tuple(results), forced=force)

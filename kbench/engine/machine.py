@@ -2,6 +2,7 @@
 
 All readers take the ``/proc`` root as a parameter so tests can point them at fixtures.
 """
+
 from __future__ import annotations
 
 import ctypes

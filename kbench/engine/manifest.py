@@ -4,11 +4,13 @@ Schema in ``docs/csv-schema.md`` (section "manifest.json").  The manifest is wri
 a run starts (``state: running``), updated when the common rate is derived, and finished
 (``state: complete`` or ``interrupted``).  Every write goes through :class:`Scrubber.deep`.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kbench.engine.redact import Scrubber
 from kbench.engine.store import atomic_write

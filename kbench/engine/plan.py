@@ -8,6 +8,7 @@ The full format is documented in ``docs/plan-format.md``.
 Every problem is reported as a :class:`PlanError` whose message is one line naming the
 key and the fix, e.g. ``sweep[0].codec: unknown codec 'zstdd'; use one of ...``.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -15,10 +16,11 @@ import hashlib
 import itertools
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kbench.model import codecs
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
@@ -60,7 +62,7 @@ TOP_KEYS = {
     "warmup_s": "seconds of the discarded warm-up run",
     "steady_skip_s": "seconds at the start of each repetition left out of the CPU window",
     "seed": "integer seed of the cell order (random when absent; always recorded)",
-    "auto_rate_fraction": "fraction of the minimum saturated rate used for rate = \"auto\"",
+    "auto_rate_fraction": 'fraction of the minimum saturated rate used for rate = "auto"',
     "transport": "table: kind, brokers, bootstrap, replication_factor, broker_pids",
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
@@ -77,7 +79,7 @@ TRANSPORT_KEYS = {
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
-    "path": "path of a corpus file (with source = \"file\")",
+    "path": 'path of a corpus file (with source = "file")',
     "format": "lines or lenprefixed",
     "size": "bytes of a built-in corpus",
     "seed": "seed of a built-in corpus",
@@ -91,7 +93,7 @@ SWEEP_KEYS = {
     "linger_ms": "linger.ms, or a list",
     "partitions": "topic partitions, or a list",
     "acks": "acks: 0, 1 or all, or a list",
-    "rate": "messages/s (a number), \"saturated\", or \"auto\", or a list",
+    "rate": 'messages/s (a number), "saturated", or "auto", or a list',
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
     "key_policy": "none, roundrobin or random",
@@ -224,11 +226,15 @@ def load(spec: str | Path, base_dir: Path | None = None) -> Plan:
     if isinstance(spec, str) and "/" not in spec and not spec.endswith(".toml"):
         res = resources.files("kbench").joinpath("plans", f"{spec}.toml")
         if not res.is_file():
-            raise PlanError(f"plan '{spec}' is neither a built-in plan nor a file; use one of {', '.join(builtin_plans())} or a .toml path")
+            raise PlanError(
+                f"plan '{spec}' is neither a built-in plan nor a file; use one of {', '.join(builtin_plans())} or a .toml path"
+            )
         text, source, base = res.read_text(), f"builtin:{spec}", Path.cwd()
     else:
         if not p.is_file():
-            raise PlanError(f"plan file not found: {p}; give an existing .toml file or one of {', '.join(builtin_plans())}")
+            raise PlanError(
+                f"plan file not found: {p}; give an existing .toml file or one of {', '.join(builtin_plans())}"
+            )
         text, source, base = p.read_text(), str(p.resolve()), p.resolve().parent
     try:
         data = tomllib.loads(text)
@@ -253,7 +259,9 @@ def _as_list(v: Any) -> list[Any]:
     return list(v) if isinstance(v, list) else [v]
 
 
-def _number(where: str, v: Any, *, positive: bool = True, integer: bool = False, allow_zero: bool = False) -> float | int:
+def _number(
+    where: str, v: Any, *, positive: bool = True, integer: bool = False, allow_zero: bool = False
+) -> float | int:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise PlanError(f"{where}: {v!r} is not a number; write a {'whole ' if integer else ''}number")
     if integer and not float(v).is_integer():
@@ -268,9 +276,11 @@ def _rate(where: str, v: Any) -> float | str:
     if isinstance(v, str):
         if v in ("saturated", "auto"):
             return v
-        raise PlanError(f"{where}: {v!r} is not a rate; write messages/s as a positive number, \"saturated\" or \"auto\"")
+        raise PlanError(f'{where}: {v!r} is not a rate; write messages/s as a positive number, "saturated" or "auto"')
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-        raise PlanError(f"{where}: {v!r} is not a valid rate; write messages/s as a positive number, \"saturated\" or \"auto\"")
+        raise PlanError(
+            f'{where}: {v!r} is not a valid rate; write messages/s as a positive number, "saturated" or "auto"'
+        )
     return float(v)
 
 
@@ -279,15 +289,17 @@ def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> d
     for name, tbl in data.items():
         where = f"corpora.{name}."
         if not isinstance(tbl, dict):
-            raise PlanError(f"corpora.{name}: must be a table like {{ source = \"json\" }}")
+            raise PlanError(f'corpora.{name}: must be a table like {{ source = "json" }}')
         _check_keys(where, tbl, CORPUS_KEYS)
         source = str(tbl.get("source", "file" if "path" in tbl else name))
         if source != "file" and source not in BUILTIN_CORPORA:
-            raise PlanError(f"{where}source: unknown corpus source '{source}'; use file or one of {', '.join(BUILTIN_CORPORA)}")
+            raise PlanError(
+                f"{where}source: unknown corpus source '{source}'; use file or one of {', '.join(BUILTIN_CORPORA)}"
+            )
         path = None
         if source == "file":
             if "path" not in tbl:
-                raise PlanError(f"{where}path: missing; a file corpus needs path = \"...\"")
+                raise PlanError(f'{where}path: missing; a file corpus needs path = "..."')
             fp = Path(str(tbl["path"]))
             fp = fp if fp.is_absolute() else base_dir / fp
             if not fp.is_file():
@@ -328,7 +340,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         raise PlanError(f"{w}name: '{name}' must be letters, digits, - or _")
     exps = [str(e).upper() for e in _as_list(tbl.get("experiments", []))]
     if not exps:
-        raise PlanError(f"{w}experiments: missing; list what the sweep feeds, e.g. experiments = [\"A\", \"C\"]")
+        raise PlanError(f'{w}experiments: missing; list what the sweep feeds, e.g. experiments = ["A", "C"]')
     for e in exps:
         if e not in EXPERIMENTS:
             raise PlanError(f"{w}experiments: unknown experiment '{e}'; use some of {', '.join(EXPERIMENTS)}")
@@ -338,7 +350,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
             codecs_.append(str(codecs.parse_spec(str(c))))
         except codecs.CodecError as e:
             raise PlanError(f"{w}codec: {e}") from None
-    corp = [_resolve_corpus(f"{w}corpus", str(c), corpora, base_dir, corpus_size) for c in _as_list(tbl.get("corpus", "json"))]
+    corp = [
+        _resolve_corpus(f"{w}corpus", str(c), corpora, base_dir, corpus_size)
+        for c in _as_list(tbl.get("corpus", "json"))
+    ]
     bs = [int(_number(f"{w}batch_size", v, integer=True)) for v in _as_list(tbl.get("batch_size", 16384))]
     lg = [float(_number(f"{w}linger_ms", v, allow_zero=True)) for v in _as_list(tbl.get("linger_ms", 5))]
     parts = [int(_number(f"{w}partitions", v, integer=True)) for v in _as_list(tbl.get("partitions", 1))]
@@ -350,10 +365,12 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     tc = [str(t) for t in _as_list(tbl.get("topic_compression", "producer"))]
     for t in tc:
         if t not in TOPIC_COMPRESSION:
-            raise PlanError(f"{w}topic_compression: '{t}' is not a Kafka compression.type; use one of {', '.join(TOPIC_COMPRESSION)}")
+            raise PlanError(
+                f"{w}topic_compression: '{t}' is not a Kafka compression.type; use one of {', '.join(TOPIC_COMPRESSION)}"
+            )
     topic_config = tbl.get("topic_config", {})
     if not isinstance(topic_config, dict):
-        raise PlanError(f"{w}topic_config: must be a table of config = \"value\"")
+        raise PlanError(f'{w}topic_config: must be a table of config = "value"')
     if "compression.type" in topic_config:
         raise PlanError(f"{w}topic_config.compression.type: set it with topic_compression instead")
     kp = str(tbl.get("key_policy", "none"))
@@ -361,12 +378,16 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         raise PlanError(f"{w}key_policy: '{kp}' is unknown; use none, roundrobin or random")
     # The experiments' rules (DESIGN §2).
     if "B" in exps and any(r != "saturated" for r in rates):
-        raise PlanError(f"{w}rate: experiment B measures a saturated producer; set rate = \"saturated\" or move B to its own sweep")
+        raise PlanError(
+            f'{w}rate: experiment B measures a saturated producer; set rate = "saturated" or move B to its own sweep'
+        )
     fixed = FIXED_RATE_EXPERIMENTS.intersection(exps)
     if fixed and any(r == "saturated" for r in rates):
-        raise PlanError(f"{w}rate: experiments {', '.join(sorted(fixed))} need a fixed rate; give messages/s or \"auto\"")
+        raise PlanError(f'{w}rate: experiments {", ".join(sorted(fixed))} need a fixed rate; give messages/s or "auto"')
     if "F" in exps and len(set(tc)) < 2:
-        raise PlanError(f"{w}topic_compression: experiment F compares topic compression.type values; list at least two, e.g. [\"producer\", \"lz4\"]")
+        raise PlanError(
+            f'{w}topic_compression: experiment F compares topic compression.type values; list at least two, e.g. ["producer", "lz4"]'
+        )
     return Sweep(
         name=name,
         experiments=tuple(exps),
@@ -406,17 +427,19 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
 
     t = data.get("transport", {})
     if not isinstance(t, dict):
-        raise PlanError("transport: must be a table, e.g. [transport] kind = \"local\"")
+        raise PlanError('transport: must be a table, e.g. [transport] kind = "local"')
     _check_keys("transport.", t, TRANSPORT_KEYS)
     kind = str(t.get("kind", "bootstrap" if "bootstrap" in t else "local"))
     if kind not in TRANSPORT_KINDS:
         raise PlanError(f"transport.kind: unknown transport '{kind}'; use one of {', '.join(TRANSPORT_KINDS)}")
     if kind == "bootstrap" and not t.get("bootstrap"):
-        raise PlanError("transport.bootstrap: missing; give bootstrap = \"host:port\" or use kind = \"local\"")
+        raise PlanError('transport.bootstrap: missing; give bootstrap = "host:port" or use kind = "local"')
     brokers = int(_number("transport.brokers", t.get("brokers", 1), integer=True))
     rf = int(_number("transport.replication_factor", t.get("replication_factor", 1), integer=True))
     if kind == "local" and rf > brokers:
-        raise PlanError(f"transport.replication_factor: {rf} exceeds transport.brokers ({brokers}); lower it or add brokers")
+        raise PlanError(
+            f"transport.replication_factor: {rf} exceeds transport.brokers ({brokers}); lower it or add brokers"
+        )
     misr = t.get("min_insync_replicas")
     if misr is not None:
         misr = int(_number("transport.min_insync_replicas", misr, integer=True))
@@ -425,8 +448,16 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
 
     client = data.get("client", {})
     if not isinstance(client, dict):
-        raise PlanError("client: must be a table of librdkafka properties, e.g. [client] \"security.protocol\" = \"SSL\"")
-    managed = {"compression.type", "compression.codec", "compression.level", "batch.size", "linger.ms", "acks", "bootstrap.servers"}
+        raise PlanError('client: must be a table of librdkafka properties, e.g. [client] "security.protocol" = "SSL"')
+    managed = {
+        "compression.type",
+        "compression.codec",
+        "compression.level",
+        "batch.size",
+        "linger.ms",
+        "acks",
+        "bootstrap.servers",
+    }
     for k in client:
         if k in managed:
             raise PlanError(f"client.{k}: kbench sets this per cell; put it in a [[sweep]] axis instead")
@@ -445,7 +476,9 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")
     if any("auto" in s.rate for s in sweeps) and not any("saturated" in s.rate for s in sweeps):
-        raise PlanError("sweep.rate: \"auto\" derives the rate from saturated cells, but no sweep has rate = \"saturated\"; add one or give messages/s")
+        raise PlanError(
+            'sweep.rate: "auto" derives the rate from saturated cells, but no sweep has rate = "saturated"; add one or give messages/s'
+        )
     return Plan(
         name=str(data.get("name", Path(source).stem)),
         description=str(data.get("description", "")),
@@ -469,7 +502,9 @@ def expand(plan: Plan) -> list[Cell]:
     """Every cell of every sweep, in a deterministic order (ids are stable for a plan)."""
     cells: list[Cell] = []
     for s in plan.sweeps:
-        combos = itertools.product(s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression)
+        combos = itertools.product(
+            s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression
+        )
         for j, (c, corp, bs, lg, p, a, r, tc) in enumerate(combos):
             cells.append(
                 Cell(

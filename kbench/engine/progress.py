@@ -3,12 +3,14 @@
 The ETA is the planned seconds still to run, scaled by the ratio of actual to planned
 seconds observed so far (so set-up overheads such as topic creation are included).
 """
+
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import TextIO
 
 __all__ = ["Progress", "fmt_duration"]
 

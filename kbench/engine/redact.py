@@ -5,11 +5,13 @@ A key is secret when its name contains ``password`` or ``secret``, or starts wit
 :class:`Scrubber` also removes the secret *values* from any text (error messages,
 logs), in case a library echoes them.
 """
+
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = ["REDACTED", "Scrubber", "is_secret_key", "redact", "redact_argv", "secret_values"]
 
@@ -63,7 +65,7 @@ class Scrubber:
     values: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, *objs: Any) -> "Scrubber":
+    def of(cls, *objs: Any) -> Scrubber:
         vals: set[str] = set()
         for o in objs:
             vals |= secret_values(o)

@@ -7,14 +7,15 @@
 - lost or duplicated records, or delivery errors → ``FAILED_LOSS``;
 - a topic whose ``compression.type`` does not read back as planned → ``FAILED_TOPIC_CONFIG``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbench.model.corpus import Corpus
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
+from kbench.model.corpus import Corpus
 
 __all__ = ["RATE_TOLERANCE", "STEAL_LIMIT_PCT", "SATURATED_FLAG", "Verdict", "judge", "rows_for", "failed_rows"]
 
@@ -24,7 +25,16 @@ SATURATED_FLAG = "latency-NOT-comparable-saturated"
 GB = 1e9
 
 #: Severity of statuses: the most severe one of a run wins.
-_SEVERITY = {"OK": 0, "NA": 1, "REJECTED": 2, "FAILED_CPU_REGRESSED": 3, "FAILED_TOPIC_CONFIG": 3, "FAILED_LOSS": 3, "FAILED_RUN": 4, "INVALID": 5}
+_SEVERITY = {
+    "OK": 0,
+    "NA": 1,
+    "REJECTED": 2,
+    "FAILED_CPU_REGRESSED": 3,
+    "FAILED_TOPIC_CONFIG": 3,
+    "FAILED_LOSS": 3,
+    "FAILED_RUN": 4,
+    "INVALID": 5,
+}
 
 
 @dataclass
@@ -39,7 +49,7 @@ class Verdict:
             self.status = status
         self.reasons.append(reason)
 
-    def merged(self, other: "Verdict") -> "Verdict":
+    def merged(self, other: Verdict) -> Verdict:
         v = Verdict(self.status, list(self.reasons))
         if _SEVERITY[other.status] > _SEVERITY[v.status]:
             v.status = other.status
@@ -120,7 +130,13 @@ def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, s
     if c.usr_s is None or c.sys_s is None:
         return None, None, None, "NA", f"{c.role}: CPU counters unreadable{(' (' + c.note + ')') if c.note else ''}"
     if c.regressed or c.usr_s < 0 or c.sys_s < 0:
-        return None, None, None, "FAILED_CPU_REGRESSED", f"{c.role}: CPU counter went backwards (usr {c.usr_s:.3f}s, sys {c.sys_s:.3f}s)"
+        return (
+            None,
+            None,
+            None,
+            "FAILED_CPU_REGRESSED",
+            f"{c.role}: CPU counter went backwards (usr {c.usr_s:.3f}s, sys {c.sys_s:.3f}s)",
+        )
     wall = c.wall_s if c.wall_s > 0 else float("nan")
     return c.usr_s / wall * 100, c.sys_s / wall * 100, c.usr_s + c.sys_s, None, ""
 
@@ -149,7 +165,9 @@ def rows_for(
             row.update(_lat("service", res.latency_service, _ALL))
             row.update(_lat("delay", res.latency_delay, ("p99_us", "max_us")))
             row.update(_lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
-            row["out_of_range"] = sum(x.out_of_range for x in (res.latency_corrected, res.latency_service, res.latency_e2e) if x is not None)
+            row["out_of_range"] = sum(
+                x.out_of_range for x in (res.latency_corrected, res.latency_service, res.latency_e2e) if x is not None
+            )
             row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
             v = verdict
             if res.latency_corrected is None:
@@ -158,7 +176,9 @@ def rows_for(
         elif exp == "B":
             el = res.elapsed_s if res.elapsed_s > 0 else float("nan")
             row["payload_mb_per_s"] = res.payload_bytes / el / 1e6
-            row["producer_wire_mb_per_s"] = None if res.producer_wire_bytes is None else res.producer_wire_bytes / el / 1e6
+            row["producer_wire_mb_per_s"] = (
+                None if res.producer_wire_bytes is None else res.producer_wire_bytes / el / 1e6
+            )
             row.update(_lat("service", res.latency_service, ("p50_us", "p99_us")))
             row["latency_flag"] = SATURATED_FLAG
             row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
@@ -168,7 +188,9 @@ def rows_for(
                 payload_bytes=res.payload_bytes,
                 stored_bytes=res.stored_bytes,
                 ratio=_ratio(res),
-                batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes) if (res.stored_uncompressed_bytes and res.stored_bytes) else None,
+                batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes)
+                if (res.stored_uncompressed_bytes and res.stored_bytes)
+                else None,
                 corpus_entropy_bits=corpus_entropy,
                 corpus_sha256=corpus.sha256,
                 corpus_near_random=corpus_entropy >= 6.3,
@@ -189,11 +211,21 @@ def rows_for(
             for c in res.cpu:
                 r = dict(_base(cell, rep, res, res.target_rate))
                 usr, sys_, cpu_s, st, why = _cpu_role(c)
-                r.update(role=c.role, pid=c.pid, usr_pct=usr, sys_pct=sys_, cpu_s=cpu_s, payload_gb=gb, steal_pct=res.steal_pct)
+                r.update(
+                    role=c.role,
+                    pid=c.pid,
+                    usr_pct=usr,
+                    sys_pct=sys_,
+                    cpu_s=cpu_s,
+                    payload_gb=gb,
+                    steal_pct=res.steal_pct,
+                )
                 r["cpu_s_per_gb"] = (cpu_s / gb) if (cpu_s is not None and gb > 0) else None
                 if c.role.startswith("broker"):
                     repl = None if res.stored_bytes is None else res.stored_bytes * max(0, replication_factor - 1)
-                    r.update(wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={replication_factor}")
+                    r.update(
+                        wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={replication_factor}"
+                    )
                 else:
                     wb, src = wire.get(c.role, (None, ""))
                     r.update(wire_bytes=wb, wire_source=src)

@@ -6,6 +6,7 @@ seed recorded in the manifest — saturated results must exist before ``rate = "
 be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``).
 The method is described in ``docs/methodology.md``.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -13,20 +14,22 @@ import random
 import secrets as _secrets
 import statistics
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TextIO
+from typing import Any, TextIO
 
 from kbench.engine import gate as gate_mod
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
-from kbench.engine import store as results, rules, verdict
-from kbench.model.corpus import Corpus, CorpusError, generate, read_records
+from kbench.engine import rules, verdict
+from kbench.engine import store as results
 from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
 from kbench.engine.redact import Scrubber, redact, redact_argv
 from kbench.engine.transports.base import RunRequest, Transport, TransportError, TransportInfo
+from kbench.model.corpus import Corpus, CorpusError, generate, read_records
 
 __all__ = ["GateRefused", "RunOptions", "RunOutcome", "derive_rate", "execute", "load_corpora", "order_cells"]
 
@@ -59,7 +62,7 @@ class RunOutcome:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def load_corpora(plan: Plan) -> dict[str, Corpus]:
@@ -95,7 +98,9 @@ def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) ->
                 per_cell.setdefault(r["cell_id"], {})[int(r["rep"])] = float(r["achieved_rate_msgs"])
     medians = {cid: statistics.median(v.values()) for cid, v in per_cell.items() if v}
     if not medians:
-        raise TransportError("cannot derive rate = \"auto\": no saturated cell has an OK repetition; check the B rows' reasons, or give the rate in msgs/s")
+        raise TransportError(
+            'cannot derive rate = "auto": no saturated cell has an OK repetition; check the B rows\' reasons, or give the rate in msgs/s'
+        )
     low = min(medians, key=lambda k: medians[k])
     return {
         "method": "auto: min over saturated cells of the median achieved msgs/s, times auto_rate_fraction",
@@ -106,7 +111,14 @@ def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) ->
     }
 
 
-def _gate_context(plan: Plan, info: TransportInfo, corpora: Mapping[str, Corpus], entropies: Mapping[str, float], run_dir: Path, opts: RunOptions) -> gate_mod.GateContext:
+def _gate_context(
+    plan: Plan,
+    info: TransportInfo,
+    corpora: Mapping[str, Corpus],
+    entropies: Mapping[str, float],
+    run_dir: Path,
+    opts: RunOptions,
+) -> gate_mod.GateContext:
     from kbench.engine.machine import java_version, librdkafka_version
 
     ctx = gate_mod.GateContext(
@@ -147,16 +159,22 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     if opts.resume:
         prior = manifest_mod.read(run_dir)
         if prior.get("plan_fingerprint") != plan.fingerprint():
-            raise PlanError(f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan")
+            raise PlanError(
+                f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan"
+            )
         was = prior.get("machine", {})
         if (was.get("hostname_hash"), was.get("arch")) != (machine["hostname_hash"], machine["arch"]):
-            raise PlanError(f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here")
+            raise PlanError(
+                f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
+            )
         dropped = results.reconcile(run_dir)
         if dropped:
             log(f"resume: dropped incomplete rows {dropped}")
     else:
         if run_dir.exists() and any(run_dir.iterdir()):
-            raise FileExistsError(f"run directory {run_dir} is not empty; choose another -o or continue it with --resume {run_dir}")
+            raise FileExistsError(
+                f"run directory {run_dir} is not empty; choose another -o or continue it with --resume {run_dir}"
+            )
         run_dir.mkdir(parents=True, exist_ok=True)
 
     seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
@@ -178,17 +196,39 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         client_properties=redact(client),
         seed=seed,
         order=[c.cell_id for c in ordered],
-        cells={c.cell_id: {**c.params(), "experiments": list(c.experiments), "rate": c.rate, "topic_config": dict(c.topic_config)} for c in cells},
+        cells={
+            c.cell_id: {
+                **c.params(),
+                "experiments": list(c.experiments),
+                "rate": c.rate,
+                "topic_config": dict(c.topic_config),
+            }
+            for c in cells
+        },
         machine=prior.get("machine", machine),
         versions=prior.get("versions") or versions(with_java=plan.transport.kind == "local"),
-        corpora={n: {"source": c.source, "sha256": c.sha256, "entropy_bits_per_byte": entropies[n], "records": len(c.records), "bytes": c.size, "near_random": c.near_random} for n, c in corpora.items()},
+        corpora={
+            n: {
+                "source": c.source,
+                "sha256": c.sha256,
+                "entropy_bits_per_byte": entropies[n],
+                "records": len(c.records),
+                "bytes": c.size,
+                "near_random": c.near_random,
+            }
+            for n, c in corpora.items()
+        },
         command=redact_argv(opts.argv),
         overrides=dict(opts.overrides),
         repetitions=plan.repetitions,
         warmup=plan.warmup,
         duration_s=plan.duration_s,
         steady_skip_s=plan.steady_skip_s,
-        rules={"rate_tolerance": rules.RATE_TOLERANCE, "steal_limit_pct": rules.STEAL_LIMIT_PCT, "saturated_flag": rules.SATURATED_FLAG},
+        rules={
+            "rate_tolerance": rules.RATE_TOLERANCE,
+            "steal_limit_pct": rules.STEAL_LIMIT_PCT,
+            "saturated_flag": rules.SATURATED_FLAG,
+        },
     )
     man.setdefault("started_at", _now())
     man.setdefault("resumes", [])
@@ -223,14 +263,18 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
             man["state"] = "refused-by-gate"
             manifest_mod.write(run_dir, man, scrub)
             names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
-            raise GateRefused(f"environment gate: blocking check failed: {names}; fix it, or pass --force (recorded in the manifest)")
+            raise GateRefused(
+                f"environment gate: blocking check failed: {names}; fix it, or pass --force (recorded in the manifest)"
+            )
         man["state"] = "running"
         manifest_mod.write(run_dir, man, scrub)
 
         todo = [(c, [r for r in range(1, plan.repetitions + 1) if (c.cell_id, r) not in done]) for c in ordered]
         todo = [(c, reps) for c, reps in todo if reps]
         total_runs = sum(len(reps) + int(plan.warmup) for _, reps in todo)
-        progress = Progress(total_runs, sum(_planned_s(plan, len(reps), plan.warmup) for _, reps in todo), stream=opts.progress_stream)
+        progress = Progress(
+            total_runs, sum(_planned_s(plan, len(reps), plan.warmup) for _, reps in todo), stream=opts.progress_stream
+        )
         progress.show("starting")
         common_rate: float | None = man.get("rate_derivation", {}).get("rate_msgs")
         saturated_ids = [c.cell_id for c in cells if c.saturated]
@@ -251,7 +295,9 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                 target = float(cell.rate)
             corpus = corpora[cell.corpus]
 
-            def request(rep: int | None) -> RunRequest:
+            def request(
+                rep: int | None, cell: Cell = cell, corpus: Corpus = corpus, target: float | None = target
+            ) -> RunRequest:
                 suffix = "w" if rep is None else f"r{rep}"
                 return RunRequest(
                     cell=cell,
@@ -277,7 +323,9 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                 progress.show(f"{cell.cell_id} rep {rep}/{plan.repetitions}")
                 try:
                     res = transport.run(request(rep))
-                    rows = rules.rows_for(cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor)
+                    rows = rules.rows_for(
+                        cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor
+                    )
                     writer.write_histograms(cell.cell_id, rep, res.histograms)
                 except TransportError as e:
                     log(f"{cell.cell_id} rep {rep} failed: {e}")
@@ -325,7 +373,10 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
             if r["status"] != "OK":
                 excluded.setdefault((r["cell_id"], r["rep"], r["status"], r["reason"]), []).append(r.get("role", ""))
         if excluded:
-            items = [f"{cid} rep {rep}{(' [' + ', '.join(x for x in roles if x) + ']') if any(roles) else ''}: {st} ({why})" for (cid, rep, st, why), roles in excluded.items()]
+            items = [
+                f"{cid} rep {rep}{(' [' + ', '.join(x for x in roles if x) + ']') if any(roles) else ''}: {st} ({why})"
+                for (cid, rep, st, why), roles in excluded.items()
+            ]
             text += f"\n\nexcluded ({sum(map(len, excluded.values()))} rows):\n  " + "\n  ".join(items[:12])
             if len(items) > 12:
                 text += f"\n  ... {len(items) - 12} more (see {exp}.csv)"
@@ -333,4 +384,3 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
             text += f"\n(B latencies are flagged {rules.SATURATED_FLAG}: queueing, not service; see A)"
         out.append(f"{title}\n{text}")
     return "\n\n".join(out)
-

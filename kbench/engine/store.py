@@ -7,15 +7,17 @@ Crash safety: every completed repetition's rows are appended to the experiment C
 any truncated trailing line, rewriting a CSV atomically only when something is dropped.
 The columns of each experiment are documented in ``docs/csv-schema.md``.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "COLUMNS",
@@ -66,23 +68,87 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "A": CELL_COLUMNS
     + tuple(f"corrected_{p}" for p in _LAT)
     + tuple(f"service_{p}" for p in _LAT)
-    + ("delay_p99_us", "delay_max_us", "e2e_p50_us", "e2e_p99_us", "e2e_max_us", "out_of_range", "lost", "duplicated", "delivery_errors")
+    + (
+        "delay_p99_us",
+        "delay_max_us",
+        "e2e_p50_us",
+        "e2e_p99_us",
+        "e2e_max_us",
+        "out_of_range",
+        "lost",
+        "duplicated",
+        "delivery_errors",
+    )
     + TAIL_COLUMNS,
     "B": CELL_COLUMNS
-    + ("payload_mb_per_s", "producer_wire_mb_per_s", "service_p50_us", "service_p99_us", "latency_flag", "lost", "duplicated", "delivery_errors")
+    + (
+        "payload_mb_per_s",
+        "producer_wire_mb_per_s",
+        "service_p50_us",
+        "service_p99_us",
+        "latency_flag",
+        "lost",
+        "duplicated",
+        "delivery_errors",
+    )
     + TAIL_COLUMNS,
     "C": CELL_COLUMNS
-    + ("payload_bytes", "stored_bytes", "ratio", "batch_ratio", "corpus_entropy_bits", "corpus_sha256", "corpus_near_random", "stored_batches", "stored_codecs")
+    + (
+        "payload_bytes",
+        "stored_bytes",
+        "ratio",
+        "batch_ratio",
+        "corpus_entropy_bits",
+        "corpus_sha256",
+        "corpus_near_random",
+        "stored_batches",
+        "stored_codecs",
+    )
     + TAIL_COLUMNS,
     "D": CELL_COLUMNS
-    + ("role", "pid", "usr_pct", "sys_pct", "cpu_s", "payload_gb", "cpu_s_per_gb", "wire_bytes", "wire_source", "steal_pct")
+    + (
+        "role",
+        "pid",
+        "usr_pct",
+        "sys_pct",
+        "cpu_s",
+        "payload_gb",
+        "cpu_s_per_gb",
+        "wire_bytes",
+        "wire_source",
+        "steal_pct",
+    )
     + TAIL_COLUMNS,
     "E": CELL_COLUMNS
-    + ("batches", "records_per_batch_p50", "records_per_batch_p90", "records_per_batch_max", "bytes_per_batch_p50", "bytes_per_batch_p90", "bytes_per_batch_max", "fill_source",
-       "client_records_per_batch_p50", "client_records_per_batch_p90", "client_batch_bytes_p50", "client_batch_bytes_p90", "payload_bytes", "stored_bytes", "ratio")
+    + (
+        "batches",
+        "records_per_batch_p50",
+        "records_per_batch_p90",
+        "records_per_batch_max",
+        "bytes_per_batch_p50",
+        "bytes_per_batch_p90",
+        "bytes_per_batch_max",
+        "fill_source",
+        "client_records_per_batch_p50",
+        "client_records_per_batch_p90",
+        "client_batch_bytes_p50",
+        "client_batch_bytes_p90",
+        "payload_bytes",
+        "stored_bytes",
+        "ratio",
+    )
     + TAIL_COLUMNS,
     "F": CELL_COLUMNS
-    + ("producer_codec", "stored_codecs", "recompressed", "broker_usr_pct", "broker_sys_pct", "broker_cpu_s_per_gb", "payload_bytes", "stored_bytes")
+    + (
+        "producer_codec",
+        "stored_codecs",
+        "recompressed",
+        "broker_usr_pct",
+        "broker_sys_pct",
+        "broker_cpu_s_per_gb",
+        "payload_bytes",
+        "stored_bytes",
+    )
     + TAIL_COLUMNS,
 }
 
@@ -144,12 +210,20 @@ class ResultsWriter:
         d = self.run_dir / "histograms"
         d.mkdir(exist_ok=True)
         path = d / f"{cell_id}-r{rep}.json"
-        body = {"cell_id": cell_id, "rep": rep, "unit": "ns", "encoding": "kbench.Histogram.encode, base64", "histograms": dict(histograms)}
+        body = {
+            "cell_id": cell_id,
+            "rep": rep,
+            "unit": "ns",
+            "encoding": "kbench.Histogram.encode, base64",
+            "histograms": dict(histograms),
+        }
         atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
         return path
 
     def mark_done(self, cell_id: str, rep: int, status: str) -> None:
-        _fsync_append(self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode())
+        _fsync_append(
+            self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode()
+        )
 
 
 def read_done(run_dir: Path) -> set[tuple[str, int]]:
@@ -241,4 +315,3 @@ def reconcile(run_dir: Path) -> dict[str, int]:
             atomic_write(path, b"".join(x + b"\n" for x in kept))
             dropped[path.name] = n_drop
     return dropped
-

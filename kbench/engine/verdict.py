@@ -4,11 +4,12 @@ comparisons where overlapping ranges read "no significant difference".
 Only rows with status ``OK`` count.  Two cells are compared when they differ only in the
 experiment's compared axis (codec for A–D, batch settings for E, topic compression for F).
 """
+
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 __all__ = ["CellSummary", "Comparison", "HEADLINE", "compare", "summarise", "format_table"]
 
@@ -22,7 +23,14 @@ HEADLINE: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "F": (("broker_cpu_s_per_gb", "CPU-s/GB", True), ("recompressed", "", True)),
 }
 #: The metric each experiment's pairwise verdicts are drawn on.
-VERDICT_ON: dict[str, str] = {"A": "corrected_p99_us", "B": "achieved_rate_msgs", "C": "ratio", "D": "cpu_s_per_gb", "E": "ratio", "F": "broker_cpu_s_per_gb"}
+VERDICT_ON: dict[str, str] = {
+    "A": "corrected_p99_us",
+    "B": "achieved_rate_msgs",
+    "C": "ratio",
+    "D": "cpu_s_per_gb",
+    "E": "ratio",
+    "F": "broker_cpu_s_per_gb",
+}
 #: Columns that identify a cell in a table (besides cell_id); D adds the role.
 LABEL_COLUMNS = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
 #: The axis each experiment compares; cells equal on every other label are paired.
@@ -154,11 +162,19 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
     headers = ["cell", *label_cols, "n"] + [f"{m} ({u})" if u else m for m, u, _ in metrics]
     table_rows = []
     for i, s in enumerate(first):
-        cells = [s.key[0], *(str(s.labels.get(c, "")) for c in label_cols), f"{s.n}" + (f" (+{s.excluded} excl.)" if s.excluded else "")]
+        cells = [
+            s.key[0],
+            *(str(s.labels.get(c, "")) for c in label_cols),
+            f"{s.n}" + (f" (+{s.excluded} excl.)" if s.excluded else ""),
+        ]
         for m, _, _ in metrics:
             t = per_metric[m][i]
             if m == "recompressed":
-                cells.append("NA" if t.median is None else ("true" if t.median >= 0.5 else "false") + ("" if t.lo == t.hi else " (mixed)"))
+                cells.append(
+                    "NA"
+                    if t.median is None
+                    else ("true" if t.median >= 0.5 else "false") + ("" if t.lo == t.hi else " (mixed)")
+                )
             else:
                 cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
         table_rows.append(cells)
@@ -167,6 +183,9 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
     lower = next(lo for name, _, lo in metrics if name == m)
     comps = compare(experiment, per_metric[m], lower)
     if comps:
-        vrows = [[c.a.key[0], c.b.key[0], _label(c.a, COMPARED[experiment]), _label(c.b, COMPARED[experiment]), c.verdict] for c in comps]
+        vrows = [
+            [c.a.key[0], c.b.key[0], _label(c.a, COMPARED[experiment]), _label(c.b, COMPARED[experiment]), c.verdict]
+            for c in comps
+        ]
         text += f"\n\nverdicts on {m}:\n" + format_table(["cell", "vs cell", "a", "b", "verdict"], vrows)
     return text

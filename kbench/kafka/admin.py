@@ -3,10 +3,12 @@
 All functions take librdkafka properties (at least ``bootstrap.servers``), wait a bounded
 time for a broker, and raise ``kbench.KafkaError`` with the broker's or librdkafka's message.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kbench import _native
 from kbench._native import KafkaError
@@ -38,7 +40,9 @@ def create_topic(
     _native.create_topic(dict(props), name, partitions, replication_factor, cfg, timeout)
 
 
-def describe_topic_configs(props: Mapping[str, str], name: str, timeout: float = 30.0) -> dict[str, tuple[str | None, str]]:
+def describe_topic_configs(
+    props: Mapping[str, str], name: str, timeout: float = 30.0
+) -> dict[str, tuple[str | None, str]]:
     """Every config of a topic: name -> (value or None when sensitive, source).
 
     Right after a topic is created, a broker whose metadata has not caught up answers

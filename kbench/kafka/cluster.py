@@ -16,6 +16,7 @@ Layout of a cluster directory::
 ``stop()``/``down`` signal only pids recorded in the state file whose command line still names
 that node's ``server.properties`` (a recycled pid is never touched).
 """
+
 from __future__ import annotations
 
 import base64
@@ -29,9 +30,9 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from kbench import _native
 from kbench.kafka import kafka_dist
@@ -152,7 +153,7 @@ class ClusterState:
         return json.dumps(d, indent=2, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "ClusterState":
+    def from_json(cls, text: str) -> ClusterState:
         d = json.loads(text)
         d["brokers"] = tuple(BrokerInfo(**b) for b in d["brokers"])
         return cls(**d)
@@ -346,7 +347,9 @@ class LocalCluster:
         if existing is not None and existing.exists():
             st = read_state(self.dir)
             if any(_is_our_process(b.pid, b.config) for b in st.brokers):
-                raise ClusterError(f"a cluster is already running in {self.dir}; stop it first with: kbench cluster down --dir {self.dir}")
+                raise ClusterError(
+                    f"a cluster is already running in {self.dir}; stop it first with: kbench cluster down --dir {self.dir}"
+                )
             existing.unlink()
         client, ctrl = self._ports()
         if self.dir is None:
@@ -391,9 +394,13 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.communicate()
-                raise ClusterError(f"formatting storage for {conf} took over 120 s; is the machine overloaded?")
+                raise ClusterError(
+                    f"formatting storage for {conf} took over 120 s; is the machine overloaded?"
+                ) from None
             if p.returncode != 0:
-                raise ClusterError(f"kafka-storage format failed for {conf}: {out.decode(errors='replace').strip()[-400:]}")
+                raise ClusterError(
+                    f"kafka-storage format failed for {conf}: {out.decode(errors='replace').strip()[-400:]}"
+                )
 
         preexec = _die_with_parent if self.die_with_parent else None
         brokers: list[BrokerInfo] = []
@@ -481,7 +488,7 @@ class LocalCluster:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         self.start()
         return self
 

@@ -10,14 +10,16 @@ Every message carries one 24-byte header ``kb``: three big-endian 64-bit values,
 CLOCK_MONOTONIC ns at ``produce()``, the sequence number from 0 and the run id, so a consumer
 on the same host measures end-to-end latency and checks every sequence number.
 """
+
 from __future__ import annotations
 
 import os
 import threading
 from array import array
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from kbench import _native
 from kbench._native import Histogram, KafkaError
@@ -258,10 +260,24 @@ def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = N
     return _producer_result(_run_native(_producer(spec, records, rid)), spec)
 
 
-def _consumer(props: Mapping[str, str], topic: str, run_id: int, expected: int, timeout: float, max_records: int,
-              connect_timeout: float) -> Any:
-    return _native.Consumer(dict(props), topic, run_id=run_id, expected=expected, max_records=max_records,
-                            timeout=timeout, connect_timeout=connect_timeout)
+def _consumer(
+    props: Mapping[str, str],
+    topic: str,
+    run_id: int,
+    expected: int,
+    timeout: float,
+    max_records: int,
+    connect_timeout: float,
+) -> Any:
+    return _native.Consumer(
+        dict(props),
+        topic,
+        run_id=run_id,
+        expected=expected,
+        max_records=max_records,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+    )
 
 
 def _consumer_result(d: dict[str, Any], expected: int) -> ConsumerResult:
@@ -270,8 +286,15 @@ def _consumer_result(d: dict[str, Any], expected: int) -> ConsumerResult:
     return ConsumerResult(expected=expected, **d)
 
 
-def consume(props: Mapping[str, str], topic: str, expected: int, run_id: int = 0, timeout: float = 60.0,
-            max_records: int = 0, connect_timeout: float = 10.0) -> ConsumerResult:
+def consume(
+    props: Mapping[str, str],
+    topic: str,
+    expected: int,
+    run_id: int = 0,
+    timeout: float = 60.0,
+    max_records: int = 0,
+    connect_timeout: float = 10.0,
+) -> ConsumerResult:
     """Consume from the topic's current end offsets (standalone use)."""
     c = _consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
     return _consumer_result(_run_native(c), expected)
@@ -295,7 +318,9 @@ def produce_and_consume(
     if not spec.headers:
         raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
     run_id = _new_run_id()
-    cprops = dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
+    cprops = (
+        dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
+    )
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
     cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)

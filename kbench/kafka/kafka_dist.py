@@ -5,16 +5,17 @@ on the pom shipped in ``kbench/data/kafka-pom.xml``) and caches the classpath un
 ``$KBENCH_CACHE`` (default ``~/.cache/kbench``).  With ``KAFKA_HOME`` set, its ``libs/*.jar``
 are used instead.  ``java_command()`` builds a command line for a Kafka main class.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["KAFKA_VERSION", "KafkaDistError", "KafkaDist", "classpath", "find", "java_command", "run_tool"]
 
@@ -58,7 +59,9 @@ def java() -> str:
 def _from_kafka_home(home: Path) -> KafkaDist:
     libs = sorted((home / "libs").glob("*.jar"))
     if not libs:
-        raise KafkaDistError(f"KAFKA_HOME={home} has no libs/*.jar; point it at an unpacked Kafka distribution or unset it")
+        raise KafkaDistError(
+            f"KAFKA_HOME={home} has no libs/*.jar; point it at an unpacked Kafka distribution or unset it"
+        )
     version = "unknown"
     for jar in libs:
         if jar.name.startswith("kafka-clients-"):
@@ -107,12 +110,16 @@ def classpath() -> str:
     return find().classpath
 
 
-def java_command(main_class: str, args: Sequence[str] = (), heap: str = "256m", jvm_opts: Sequence[str] = ()) -> list[str]:
+def java_command(
+    main_class: str, args: Sequence[str] = (), heap: str = "256m", jvm_opts: Sequence[str] = ()
+) -> list[str]:
     """A command line running ``main_class`` from Kafka's jars."""
     return [java(), f"-Xmx{heap}", f"-Xms{heap}", *jvm_opts, "-cp", classpath(), main_class, *args]
 
 
-def run_tool(main_class: str, args: Sequence[str] = (), timeout: float = 300, heap: str = "256m") -> subprocess.CompletedProcess[str]:
+def run_tool(
+    main_class: str, args: Sequence[str] = (), timeout: float = 300, heap: str = "256m"
+) -> subprocess.CompletedProcess[str]:
     """Run a Kafka tool to completion and return its output; raises KafkaDistError on failure."""
     cmd = java_command(main_class, args, heap=heap, jvm_opts=["-Dlog4j2.level=WARN"])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

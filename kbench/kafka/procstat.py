@@ -7,10 +7,12 @@ and converted from clock ticks to seconds.  Rules (DESIGN.md, experiment D):
 - a counter that went down between two snapshots is flagged ``NEGATIVE`` (reported as
   ``FAILED_CPU_REGRESSED`` by experiments), its delta is kept for inspection.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from kbench import _native
 
@@ -157,7 +159,7 @@ class Sampler:
         self._start: Snapshot | None = None
         self.result: SamplerResult | None = None
 
-    def start(self) -> "Sampler":
+    def start(self) -> Sampler:
         self._start = snapshot(self.pids, self.threads)
         self._native.start()
         return self
@@ -170,7 +172,7 @@ class Sampler:
         self.result = SamplerResult(self._start, end, delta(self._start, end), series)
         return self.result
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -5,6 +5,7 @@ or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
 The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop thread and librdkafka's
 threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from kbench import _native
-from kbench.kafka import drivers
+from kbench.kafka import drivers, procstat
 from kbench.model.corpus import read_records
-from kbench.kafka import procstat
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 
@@ -61,9 +61,19 @@ class _Window:
             self._timer.cancel()
         b, t_b = _self_cpu(), time.monotonic()
         if self.a is None or b is None or not self.a.ok or not b.ok:
-            return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip" if self.a is None else "unreadable"}
+            return {
+                "usr_s": None,
+                "sys_s": None,
+                "wall_s": 0.0,
+                "note": "run shorter than the steady-window skip" if self.a is None else "unreadable",
+            }
         assert self.a.user_s is not None and self.a.sys_s is not None and b.user_s is not None and b.sys_s is not None
-        return {"usr_s": b.user_s - self.a.user_s, "sys_s": b.sys_s - self.a.sys_s, "wall_s": t_b - self.t_a, "note": ""}
+        return {
+            "usr_s": b.user_s - self.a.user_s,
+            "sys_s": b.sys_s - self.a.sys_s,
+            "wall_s": t_b - self.t_a,
+            "note": "",
+        }
 
 
 def _self_cpu() -> procstat.ProcCpu | None:
@@ -80,8 +90,14 @@ def _say(line: str) -> None:
 def producer(job: dict[str, Any]) -> dict[str, Any]:
     records = read_records(job["corpus_file"], "lenprefixed")
     spec = drivers.ProducerSpec(
-        topic=job["topic"], props=job["props"], mode=job["mode"], rate=float(job.get("rate") or 0.0), count=int(job.get("count") or 0),
-        duration=float(job.get("duration") or 0.0), keys=job.get("keys", "none"), nkeys=int(job.get("nkeys", 0)),
+        topic=job["topic"],
+        props=job["props"],
+        mode=job["mode"],
+        rate=float(job.get("rate") or 0.0),
+        count=int(job.get("count") or 0),
+        duration=float(job.get("duration") or 0.0),
+        keys=job.get("keys", "none"),
+        nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
     )
     w = _Window(float(job.get("skip_s", 0.0)))
@@ -90,16 +106,33 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
     cpu = w.stop()
     return {
-        "sent": r.sent, "delivered": r.delivered, "failed": r.failed, "undelivered": r.undelivered, "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate, "delivered_rate": r.delivered_rate, "send_seconds": r.send_seconds,
-        "delivery_errors": r.delivery_errors, "client_errors": r.client_errors,
-        "service": _hist(r.service), "delay": _hist(r.delay), "corrected": _hist(r.corrected), "cpu": cpu,
+        "sent": r.sent,
+        "delivered": r.delivered,
+        "failed": r.failed,
+        "undelivered": r.undelivered,
+        "bytes": r.bytes,
+        "achieved_rate": r.achieved_rate,
+        "delivered_rate": r.delivered_rate,
+        "send_seconds": r.send_seconds,
+        "delivery_errors": r.delivery_errors,
+        "client_errors": r.client_errors,
+        "service": _hist(r.service),
+        "delay": _hist(r.delay),
+        "corrected": _hist(r.corrected),
+        "cpu": cpu,
     }
 
 
 def consumer(job: dict[str, Any]) -> dict[str, Any]:
-    c = _native.Consumer(dict(job["props"]), job["topic"], run_id=int(job["run_id"]), expected=int(job["expected"]), max_records=0,
-                         timeout=float(job["timeout"]), connect_timeout=float(job.get("connect_timeout", 10.0)))
+    c = _native.Consumer(
+        dict(job["props"]),
+        job["topic"],
+        run_id=int(job["run_id"]),
+        expected=int(job["expected"]),
+        max_records=0,
+        timeout=float(job["timeout"]),
+        connect_timeout=float(job.get("connect_timeout", 10.0)),
+    )
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -119,9 +152,20 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
     cpu = w.stop()
     if "e" in box:
         raise box["e"]
-    r = drivers.ConsumerResult(expected=int(job["expected"]), **{k: v for k, v in box["r"].items() if k != "interrupted"})
-    return {"records": r.records, "bytes": r.bytes, "unique": r.unique, "duplicates": r.duplicates, "lost": r.lost,
-            "timed_out": r.timed_out, "errors": r.errors, "e2e": _hist(r.e2e), "cpu": cpu}
+    r = drivers.ConsumerResult(
+        expected=int(job["expected"]), **{k: v for k, v in box["r"].items() if k != "interrupted"}
+    )
+    return {
+        "records": r.records,
+        "bytes": r.bytes,
+        "unique": r.unique,
+        "duplicates": r.duplicates,
+        "lost": r.lost,
+        "timed_out": r.timed_out,
+        "errors": r.errors,
+        "e2e": _hist(r.e2e),
+        "cpu": cpu,
+    }
 
 
 def main() -> int:

@@ -7,15 +7,26 @@ larger than the raw ones is sent uncompressed).  ``decode`` verifies the CRC, de
 within ``max_uncompressed`` bytes and checks every record; malformed input raises
 :class:`BatchError` whose ``offset`` is the byte offset of the problem.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from kbench import _native
 from kbench._native import BatchError
 
-__all__ = ["Batch", "BatchError", "Header", "Record", "crc32c", "crc32c_impls", "decode", "encode", "RECORD_BATCH_OVERHEAD"]
+__all__ = [
+    "Batch",
+    "BatchError",
+    "Header",
+    "Record",
+    "crc32c",
+    "crc32c_impls",
+    "decode",
+    "encode",
+    "RECORD_BATCH_OVERHEAD",
+]
 
 #: Size of the v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD).
 RECORD_BATCH_OVERHEAD = 61
@@ -87,8 +98,12 @@ def _as_bytes(v: object) -> object:
 
 def _record_tuple(r: Record | bytes | tuple) -> tuple:
     if isinstance(r, Record):
-        return (_as_bytes(r.key), _as_bytes(r.value), int(r.timestamp),
-                [(h.key.encode() if isinstance(h.key, str) else h.key, _as_bytes(h.value)) for h in r.headers])
+        return (
+            _as_bytes(r.key),
+            _as_bytes(r.value),
+            int(r.timestamp),
+            [(h.key.encode() if isinstance(h.key, str) else h.key, _as_bytes(h.value)) for h in r.headers],
+        )
     if isinstance(r, (bytes, bytearray, memoryview, str)):
         return (None, _as_bytes(r), 0, [])
     raise TypeError(f"records must be Record or bytes, not {type(r).__name__}")
@@ -112,9 +127,18 @@ def encode(
     ``client`` picks the producer's conventions: ``java`` (partitionLeaderEpoch -1) or
     ``librdkafka`` (partitionLeaderEpoch 0, uncompressed fallback when compression grows).
     """
-    data, _ = encode_ex(records, codec, level, client=client, base_offset=base_offset,
-                        partition_leader_epoch=partition_leader_epoch, producer_id=producer_id,
-                        producer_epoch=producer_epoch, base_sequence=base_sequence, transactional=transactional)
+    data, _ = encode_ex(
+        records,
+        codec,
+        level,
+        client=client,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        transactional=transactional,
+    )
     return data
 
 
@@ -137,8 +161,18 @@ def encode_ex(
     if partition_leader_epoch is None:
         partition_leader_epoch = 0 if client == "librdkafka" else -1
     recs = [_record_tuple(r) for r in records]
-    return _native.batch_encode(recs, codec, level, base_offset, partition_leader_epoch, producer_id,
-                                producer_epoch, base_sequence, transactional, client == "librdkafka")
+    return _native.batch_encode(
+        recs,
+        codec,
+        level,
+        base_offset,
+        partition_leader_epoch,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        transactional,
+        client == "librdkafka",
+    )
 
 
 def decode(buf: object, *, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED, verify_crc: bool = True) -> Batch:

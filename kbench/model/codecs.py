@@ -2,6 +2,7 @@
 
 See docs/codecs.md for the framing of each codec and the level ranges (KIP-390).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,15 +10,16 @@ Built-in corpora (deterministic for a given seed):
 A user's file is read as records, one per line (``lines``) or as 4-byte big-endian
 length-prefixed binary records (``lenprefixed``).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kbench import _native
 
@@ -136,11 +137,21 @@ _LOGGERS = [
     "com.acme.inventory.StockReservation",
 ]
 _TEMPLATES: list[Callable[[random.Random], str]] = [
-    lambda r: f"Processed order ORD-{r.randint(10_000_000, 99_999_999)} for account ACC-{r.randint(1000, 1999)} in {r.randint(1, 900)} ms",
-    lambda r: f"GET /api/v2/orders/{r.randint(1, 10**7)} status={r.choice([200, 200, 200, 201, 404, 500])} bytes={r.randint(120, 9000)} latency_ms={r.randint(1, 400)}",
-    lambda r: f"Payment {r.getrandbits(48):012x} authorised amount={r.randint(1, 99999)}.{r.randint(0, 99):02d} {r.choice(_CURRENCIES)}",
-    lambda r: f"Reserved {r.randint(1, 50)} units of SKU-{r.randint(100000, 999999)} in warehouse WH-{r.randint(1, 12)}",
-    lambda r: f"Retrying request to inventory-service attempt={r.randint(1, 5)} backoff_ms={r.choice([100, 200, 400, 800])}",
+    lambda r: (
+        f"Processed order ORD-{r.randint(10_000_000, 99_999_999)} for account ACC-{r.randint(1000, 1999)} in {r.randint(1, 900)} ms"
+    ),
+    lambda r: (
+        f"GET /api/v2/orders/{r.randint(1, 10**7)} status={r.choice([200, 200, 200, 201, 404, 500])} bytes={r.randint(120, 9000)} latency_ms={r.randint(1, 400)}"
+    ),
+    lambda r: (
+        f"Payment {r.getrandbits(48):012x} authorised amount={r.randint(1, 99999)}.{r.randint(0, 99):02d} {r.choice(_CURRENCIES)}"
+    ),
+    lambda r: (
+        f"Reserved {r.randint(1, 50)} units of SKU-{r.randint(100000, 999999)} in warehouse WH-{r.randint(1, 12)}"
+    ),
+    lambda r: (
+        f"Retrying request to inventory-service attempt={r.randint(1, 5)} backoff_ms={r.choice([100, 200, 400, 800])}"
+    ),
     lambda r: f"Cache miss for key customer:{r.randint(1, 10**6)} loading from database",
     lambda r: f"Connection pool stats active={r.randint(0, 50)} idle={r.randint(0, 50)} waiting={r.randint(0, 5)}",
 ]
@@ -218,7 +229,9 @@ def read_records(path: Path | str, fmt: str = "lines", limit: int | None = None)
         off = 0
         while off < len(data):
             if len(data) - off < 4:
-                raise CorpusError(f"{p}: truncated length prefix at byte {off}; is it really --corpus-format lenprefixed?")
+                raise CorpusError(
+                    f"{p}: truncated length prefix at byte {off}; is it really --corpus-format lenprefixed?"
+                )
             n = int.from_bytes(data[off : off + 4], "big")
             if n > len(data) - off - 4:
                 raise CorpusError(f"{p}: record at byte {off} claims {n} bytes but only {len(data) - off - 4} remain")

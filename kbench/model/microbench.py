@@ -6,15 +6,16 @@ calibrated so each timed figure lasts at least ``min_time`` seconds; one warm-up
 recorded but excluded; then ``repeats`` timed runs of compress and decompress alternate.
 Every decompression run is checked byte for byte against the input.  MB = 10**6 bytes.
 """
+
 from __future__ import annotations
 
 import csv
 import math
 import os
 import statistics
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from kbench import _native
 from kbench.model.codecs import CodecSpec
@@ -84,9 +85,7 @@ def _calibrate(timed: Callable[[int], int], min_time: float) -> int:
         loops = max(loops + 1, math.ceil(loops * target_ns * 1.1 / ns))
 
 
-def bench_cell(
-    corpus: Corpus, spec: CodecSpec, block_size: int, min_time: float = 0.5, repeats: int = 5
-) -> list[MRow]:
+def bench_cell(corpus: Corpus, spec: CodecSpec, block_size: int, min_time: float = 0.5, repeats: int = 5) -> list[MRow]:
     """Rows for one cell: one warm-up (repetition 0) then ``repeats`` timed repetitions."""
     data = corpus.payload
     entropy = corpus.entropy
@@ -168,8 +167,21 @@ def summarize(rows: Iterable[MRow]) -> list[MSummary]:
         c = [r.compress_mb_s for r in rs]
         d = [r.decompress_mb_s for r in rs]
         out.append(
-            MSummary(corpus, rs[0].corpus_entropy_bits_per_byte, codec, level, block, rs[0].ratio,
-                     statistics.median(c), min(c), max(c), statistics.median(d), min(d), max(d), len(rs))
+            MSummary(
+                corpus,
+                rs[0].corpus_entropy_bits_per_byte,
+                codec,
+                level,
+                block,
+                rs[0].ratio,
+                statistics.median(c),
+                min(c),
+                max(c),
+                statistics.median(d),
+                min(d),
+                max(d),
+                len(rs),
+            )
         )
     return out
 

@@ -4,12 +4,14 @@ The parsing runs in C (``csrc/segment.c``) over an mmap of each file, iterating 
 Kafka's ``FileLogInputStream`` does.  Broken input never raises: a partial trailing batch, a bad
 CRC or an undecodable batch becomes a row whose ``status`` says what is wrong.
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Iterable, Sequence
+from typing import ClassVar
 
 from kbench import _native
 from kbench.model.stats import distribution
@@ -57,36 +59,86 @@ class BatchRow:
         u = self.uncompressed_batch_bytes
         return None if u is None or self.stored_bytes <= 0 else u / self.stored_bytes
 
-    CSV_FIELDS: ClassVar[tuple[str, ...]] = ("file", "position", "base_offset", "last_offset", "records", "stored_bytes", "codec",
-                  "uncompressed_bytes", "ratio", "crc_valid", "magic", "partition_leader_epoch", "producer_id",
-                  "max_timestamp", "status", "message")
+    CSV_FIELDS: ClassVar[tuple[str, ...]] = (
+        "file",
+        "position",
+        "base_offset",
+        "last_offset",
+        "records",
+        "stored_bytes",
+        "codec",
+        "uncompressed_bytes",
+        "ratio",
+        "crc_valid",
+        "magic",
+        "partition_leader_epoch",
+        "producer_id",
+        "max_timestamp",
+        "status",
+        "message",
+    )
 
     def csv_row(self) -> dict[str, object]:
         r = self.ratio
         return {
-            "file": self.file, "position": self.position, "base_offset": self.base_offset,
-            "last_offset": self.last_offset, "records": self.records, "stored_bytes": self.stored_bytes,
-            "codec": self.codec or "", "uncompressed_bytes": "" if self.uncompressed_bytes is None else self.uncompressed_bytes,
-            "ratio": "" if r is None else f"{r:.4f}", "crc_valid": "" if self.crc_valid is None else str(self.crc_valid).lower(),
-            "magic": self.magic, "partition_leader_epoch": self.partition_leader_epoch, "producer_id": self.producer_id,
-            "max_timestamp": self.max_timestamp, "status": self.status, "message": self.message,
+            "file": self.file,
+            "position": self.position,
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "records": self.records,
+            "stored_bytes": self.stored_bytes,
+            "codec": self.codec or "",
+            "uncompressed_bytes": "" if self.uncompressed_bytes is None else self.uncompressed_bytes,
+            "ratio": "" if r is None else f"{r:.4f}",
+            "crc_valid": "" if self.crc_valid is None else str(self.crc_valid).lower(),
+            "magic": self.magic,
+            "partition_leader_epoch": self.partition_leader_epoch,
+            "producer_id": self.producer_id,
+            "max_timestamp": self.max_timestamp,
+            "status": self.status,
+            "message": self.message,
         }
 
 
-def scan_bytes(data: object, name: str = "<buffer>", *, decompress: bool = True, verify_crc: bool = True,
-               max_uncompressed: int = 256 << 20) -> list[BatchRow]:
+def scan_bytes(
+    data: object,
+    name: str = "<buffer>",
+    *,
+    decompress: bool = True,
+    verify_crc: bool = True,
+    max_uncompressed: int = 256 << 20,
+) -> list[BatchRow]:
     """Rows for every batch in a buffer holding a segment."""
     return _rows(_native.segment_scan(data, decompress, verify_crc, max_uncompressed), name)
 
 
 def _rows(raw: list[tuple], name: str) -> list[BatchRow]:
-    return [BatchRow(name, pos, base, last, count, size, magic, codec, attrs, ple, pid, maxts, crc,
-                     None if unc < 0 else unc, status, msg)
-            for (pos, base, last, count, size, magic, codec, attrs, ple, pid, maxts, crc, unc, status, msg) in raw]
+    return [
+        BatchRow(
+            name,
+            pos,
+            base,
+            last,
+            count,
+            size,
+            magic,
+            codec,
+            attrs,
+            ple,
+            pid,
+            maxts,
+            crc,
+            None if unc < 0 else unc,
+            status,
+            msg,
+        )
+        for (pos, base, last, count, size, magic, codec, attrs, ple, pid, maxts, crc, unc, status, msg) in raw
+    ]
 
 
-def scan_file(path: Path | str, *, decompress: bool = True, verify_crc: bool = True,
-              max_uncompressed: int = 256 << 20) -> list[BatchRow]:
+def scan_file(
+    path: Path | str, *, decompress: bool = True, verify_crc: bool = True, max_uncompressed: int = 256 << 20
+) -> list[BatchRow]:
     """Rows for every batch of one ``.log`` file (read in 8 MiB chunks, parsed in C without the GIL)."""
     p = Path(path)
     if not p.is_file():

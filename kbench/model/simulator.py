@@ -5,6 +5,7 @@ Producer, broker and consumer run as three native threads inside ``kbench._nativ
 real segment files (``<out>/<topic>-<p>/00000000000000000000.log``) that Kafka's own
 ``DumpLogSegments`` and ``kbench inspect`` read.
 """
+
 from __future__ import annotations
 
 import array
@@ -12,9 +13,9 @@ import csv
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from kbench import _native
 from kbench.model.batch import Record
@@ -141,22 +142,44 @@ class SimResult:
         reasons = self.close_reasons
         row: dict[str, object] = {
             "status": "OK" if self.mismatches == 0 else "FAILED_VERIFY",
-            "corpus": self.corpus, "corpus_sha256": self.corpus_sha256, "entropy_bits_per_byte": round(self.corpus_entropy, 4),
-            "client": c.client, "codec": c.codec if c.level is None else f"{c.codec}:{c.level}",
-            "topic_compression": c.topic_compression or "producer", "batch_size": c.batch_size,
-            "linger_ms": c.linger_ms, "partitions": c.partitions, "rate": c.rate, "arrival": c.arrival,
-            "partitioner": c.partitioner, "keys": c.keys, "seed": c.seed,
-            "records": self.stages["producer"].records, "payload_bytes": self.payload_bytes,
-            "raw_batch_bytes": self.raw_batch_bytes, "produced_bytes": self.produced_bytes,
-            "stored_bytes": self.stored_bytes, "stored_ratio": round(self.stored_ratio, 4),
+            "corpus": self.corpus,
+            "corpus_sha256": self.corpus_sha256,
+            "entropy_bits_per_byte": round(self.corpus_entropy, 4),
+            "client": c.client,
+            "codec": c.codec if c.level is None else f"{c.codec}:{c.level}",
+            "topic_compression": c.topic_compression or "producer",
+            "batch_size": c.batch_size,
+            "linger_ms": c.linger_ms,
+            "partitions": c.partitions,
+            "rate": c.rate,
+            "arrival": c.arrival,
+            "partitioner": c.partitioner,
+            "keys": c.keys,
+            "seed": c.seed,
+            "records": self.stages["producer"].records,
+            "payload_bytes": self.payload_bytes,
+            "raw_batch_bytes": self.raw_batch_bytes,
+            "produced_bytes": self.produced_bytes,
+            "stored_bytes": self.stored_bytes,
+            "stored_ratio": round(self.stored_ratio, 4),
             "payload_ratio": round(self.payload_ratio, 4),
             "stored_codecs": ";".join(f"{k}={v}" for k, v in sorted(self.stored_codecs.items())),
-            "recompressed_batches": self.recompressed, "batches": len(self.batches),
-            "records_per_batch_p50": rec["p50"], "records_per_batch_p90": rec["p90"], "records_per_batch_p99": rec["p99"],
-            "records_per_batch_max": rec["max"], "stored_batch_bytes_p50": size["p50"], "stored_batch_bytes_p90": size["p90"],
-            "stored_batch_bytes_p99": size["p99"], "stored_batch_bytes_max": size["max"], "raw_batch_bytes_p50": raw["p50"],
-            "closed_full": reasons.get("full", 0), "closed_linger": reasons.get("linger", 0), "closed_flush": reasons.get("flush", 0),
-            "verified_records": self.verified, "mismatches": self.mismatches,
+            "recompressed_batches": self.recompressed,
+            "batches": len(self.batches),
+            "records_per_batch_p50": rec["p50"],
+            "records_per_batch_p90": rec["p90"],
+            "records_per_batch_p99": rec["p99"],
+            "records_per_batch_max": rec["max"],
+            "stored_batch_bytes_p50": size["p50"],
+            "stored_batch_bytes_p90": size["p90"],
+            "stored_batch_bytes_p99": size["p99"],
+            "stored_batch_bytes_max": size["max"],
+            "raw_batch_bytes_p50": raw["p50"],
+            "closed_full": reasons.get("full", 0),
+            "closed_linger": reasons.get("linger", 0),
+            "closed_flush": reasons.get("flush", 0),
+            "verified_records": self.verified,
+            "mismatches": self.mismatches,
         }
         for role in ROLES:
             st = self.stages[role]
@@ -188,21 +211,55 @@ def run(corpus: Corpus, config: SimConfig, out_dir: Path | str) -> SimResult:
         topic_codec = "none"
     start = config.start_ts_ms if config.start_ts_ms is not None else int(time.time() * 1000)
     res = _native.sim_run(
-        corpus.payload, _offsets(corpus.records), str(out), config.topic, config.client, config.codec, config.level,
-        topic_codec, config.topic_level, config.partitions, config.partitioner, config.batch_size,
-        float(config.linger_ms), float(config.rate), config.arrival == "poisson", config.seed, config.keys, start,
-        config.max_uncompressed)
+        corpus.payload,
+        _offsets(corpus.records),
+        str(out),
+        config.topic,
+        config.client,
+        config.codec,
+        config.level,
+        topic_codec,
+        config.topic_level,
+        config.partitions,
+        config.partitioner,
+        config.batch_size,
+        float(config.linger_ms),
+        float(config.rate),
+        config.arrival == "poisson",
+        config.seed,
+        config.keys,
+        start,
+        config.max_uncompressed,
+    )
     stages = {
-        role: StageResult(role, res[role]["cpu_ns"] / 1e9, res[role]["wall_ns"] / 1e9, res[role]["bytes_in"],
-                          res[role]["bytes_out"], res[role]["batches"], res[role]["records"])
+        role: StageResult(
+            role,
+            res[role]["cpu_ns"] / 1e9,
+            res[role]["wall_ns"] / 1e9,
+            res[role]["bytes_in"],
+            res[role]["bytes_out"],
+            res[role]["batches"],
+            res[role]["records"],
+        )
         for role in ROLES
     }
     batches = tuple(SimBatch(*t) for t in res["batches"])
-    return SimResult(config=config, corpus=corpus.name, corpus_sha256=corpus.sha256, corpus_entropy=corpus.entropy,
-                     payload_bytes=res["payload_bytes"], raw_batch_bytes=res["raw_batch_bytes"],
-                     produced_bytes=res["produced_bytes"], stored_bytes=res["stored_bytes"],
-                     recompressed=res["recompressed"], verified=res["verified"], mismatches=res["mismatches"],
-                     stages=stages, batches=batches, segment_dir=out)
+    return SimResult(
+        config=config,
+        corpus=corpus.name,
+        corpus_sha256=corpus.sha256,
+        corpus_entropy=corpus.entropy,
+        payload_bytes=res["payload_bytes"],
+        raw_batch_bytes=res["raw_batch_bytes"],
+        produced_bytes=res["produced_bytes"],
+        stored_bytes=res["stored_bytes"],
+        recompressed=res["recompressed"],
+        verified=res["verified"],
+        mismatches=res["mismatches"],
+        stages=stages,
+        batches=batches,
+        segment_dir=out,
+    )
 
 
 def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
@@ -220,9 +277,15 @@ def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
     return p
 
 
-def predict_stored_bytes(batches: Sequence[Sequence[Record]], codec: str, level: int | None = None, *,
-                         client: str = "java", topic_compression: str | None = None,
-                         topic_level: int | None = None) -> int:
+def predict_stored_bytes(
+    batches: Sequence[Sequence[Record]],
+    codec: str,
+    level: int | None = None,
+    *,
+    client: str = "java",
+    topic_compression: str | None = None,
+    topic_level: int | None = None,
+) -> int:
     """Stored bytes for given records and batch boundaries: each group is encoded by the same C
     encoder the simulated producer uses (client rules: librdkafka falls back to uncompressed when
     compression grows a batch) and, when the topic names another codec, rebuilt with it as the

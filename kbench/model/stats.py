@@ -1,8 +1,9 @@
 """Small order statistics shared by the batch reports (nearest-rank percentiles)."""
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["percentile", "distribution"]
 

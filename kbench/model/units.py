@@ -1,12 +1,24 @@
 """Parsing of human-written sizes ("16KiB", "1MiB", "16384") for the command line."""
+
 from __future__ import annotations
 
 import re
 
 __all__ = ["parse_size", "format_bytes"]
 
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
-          "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+}
 
 
 def parse_size(text: str) -> int:

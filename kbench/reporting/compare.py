@@ -7,9 +7,11 @@ grouped by the ``machine`` column).  Only OK rows count.  Extensive quantities
 machine's ``logical_cores`` and ``physical_cores`` from its manifest; intensive ones
 (latency, ratio) are compared as they are.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,30 +36,47 @@ PER_CORE: dict[str, tuple[str, ...]] = {
     "F": ("broker_usr_pct", "broker_sys_pct"),
     "M": ("compress_mb_s",),
 }
-LABELS = ("codec", "level", "block_size", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression", "role")
+LABELS = (
+    "codec",
+    "level",
+    "block_size",
+    "corpus",
+    "batch_size",
+    "linger_ms",
+    "partitions",
+    "acks",
+    "topic_compression",
+    "role",
+)
 
 
-def machines(frames: Mapping[str, "pd.DataFrame"]) -> "pd.DataFrame":
+def machines(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per machine: arch, CPU model, cores, runs."""
     import pandas as pd
 
-    parts = [f[["machine", "arch", "cpu_model", "physical_cores", "logical_cores", "kernel", "run_id"]] for f in frames.values() if not f.empty]
+    parts = [
+        f[["machine", "arch", "cpu_model", "physical_cores", "logical_cores", "kernel", "run_id"]]
+        for f in frames.values()
+        if not f.empty
+    ]
     if not parts:
         return pd.DataFrame()
     df = pd.concat(parts).drop_duplicates()
     return (
-        df.groupby(["machine", "arch", "cpu_model", "physical_cores", "logical_cores", "kernel"], dropna=False)["run_id"]
+        df.groupby(["machine", "arch", "cpu_model", "physical_cores", "logical_cores", "kernel"], dropna=False)[
+            "run_id"
+        ]
         .agg(lambda s: ", ".join(sorted(set(s))))
         .reset_index()
         .rename(columns={"run_id": "runs"})
     )
 
 
-def _labels(df: "pd.DataFrame") -> list[str]:
+def _labels(df: pd.DataFrame) -> list[str]:
     return [c for c in LABELS if c in df.columns and (c == "codec" or df[c].astype(str).nunique() > 1)]
 
 
-def per_machine(df: "pd.DataFrame", experiment: str) -> "pd.DataFrame":
+def per_machine(df: pd.DataFrame, experiment: str) -> pd.DataFrame:
     """Median, min and max per machine × labels of the experiment's metrics (OK rows only),
     with ``n`` and, for extensive metrics, per-vCPU and per-core medians."""
     import pandas as pd
@@ -67,7 +86,11 @@ def per_machine(df: "pd.DataFrame", experiment: str) -> "pd.DataFrame":
     ok = df[df["status"] == "OK"].copy()
     if experiment == "D" and {"usr_pct", "sys_pct"} <= set(ok.columns):
         ok["total_pct"] = ok["usr_pct"] + ok["sys_pct"]
-    metrics = [m for m in METRICS[experiment] if m in ok.columns and pd.api.types.is_numeric_dtype(ok[m]) and ok[m].notna().any()]
+    metrics = [
+        m
+        for m in METRICS[experiment]
+        if m in ok.columns and pd.api.types.is_numeric_dtype(ok[m]) and ok[m].notna().any()
+    ]
     keys = ["machine", *_labels(df)]
     if ok.empty or not metrics:
         return pd.DataFrame(columns=[*keys, "n"])
@@ -82,11 +105,13 @@ def per_machine(df: "pd.DataFrame", experiment: str) -> "pd.DataFrame":
         if m in metrics:
             out[f"{m} per vCPU"] = out[m] / cores["logical_cores"]
             out[f"{m} per core"] = out[m] / cores["physical_cores"]
-    order = [c for m in metrics for c in (m, f"{m} min", f"{m} max", f"{m} per vCPU", f"{m} per core") if c in out.columns]
+    order = [
+        c for m in metrics for c in (m, f"{m} min", f"{m} max", f"{m} per vCPU", f"{m} per core") if c in out.columns
+    ]
     return out[order + ["n"]].reset_index()
 
 
-def spread(table: "pd.DataFrame", metric: str) -> "pd.DataFrame":
+def spread(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Across machines, per label combination: min, max and (max − min) / min in % of a
     :func:`per_machine` column (e.g. ``achieved_rate_msgs`` or ``… per core``)."""
     import pandas as pd
@@ -100,17 +125,22 @@ def spread(table: "pd.DataFrame", metric: str) -> "pd.DataFrame":
     return out.reset_index()
 
 
-def style(table: "pd.DataFrame", caption: str = "", precision: int = 2) -> "Styler":
+def style(table: pd.DataFrame, caption: str = "", precision: int = 2) -> Styler:
     """A pandas Styler with thousands separators and a caption (needs jinja2)."""
-    fmts = {c: (f"{{:,.{precision}f}}" if str(table[c].dtype).startswith("float") else "{:,}")
-            for c in table.columns if str(table[c].dtype).startswith(("float", "int"))}
+    fmts = {
+        c: (f"{{:,.{precision}f}}" if str(table[c].dtype).startswith("float") else "{:,}")
+        for c in table.columns
+        if str(table[c].dtype).startswith(("float", "int"))
+    }
     st = table.style.format(fmts, na_rep="NA").hide(axis="index")
     if caption:
         st = st.set_caption(caption)
     return st
 
 
-def split_by_machine(frames: Mapping[str, "pd.DataFrame"], experiments: Sequence[str]) -> dict[str, dict[str, "pd.DataFrame"]]:
+def split_by_machine(
+    frames: Mapping[str, pd.DataFrame], experiments: Sequence[str]
+) -> dict[str, dict[str, pd.DataFrame]]:
     """``{machine: {experiment: frame}}`` for the given experiments."""
     out: dict[str, dict[str, pd.DataFrame]] = {}
     for e in experiments:

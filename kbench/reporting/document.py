@@ -4,12 +4,13 @@ Both renderings come from the same blocks, so ``report.md`` and ``report.html`` 
 same thing.  The HTML page has its CSS inline, its images as ``data:`` URIs and no script:
 it opens offline and makes no request.
 """
+
 from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, Union
 
 __all__ = ["Block", "Heading", "Para", "Table", "Image", "Items", "to_markdown", "to_html"]
 
@@ -47,7 +48,7 @@ class Items:
     items: Sequence[str]
 
 
-Block = Union[Heading, Para, Table, Image, Items]
+Block = Heading | Para | Table | Image | Items
 
 
 def _md_cell(s: str) -> str:

@@ -10,12 +10,14 @@ Values are kept as the CSV has them, with ``NA`` read as missing; numeric column
 floats.  ``_run`` and ``_row`` give each row's run directory index and its 0-based data
 row in the CSV, so any figure computed from a frame can be traced back to its source.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, overload
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
     import pandas as pd
@@ -52,9 +54,29 @@ MACHINE_COLUMNS: tuple[str, ...] = (
 
 #: Columns that are text even when they look numeric.
 TEXT_COLUMNS = frozenset(
-    {"cell_id", "sweep", "codec", "corpus", "acks", "topic_compression", "status", "reason", "role", "latency_flag",
-     "corpus_sha256", "stored_codecs", "wire_source", "fill_source", "producer_codec", "experiment", "pid",
-     "corpus_near_random", "recompressed", "warmup", "level"}
+    {
+        "cell_id",
+        "sweep",
+        "codec",
+        "corpus",
+        "acks",
+        "topic_compression",
+        "status",
+        "reason",
+        "role",
+        "latency_flag",
+        "corpus_sha256",
+        "stored_codecs",
+        "wire_source",
+        "fill_source",
+        "producer_codec",
+        "experiment",
+        "pid",
+        "corpus_near_random",
+        "recompressed",
+        "warmup",
+        "level",
+    }
     | set(MACHINE_COLUMNS)
 )
 
@@ -132,7 +154,7 @@ def _ends_mid_line(path: Path) -> bool:
         return f.read(1) != b"\n"
 
 
-def _read_csv(run: Run, exp: str) -> "pd.DataFrame":
+def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     """One CSV, all rows (M warm-ups included), text columns as text, ``NA`` as missing."""
     import pandas as pd
 
@@ -142,7 +164,9 @@ def _read_csv(run: Run, exp: str) -> "pd.DataFrame":
     except pd.errors.EmptyDataError:
         raise LoadError(f"{path}: empty; remove it or re-run the experiment") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
-        raise LoadError(f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run") from None
+        raise LoadError(
+            f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run"
+        ) from None
     if len(df) and _ends_mid_line(path):  # an interrupted run's last row is incomplete: not data
         df = df.iloc[:-1]
     need = ("status",) if exp != "M" else ("status", "codec", "ratio")
@@ -172,7 +196,7 @@ def _read_csv(run: Run, exp: str) -> "pd.DataFrame":
     return df
 
 
-def frames(runs: Sequence[Run]) -> dict[str, "pd.DataFrame"]:
+def frames(runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     """One DataFrame per experiment present in any of ``runs``.
 
     ``_gid`` is a row's position in the concatenation, in run order, of the experiment's
@@ -196,14 +220,14 @@ def frames(runs: Sequence[Run]) -> dict[str, "pd.DataFrame"]:
 
 
 @overload
-def load(*run_dirs: Path | str) -> dict[str, "pd.DataFrame"]: ...
+def load(*run_dirs: Path | str) -> dict[str, pd.DataFrame]: ...
 
 
 @overload
-def load(*run_dirs: Path | str, experiment: str) -> "pd.DataFrame": ...
+def load(*run_dirs: Path | str, experiment: str) -> pd.DataFrame: ...
 
 
-def load(*run_dirs: Path | str, experiment: str | None = None) -> "dict[str, pd.DataFrame] | pd.DataFrame":
+def load(*run_dirs: Path | str, experiment: str | None = None) -> dict[str, pd.DataFrame] | pd.DataFrame:
     """Results of one or more run directories as DataFrames, with machine columns.
 
     ``load(d1, d2)`` returns ``{"A": frame, "B": frame, ...}`` for the experiments present;

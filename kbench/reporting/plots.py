@@ -5,19 +5,30 @@ returns a :class:`matplotlib.figure.Figure`, or ``None`` when the frame has no O
 the values the plot needs.  Only rows with ``status == "OK"`` are drawn; points are medians
 over repetitions, error bars the range (min–max).  :func:`png` turns a figure into bytes.
 """
+
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = ["PLOTS", "batch_effect", "cpu_per_role", "latency_percentiles", "pareto", "png", "ratio_vs_entropy", "throughput"]
+__all__ = [
+    "PLOTS",
+    "batch_effect",
+    "cpu_per_role",
+    "latency_percentiles",
+    "pareto",
+    "png",
+    "ratio_vs_entropy",
+    "throughput",
+]
 
 
-def _figure(w: float = 8.0, h: float = 4.2) -> "Figure":
+def _figure(w: float = 8.0, h: float = 4.2) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -27,21 +38,21 @@ def _figure(w: float = 8.0, h: float = 4.2) -> "Figure":
     return fig
 
 
-def png(fig: "Figure") -> bytes:
+def png(fig: Figure) -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
-def _ok(df: "pd.DataFrame | None", *cols: str) -> "pd.DataFrame | None":
+def _ok(df: pd.DataFrame | None, *cols: str) -> pd.DataFrame | None:
     if df is None or df.empty or any(c not in df.columns for c in cols):
         return None
     ok = df[df["status"] == "OK"].dropna(subset=list(cols))
     return ok if not ok.empty else None
 
 
-def _join(df: "pd.DataFrame", cols: list[str]) -> "pd.Series":
+def _join(df: pd.DataFrame, cols: list[str]) -> pd.Series:
     s = df[cols[0]].astype(str)
     for c in cols[1:]:
         s = s + " / " + df[c].astype(str)
@@ -59,13 +70,18 @@ def _legend(ax: object) -> None:
         ax.legend(fontsize=7)  # type: ignore[attr-defined]
 
 
-def _varying(df: "pd.DataFrame", cols: list[str]) -> list[str]:
+def _varying(df: pd.DataFrame, cols: list[str]) -> list[str]:
     return [c for c in cols if c in df.columns and df[c].astype(str).nunique() > 1]
 
 
-def latency_percentiles(a: "pd.DataFrame | None") -> "Figure | None":
+def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
     """Experiment A: corrected latency percentiles per codec (and machine) at the fixed rate."""
-    pcts = [("p50", "corrected_p50_us"), ("p95", "corrected_p95_us"), ("p99", "corrected_p99_us"), ("p99.9", "corrected_p999_us")]
+    pcts = [
+        ("p50", "corrected_p50_us"),
+        ("p95", "corrected_p95_us"),
+        ("p99", "corrected_p99_us"),
+        ("p99.9", "corrected_p999_us"),
+    ]
     ok = _ok(a, *(c for _, c in pcts))
     if ok is None:
         return None
@@ -78,7 +94,14 @@ def latency_percentiles(a: "pd.DataFrame | None") -> "Figure | None":
         lo = [g[c].min() for _, c in pcts]
         hi = [g[c].max() for _, c in pcts]
         x = range(len(pcts))
-        ax.errorbar(x, med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]], marker="o", capsize=3, label=" / ".join(map(str, k)))
+        ax.errorbar(
+            x,
+            med,
+            yerr=[[m - low for m, low in zip(med, lo)], [h - m for m, h in zip(med, hi)]],
+            marker="o",
+            capsize=3,
+            label=" / ".join(map(str, k)),
+        )
     ax.set_xticks(range(len(pcts)), [p for p, _ in pcts])
     ax.set_yscale("log")
     ax.set_ylabel("corrected latency (µs, log)")
@@ -87,7 +110,7 @@ def latency_percentiles(a: "pd.DataFrame | None") -> "Figure | None":
     return fig
 
 
-def throughput(b: "pd.DataFrame | None") -> "Figure | None":
+def throughput(b: pd.DataFrame | None) -> Figure | None:
     """Experiment B: saturated throughput per codec and machine (median bar, range whisker)."""
     ok = _ok(b, "achieved_rate_msgs")
     if ok is None:
@@ -117,7 +140,7 @@ def throughput(b: "pd.DataFrame | None") -> "Figure | None":
     return fig
 
 
-def cpu_per_role(d: "pd.DataFrame | None") -> "Figure | None":
+def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
     """Experiment D: CPU % per role (one panel each), usr solid and sys light on top, one
     bar per machine within each codec (and corpus) group; medians over repetitions and cells."""
     ok = _ok(d, "usr_pct", "sys_pct")
@@ -142,8 +165,18 @@ def cpu_per_role(d: "pd.DataFrame | None") -> "Figure | None":
                     xs.append(gi + (j - (len(machines) - 1) / 2) * width)
                     usr.append(u)
                     sys_.append(s_)
-            ax.bar(xs, usr, width, color=colors[j], label=f"{m} usr" if i == 0 and len(machines) <= MAX_LEGEND else None)
-            ax.bar(xs, sys_, width, bottom=usr, color=colors[j], alpha=0.45, label=f"{m} sys" if i == 0 and len(machines) <= MAX_LEGEND else None)
+            ax.bar(
+                xs, usr, width, color=colors[j], label=f"{m} usr" if i == 0 and len(machines) <= MAX_LEGEND else None
+            )
+            ax.bar(
+                xs,
+                sys_,
+                width,
+                bottom=usr,
+                color=colors[j],
+                alpha=0.45,
+                label=f"{m} sys" if i == 0 and len(machines) <= MAX_LEGEND else None,
+            )
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
         ax.set_title(str(role), fontsize=9)
         if i == 0:
@@ -154,7 +187,7 @@ def cpu_per_role(d: "pd.DataFrame | None") -> "Figure | None":
     return fig
 
 
-def ratio_vs_entropy(c: "pd.DataFrame | None") -> "Figure | None":
+def ratio_vs_entropy(c: pd.DataFrame | None) -> Figure | None:
     """Experiment C: compression ratio against the corpus' Shannon entropy, per codec."""
     ok = _ok(c, "ratio", "corpus_entropy_bits")
     if ok is None:
@@ -165,7 +198,13 @@ def ratio_vs_entropy(c: "pd.DataFrame | None") -> "Figure | None":
     for codec, g in med.groupby("codec", sort=True):
         ax.plot(g["corpus_entropy_bits"], g["ratio"], marker="o", linestyle="", label=str(codec))
         for _, r in g.iterrows():
-            ax.annotate(str(r["corpus"]), (r["corpus_entropy_bits"], r["ratio"]), fontsize=7, xytext=(4, 2), textcoords="offset points")
+            ax.annotate(
+                str(r["corpus"]),
+                (r["corpus_entropy_bits"], r["ratio"]),
+                fontsize=7,
+                xytext=(4, 2),
+                textcoords="offset points",
+            )
     ax.set_xlabel("corpus entropy (bits/byte)")
     ax.set_ylabel("ratio (payload / stored)")
     ax.set_title("C · ratio against corpus entropy")
@@ -173,7 +212,7 @@ def ratio_vs_entropy(c: "pd.DataFrame | None") -> "Figure | None":
     return fig
 
 
-def batch_effect(e: "pd.DataFrame | None") -> "Figure | None":
+def batch_effect(e: pd.DataFrame | None) -> Figure | None:
     """Experiment E: ratio and batch fill (records per batch, p50) against batch.size."""
     ok = _ok(e, "ratio", "batch_size")
     if ok is None:
@@ -201,7 +240,7 @@ def batch_effect(e: "pd.DataFrame | None") -> "Figure | None":
     return fig
 
 
-def pareto(m: "pd.DataFrame | None") -> "Figure | None":
+def pareto(m: pd.DataFrame | None) -> Figure | None:
     """Experiment M: ratio against compression speed; the Pareto front (no cell both faster
     and better-compressing) is drawn as a line."""
     ok = _ok(m, "ratio", "compress_mb_s")
@@ -232,7 +271,7 @@ def pareto(m: "pd.DataFrame | None") -> "Figure | None":
 
 
 #: (experiment, file name, caption, function) in the order a report shows them.
-PLOTS: tuple[tuple[str, str, str, Callable[["pd.DataFrame | None"], "Figure | None"]], ...] = (
+PLOTS: tuple[tuple[str, str, str, Callable[[pd.DataFrame | None], Figure | None]], ...] = (
     ("A", "a_latency.png", "A: corrected latency percentiles per codec at the fixed rate", latency_percentiles),
     ("B", "b_throughput.png", "B: saturated throughput per codec and machine", throughput),
     ("D", "d_cpu.png", "D: CPU per role, usr and sys stacked", cpu_per_role),

@@ -7,6 +7,7 @@ ledger; :func:`verify` re-reads the run directories, recomputes every figure fro
 CSV cells and manifest values and checks that it prints the same text.  So a report can be
 audited number by number, and a number that does not come from the inputs cannot appear.
 """
+
 from __future__ import annotations
 
 import csv
@@ -14,9 +15,10 @@ import io
 import json
 import math
 import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 __all__ = ["Fig", "Ledger", "FORMATS", "fmt", "verify"]
 
@@ -132,7 +134,9 @@ class Ledger:
             self._set_ids[key] = sid
         return sid
 
-    def agg(self, op: str, values: Sequence[float], set_id: int, column: str, kind: str = "auto", value: float | None = None) -> Fig:
+    def agg(
+        self, op: str, values: Sequence[float], set_id: int, column: str, kind: str = "auto", value: float | None = None
+    ) -> Fig:
         """``op`` (median, min, max, count) of ``column`` over the rows of ``set_id``
         (``value``: the result when the caller computed it already)."""
         if value is None:

@@ -7,18 +7,20 @@ over OK repetitions, verdict rows where ranges are compared; plots; excluded dat
 with their reasons; the environment; the threats to validity that the data shows.
 How to read it: ``docs/reports.md``.  Every number is a :class:`~kbench.reporting.provenance.Fig`.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from kbench.engine.store import atomic_write
 from kbench.reporting import document as doc
 from kbench.reporting.frames import Run, frames, load_runs
 from kbench.reporting.provenance import Fig, Ledger
-from kbench.engine.store import atomic_write
 from kbench.reporting.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ class ReportFiles:
 @dataclass
 class _Ctx:
     runs: list[Run]
-    frames: Mapping[str, "pd.DataFrame"]
+    frames: Mapping[str, pd.DataFrame]
     ledger: Ledger = field(default_factory=Ledger)
     blocks: list[doc.Block] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)
@@ -68,13 +70,13 @@ class _Ctx:
         return self.ledger.manifest(r.machine.get(field_), r.index, f"machine/{field_}", "int")
 
 
-def _is_text(s: "pd.Series") -> bool:
+def _is_text(s: pd.Series) -> bool:
     import pandas as pd
 
     return not pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-def _rows_keys(df: "pd.DataFrame", keys: Sequence[str]) -> list[tuple[str, ...]]:
+def _rows_keys(df: pd.DataFrame, keys: Sequence[str]) -> list[tuple[str, ...]]:
     """Every group of ``keys`` in ``df`` (OK or not), as label texts, sorted."""
     if df.empty:
         return []
@@ -107,7 +109,7 @@ def _baseline(codecs: Sequence[str]) -> str:
     return BASELINE if BASELINE in codecs else sorted(codecs)[0]
 
 
-def _label_cols(df: "pd.DataFrame", extra: Sequence[str] = ()) -> list[str]:
+def _label_cols(df: pd.DataFrame, extra: Sequence[str] = ()) -> list[str]:
     return ["codec"] + [c for c in varying(df, [x for x in LABELS if x != "codec"]) if c not in extra] + list(extra)
 
 
@@ -131,14 +133,28 @@ def _pairs(keys: Sequence[tuple[str, ...]], codec_pos: int) -> list[tuple[tuple[
 # --------------------------------------------------------------------------- A
 
 
-def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
+def _section_a(ctx: _Ctx, df: pd.DataFrame) -> None:
     labels = _label_cols(df)
     keys = ["machine"] + labels
-    metrics = [("corrected_p50_us", "p50 µs"), ("corrected_p95_us", "p95 µs"), ("corrected_p99_us", "p99 µs"), ("corrected_p999_us", "p99.9 µs")]
+    metrics = [
+        ("corrected_p50_us", "p50 µs"),
+        ("corrected_p95_us", "p95 µs"),
+        ("corrected_p99_us", "p99 µs"),
+        ("corrected_p999_us", "p99.9 µs"),
+    ]
     st = stats_many(ctx.ledger, df, "A", {m: "auto" for m, _ in metrics}, keys)
     rate = stats(ctx.ledger, df, "A", "target_rate_msgs", keys, "int", only_ok=False)  # a setting, not a measurement
     achieved = stats(ctx.ledger, df, "A", "rate_error_pct", keys, "f2")
-    headers = ["machine", "arch", "physical cores", "fixed rate (msgs/s)", *labels, *(h for _, h in metrics), "rate error %", "n"]
+    headers = [
+        "machine",
+        "arch",
+        "physical cores",
+        "fixed rate (msgs/s)",
+        *labels,
+        *(h for _, h in metrics),
+        "rate error %",
+        "n",
+    ]
     rows: list[list[str]] = []
     emph: set[int] = set()
     all_keys = _rows_keys(df, keys)
@@ -150,15 +166,30 @@ def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
         for k in (k for k in all_keys if k[0] == machine):
             s = {m: st[m].get(k) or _na_stat(ctx, m) for m, _ in metrics}
             r = rate.get(k)
-            rows.append([machine, str(arch), cores.text, r.median.text if r else "NA", *k[1:],
-                         *(s[m].median.text for m, _ in metrics),
-                         (achieved[k].cell() if k in achieved else "NA"), s[p99].n.text])
+            rows.append(
+                [
+                    machine,
+                    str(arch),
+                    cores.text,
+                    r.median.text if r else "NA",
+                    *k[1:],
+                    *(s[m].median.text for m, _ in metrics),
+                    (achieved[k].cell() if k in achieved else "NA"),
+                    s[p99].n.text,
+                ]
+            )
         for b, k in (p for p in pairs if p[0][0] == machine):
             sb, sk = st[p99].get(b) or _na_stat(ctx, p99), st[p99].get(k) or _na_stat(ctx, p99)
             v = overlap_verdict(sb, sk)
             emph.add(len(rows))
             rest = " ".join(x for x in k[2:])
-            rows.append([f"{machine}{(' ' + rest) if rest else ''} p99 verdict", f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → {v}", *[""] * (len(headers) - 2)])
+            rows.append(
+                [
+                    f"{machine}{(' ' + rest) if rest else ''} p99 verdict",
+                    f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → {v}",
+                    *[""] * (len(headers) - 2),
+                ]
+            )
             if sb.ok and sk.ok:
                 delta = ctx.ledger.derive("diff", [sb.median, sk.median])
                 ctx.headline.append(
@@ -167,10 +198,12 @@ def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
                 )
     ctx.add(
         doc.Heading(2, TITLES["A"], "exp-a"),
-        doc.Para("Every cell runs at the same fixed rate (see the environment section for how it was derived), so a latency "
-                 "difference is the codec's, not queueing. Latencies are the corrected histogram (ack − intended send "
-                 "time: no coordinated omission); columns show medians over OK repetitions, verdict rows compare p99 ranges.",
-                 "note"),
+        doc.Para(
+            "Every cell runs at the same fixed rate (see the environment section for how it was derived), so a latency "
+            "difference is the codec's, not queueing. Latencies are the corrected histogram (ack − intended send "
+            "time: no coordinated omission); columns show medians over OK repetitions, verdict rows compare p99 ranges.",
+            "note",
+        ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),
     )
 
@@ -178,14 +211,26 @@ def _section_a(ctx: _Ctx, df: "pd.DataFrame") -> None:
 # --------------------------------------------------------------------------- B
 
 
-def _section_b(ctx: _Ctx, df: "pd.DataFrame") -> None:
+def _section_b(ctx: _Ctx, df: pd.DataFrame) -> None:
     labels = _label_cols(df)
     keys = ["machine"] + labels
     st = stats(ctx.ledger, df, "B", "achieved_rate_msgs", keys, "int")
     mb = stats(ctx.ledger, df, "B", "payload_mb_per_s", keys)
     all_keys = _rows_keys(df, keys)
     base = {k: b for b, k in _pairs(all_keys, 1)}
-    headers = ["machine", "arch", "physical cores", "vCPU", *labels, "msgs/s median [range]", "payload MB/s", f"vs {_baseline(sorted({k[1] for k in all_keys}) or [BASELINE])}", "msgs/s per vCPU", "msgs/s per physical core", "n"]
+    headers = [
+        "machine",
+        "arch",
+        "physical cores",
+        "vCPU",
+        *labels,
+        "msgs/s median [range]",
+        "payload MB/s",
+        f"vs {_baseline(sorted({k[1] for k in all_keys}) or [BASELINE])}",
+        "msgs/s per vCPU",
+        "msgs/s per physical core",
+        "n",
+    ]
     rows: list[list[str]] = []
     for k in all_keys:
         machine = k[0]
@@ -196,14 +241,32 @@ def _section_b(ctx: _Ctx, df: "pd.DataFrame") -> None:
             vs = ctx.ledger.derive("share_pct", [s.median, st[base[k]].median], "pct1").text
         per_v = ctx.ledger.derive("ratio", [s.median, vcpu], "int")
         per_c = ctx.ledger.derive("ratio", [s.median, cores], "int")
-        rows.append([machine, str(ctx.machine_run(machine).machine.get("arch", "NA")), cores.text, vcpu.text, *k[1:], s.cell(),
-                     mb[k].median.text if k in mb else "NA", vs, per_v.text, per_c.text, s.n.text])
+        rows.append(
+            [
+                machine,
+                str(ctx.machine_run(machine).machine.get("arch", "NA")),
+                cores.text,
+                vcpu.text,
+                *k[1:],
+                s.cell(),
+                mb[k].median.text if k in mb else "NA",
+                vs,
+                per_v.text,
+                per_c.text,
+                s.n.text,
+            ]
+        )
     flagged = df[df.get("latency_flag", "") == SATURATED_FLAG] if "latency_flag" in df.columns else df.iloc[0:0]
-    nflag = ctx.ledger.agg("count", [0.0] * len(flagged), ctx.ledger.row_set("B", flagged["_gid"].to_numpy()), "latency_flag", "int")
+    nflag = ctx.ledger.agg(
+        "count", [0.0] * len(flagged), ctx.ledger.row_set("B", flagged["_gid"].to_numpy()), "latency_flag", "int"
+    )
     ctx.add(
         doc.Heading(2, TITLES["B"], "exp-b"),
-        doc.Para(f"Latency columns are deliberately left out: at saturation each codec runs at a different rate, so its "
-                 f"latency is queueing, not service. {nflag} rows carry {SATURATED_FLAG} and no latency conclusion uses them.", "note"),
+        doc.Para(
+            f"Latency columns are deliberately left out: at saturation each codec runs at a different rate, so its "
+            f"latency is queueing, not service. {nflag} rows carry {SATURATED_FLAG} and no latency conclusion uses them.",
+            "note",
+        ),
         doc.Table(headers, rows),
     )
     # Spread across machines per codec (and labels): (max − min) / min of the machines' medians.
@@ -213,29 +276,50 @@ def _section_b(ctx: _Ctx, df: "pd.DataFrame") -> None:
         what = " ".join(lab)
         if len(meds) >= 2:
             spread = ctx.ledger.derive("spread_pct", meds, "pct1")
-            ctx.headline.append(f"Saturated throughput spread across machines, {what}: {spread} ((max − min) / min of the machines' medians).")
+            ctx.headline.append(
+                f"Saturated throughput spread across machines, {what}: {spread} ((max − min) / min of the machines' medians)."
+            )
         elif len(meds) == 1:
-            ctx.headline.append(f"Saturated throughput, {what}: {meds[0]} msgs/s on one machine (no spread across machines to show).")
+            ctx.headline.append(
+                f"Saturated throughput, {what}: {meds[0]} msgs/s on one machine (no spread across machines to show)."
+            )
 
 
 # --------------------------------------------------------------------------- C
 
 
-def _section_c(ctx: _Ctx, df: "pd.DataFrame") -> None:
+def _section_c(ctx: _Ctx, df: pd.DataFrame) -> None:
     labels = ["corpus", "codec"] + [c for c in varying(df, [x for x in LABELS if x not in ("codec", "corpus")])]
     keys = ["machine"] + labels
-    many = stats_many(ctx.ledger, df, "C", {"ratio": "x", "corpus_entropy_bits": "f3", "payload_bytes": "int", "stored_bytes": "int"}, keys)
+    many = stats_many(
+        ctx.ledger,
+        df,
+        "C",
+        {"ratio": "x", "corpus_entropy_bits": "f3", "payload_bytes": "int", "stored_bytes": "int"},
+        keys,
+    )
     ratio, ent, pay, sto = many["ratio"], many["corpus_entropy_bits"], many["payload_bytes"], many["stored_bytes"]
     headers = ["machine", *labels, "entropy (bits/B)", "payload bytes", "stored bytes", "ratio median [range]", "n"]
     rows = []
     for k in _rows_keys(df, keys):
         r = ratio.get(k) or _na_stat(ctx, "ratio")
-        rows.append([*k, ent[k].median.text if k in ent else "NA", pay[k].median.text if k in pay else "NA",
-                     sto[k].median.text if k in sto else "NA", r.cell(), r.n.text])
+        rows.append(
+            [
+                *k,
+                ent[k].median.text if k in ent else "NA",
+                pay[k].median.text if k in pay else "NA",
+                sto[k].median.text if k in sto else "NA",
+                r.cell(),
+                r.n.text,
+            ]
+        )
     ctx.add(
         doc.Heading(2, TITLES["C"], "exp-c"),
-        doc.Para("Ratio = uncompressed payload / stored bytes (from the broker's log segments). The corpus' Shannon entropy "
-                 "stands beside every ratio: a near-random corpus cannot compress, whatever the codec.", "note"),
+        doc.Para(
+            "Ratio = uncompressed payload / stored bytes (from the broker's log segments). The corpus' Shannon entropy "
+            "stands beside every ratio: a near-random corpus cannot compress, whatever the codec.",
+            "note",
+        ),
         doc.Table(headers, rows),
     )
     # Headline: ratio per corpus and codec over all machines, with entropy.
@@ -245,13 +329,15 @@ def _section_c(ctx: _Ctx, df: "pd.DataFrame") -> None:
         if codec == BASELINE or not s.ok:
             continue
         e = he.get((corpus,))
-        ctx.headline.append(f"Ratio, {codec} on corpus {corpus} (entropy {e.median if e else 'NA'} bits/byte): {s.median} (range {s.range()}).")
+        ctx.headline.append(
+            f"Ratio, {codec} on corpus {corpus} (entropy {e.median if e else 'NA'} bits/byte): {s.median} (range {s.range()})."
+        )
 
 
 # --------------------------------------------------------------------------- D
 
 
-def _section_d(ctx: _Ctx, df: "pd.DataFrame") -> None:
+def _section_d(ctx: _Ctx, df: pd.DataFrame) -> None:
     labels = _label_cols(df)
     keys = ["machine", "role"] + labels
     order = ["machine"] + labels[1:] + ["role", "codec"]
@@ -260,7 +346,16 @@ def _section_d(ctx: _Ctx, df: "pd.DataFrame") -> None:
     all_keys = _rows_keys(df, keys)
     base = {k: b for b, k in _pairs(all_keys, 2)}
     codecs = sorted({k[2] for k in all_keys}) or [BASELINE]
-    headers = ["machine", "role", *labels, "usr / sys %", "total %", f"Δ total vs {_baseline(codecs)}", "CPU-s/GB median [range]", "n"]
+    headers = [
+        "machine",
+        "role",
+        *labels,
+        "usr / sys %",
+        "total %",
+        f"Δ total vs {_baseline(codecs)}",
+        "CPU-s/GB median [range]",
+        "n",
+    ]
     rows = []
 
     def sort_key(k: tuple[str, ...]) -> tuple[str, ...]:
@@ -278,18 +373,41 @@ def _section_d(ctx: _Ctx, df: "pd.DataFrame") -> None:
             delta = ctx.ledger.derive("pct_change", [totals[base[k]], total], "pct").text
         g = per_gb.get(k) or _na_stat(ctx, "cpu_s_per_gb")
         n = (u or g).n.text if (u or per_gb.get(k)) else _na_stat(ctx, "usr_pct").n.text
-        rows.append([k[0], k[1], *k[2:], f"{u.median} / {s.median}" if (u and s) else "NA", total.text if total else "NA", delta, g.cell(), n])
-        if k in base and k[1].startswith("broker") and base[k] in per_gb and k in per_gb and per_gb[k].ok and per_gb[base[k]].ok:
+        rows.append(
+            [
+                k[0],
+                k[1],
+                *k[2:],
+                f"{u.median} / {s.median}" if (u and s) else "NA",
+                total.text if total else "NA",
+                delta,
+                g.cell(),
+                n,
+            ]
+        )
+        if (
+            k in base
+            and k[1].startswith("broker")
+            and base[k] in per_gb
+            and k in per_gb
+            and per_gb[k].ok
+            and per_gb[base[k]].ok
+        ):
             ch = ctx.ledger.derive("pct_change", [per_gb[base[k]].median, per_gb[k].median], "pct")
             v = overlap_verdict(per_gb[base[k]], per_gb[k])
             rest = " ".join(k[3:])
-            ctx.headline.append(f"Broker CPU change, {k[0]} {k[1]}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
-                                f"({per_gb[base[k]].median} → {per_gb[k].median}): {v}.")
+            ctx.headline.append(
+                f"Broker CPU change, {k[0]} {k[1]}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
+                f"({per_gb[base[k]].median} → {per_gb[k].median}): {v}."
+            )
     ctx.add(
         doc.Heading(2, TITLES["D"], "exp-d"),
-        doc.Para("CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart, "
-                 "in % of one CPU; CPU-s/GB normalises to uncompressed payload so rows at different rates compare. "
-                 "Unreadable counters are NA, never 0.", "note"),
+        doc.Para(
+            "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart, "
+            "in % of one CPU; CPU-s/GB normalises to uncompressed payload so rows at different rates compare. "
+            "Unreadable counters are NA, never 0.",
+            "note",
+        ),
         doc.Table(headers, rows),
     )
 
@@ -297,12 +415,16 @@ def _section_d(ctx: _Ctx, df: "pd.DataFrame") -> None:
 # --------------------------------------------------------------------------- E, F, M
 
 
-def _section_e(ctx: _Ctx, df: "pd.DataFrame") -> None:
+def _section_e(ctx: _Ctx, df: pd.DataFrame) -> None:
     labels = ["codec"] + [c for c in varying(df, [x for x in LABELS if x != "codec"])]
     keys = ["machine"] + labels
-    cols = [("ratio", "ratio median [range]", "x"), ("records_per_batch_p50", "records/batch p50", "auto"),
-            ("records_per_batch_p90", "records/batch p90", "auto"), ("bytes_per_batch_p50", "bytes/batch p50", "int"),
-            ("batches", "batches", "int")]
+    cols = [
+        ("ratio", "ratio median [range]", "x"),
+        ("records_per_batch_p50", "records/batch p50", "auto"),
+        ("records_per_batch_p90", "records/batch p90", "auto"),
+        ("bytes_per_batch_p50", "bytes/batch p50", "int"),
+        ("batches", "batches", "int"),
+    ]
     st = stats_many(ctx.ledger, df, "E", {c: kind for c, _, kind in cols}, keys)
     rows = []
     for k in _rows_keys(df, keys):
@@ -310,13 +432,18 @@ def _section_e(ctx: _Ctx, df: "pd.DataFrame") -> None:
         rows.append([*k, r.cell(), *(st[c][k].median.text if k in st[c] else "NA" for c, _, _ in cols[1:]), r.n.text])
     ctx.add(
         doc.Heading(2, TITLES["E"], "exp-e"),
-        doc.Para("The ratio depends on how many bytes a batch holds: batch fill (records and bytes per stored batch) stands beside it.", "note"),
+        doc.Para(
+            "The ratio depends on how many bytes a batch holds: batch fill (records and bytes per stored batch) stands beside it.",
+            "note",
+        ),
         doc.Table(["machine", *labels, *(h for _, h, _ in cols), "n"], rows),
     )
 
 
-def _section_f(ctx: _Ctx, df: "pd.DataFrame") -> None:
-    labels = ["codec", "topic_compression"] + [c for c in varying(df, [x for x in LABELS if x not in ("codec", "topic_compression")])]
+def _section_f(ctx: _Ctx, df: pd.DataFrame) -> None:
+    labels = ["codec", "topic_compression"] + [
+        c for c in varying(df, [x for x in LABELS if x not in ("codec", "topic_compression")])
+    ]
     keys = ["machine"] + labels
     cpu = stats(ctx.ledger, df, "F", "broker_cpu_s_per_gb", keys, "f2")
     all_keys = _rows_keys(df, keys)
@@ -332,34 +459,94 @@ def _section_f(ctx: _Ctx, df: "pd.DataFrame") -> None:
         b = k[:2] + ("producer",) + k[3:]
         if k[2] != "producer" and b in cpu and cpu[b].ok and c.ok:
             delta = ctx.ledger.derive("pct_change", [cpu[b].median, c.median], "pct").text
-            ctx.headline.append(f"Broker recompression, {k[0]}: topic compression.type={k[2]} with producer {k[1]} costs {delta} broker CPU-s/GB vs compression.type=producer ({overlap_verdict(cpu[b], c)}).")
+            ctx.headline.append(
+                f"Broker recompression, {k[0]}: topic compression.type={k[2]} with producer {k[1]} costs {delta} broker CPU-s/GB vs compression.type=producer ({overlap_verdict(cpu[b], c)})."
+            )
         rows.append([*k, stored, rec, c.cell(), delta, c.n.text])
     ctx.add(
         doc.Heading(2, TITLES["F"], "exp-f"),
-        doc.Para("Recompression is read from the stored batches' codec against the producer's; broker CPU per GB of payload.", "note"),
-        doc.Table(["machine", "producer codec", "topic compression.type", *labels[2:], "stored codecs", "recompressed", "broker CPU-s/GB median [range]", "Δ vs producer", "n"], rows),
+        doc.Para(
+            "Recompression is read from the stored batches' codec against the producer's; broker CPU per GB of payload.",
+            "note",
+        ),
+        doc.Table(
+            [
+                "machine",
+                "producer codec",
+                "topic compression.type",
+                *labels[2:],
+                "stored codecs",
+                "recompressed",
+                "broker CPU-s/GB median [range]",
+                "Δ vs producer",
+                "n",
+            ],
+            rows,
+        ),
     )
 
 
-def _section_m(ctx: _Ctx, df: "pd.DataFrame") -> None:
+def _section_m(ctx: _Ctx, df: pd.DataFrame) -> None:
     keys = ["machine", "corpus", "codec", "level", "block_size"]
     df = df.assign(level=df["level"].replace({"": "-", "NA": "-"})) if "level" in df.columns else df
-    many = stats_many(ctx.ledger, df, "M", {"ratio": "f3", "corpus_entropy_bits_per_byte": "f3", "compress_mb_s": "auto", "decompress_mb_s": "auto"}, keys)
-    ratio, ent, comp, dec = many["ratio"], many["corpus_entropy_bits_per_byte"], many["compress_mb_s"], many["decompress_mb_s"]
+    many = stats_many(
+        ctx.ledger,
+        df,
+        "M",
+        {"ratio": "f3", "corpus_entropy_bits_per_byte": "f3", "compress_mb_s": "auto", "decompress_mb_s": "auto"},
+        keys,
+    )
+    ratio, ent, comp, dec = (
+        many["ratio"],
+        many["corpus_entropy_bits_per_byte"],
+        many["compress_mb_s"],
+        many["decompress_mb_s"],
+    )
     rows = []
     for k in _rows_keys(df, keys):
         c = comp.get(k) or _na_stat(ctx, "compress_mb_s")
-        rows.append([*k, ent[k].median.text if k in ent else "NA", ratio[k].median.text if k in ratio else "NA", c.cell(),
-                     dec[k].cell() if k in dec else "NA", c.n.text])
+        rows.append(
+            [
+                *k,
+                ent[k].median.text if k in ent else "NA",
+                ratio[k].median.text if k in ratio else "NA",
+                c.cell(),
+                dec[k].cell() if k in dec else "NA",
+                c.n.text,
+            ]
+        )
     ctx.add(
         doc.Heading(2, TITLES["M"], "exp-m"),
-        doc.Para("In-memory compress/decompress of the corpus cut into blocks, in Kafka's framing; warm-up repetitions excluded; MB = a million bytes.", "note"),
-        doc.Table(["machine", "corpus", "codec", "level", "block bytes", "entropy (bits/B)", "ratio", "compress MB/s median [range]", "decompress MB/s median [range]", "n"], rows),
+        doc.Para(
+            "In-memory compress/decompress of the corpus cut into blocks, in Kafka's framing; warm-up repetitions excluded; MB = a million bytes.",
+            "note",
+        ),
+        doc.Table(
+            [
+                "machine",
+                "corpus",
+                "codec",
+                "level",
+                "block bytes",
+                "entropy (bits/B)",
+                "ratio",
+                "compress MB/s median [range]",
+                "decompress MB/s median [range]",
+                "n",
+            ],
+            rows,
+        ),
     )
 
 
-SECTIONS: dict[str, Callable[[_Ctx, "pd.DataFrame"], None]] = {
-    "A": _section_a, "B": _section_b, "C": _section_c, "D": _section_d, "E": _section_e, "F": _section_f, "M": _section_m,
+SECTIONS: dict[str, Callable[[_Ctx, pd.DataFrame], None]] = {
+    "A": _section_a,
+    "B": _section_b,
+    "C": _section_c,
+    "D": _section_d,
+    "E": _section_e,
+    "F": _section_f,
+    "M": _section_m,
 }
 
 
@@ -375,13 +562,22 @@ def _excluded(ctx: _Ctx) -> None:
         for (machine, status, reason), g in bad.groupby(["machine", "status", "reason"], sort=True):
             sid = ctx.ledger.row_set(exp, g["_gid"].to_numpy())
             n = ctx.ledger.agg("count", [0.0] * len(g), sid, "status", "int")
-            cells = sorted({str(c) for c in g["cell_id"]}) if "cell_id" in g.columns else sorted({str(c) for c in g["codec"]})
+            cells = (
+                sorted({str(c) for c in g["cell_id"]})
+                if "cell_id" in g.columns
+                else sorted({str(c) for c in g["codec"]})
+            )
             shown = ", ".join(cells[:6]) + (", …" if len(cells) > 6 else "")
             rows.append([exp, str(machine), str(status), str(reason), n.text, shown])
     ctx.add(doc.Heading(2, "Excluded data points", "excluded"))
     if rows:
-        ctx.add(doc.Para("Rows whose status is not OK never enter a median, range or verdict. Grouped by machine, status and reason.", "note"),
-                doc.Table(["experiment", "machine", "status", "reason", "rows", "cells"], rows))
+        ctx.add(
+            doc.Para(
+                "Rows whose status is not OK never enter a median, range or verdict. Grouped by machine, status and reason.",
+                "note",
+            ),
+            doc.Table(["experiment", "machine", "status", "reason", "rows", "cells"], rows),
+        )
     else:
         ctx.add(doc.Para("None: every row of every CSV has status OK."))
 
@@ -393,47 +589,122 @@ def _environment(ctx: _Ctx) -> None:
         m, man = r.machine, r.manifest
         v = man.get("versions") if isinstance(man.get("versions"), Mapping) else {}
         t = man.get("transport") if isinstance(man.get("transport"), Mapping) else {}
-        mem = L.derive("scale", [L.manifest(m.get("memory_bytes"), r.index, "machine/memory_bytes")], "f2", unit="B->GiB")
-        rows.append([
-            r.path.name, str(man.get("run_id", "NA")), r.label, str(m.get("arch", "NA")), str(m.get("cpu_model", "NA")),
-            L.manifest(m.get("physical_cores"), r.index, "machine/physical_cores", "int").text,
-            L.manifest(m.get("logical_cores"), r.index, "machine/logical_cores", "int").text,
-            mem.text, str(m.get("kernel", "NA")), str(t.get("kind", "NA")), str(t.get("kafka_version") or "NA"), str(t.get("client") or "NA"),
-            " ".join(f"{k} {val}" for k, val in sorted(v.items()) if val), str(man.get("plan_name", "NA")), str(man.get("state", "NA")),
-            str(man.get("started_at", "NA")),
-        ])
-    ctx.add(doc.Heading(2, "Environment", "environment"),
-            doc.Table(["run directory", "run id", "machine", "arch", "CPU model", "physical cores", "vCPU", "memory GiB", "kernel",
-                       "transport", "Kafka", "client", "versions", "plan", "state", "started"], rows))
+        mem = L.derive(
+            "scale", [L.manifest(m.get("memory_bytes"), r.index, "machine/memory_bytes")], "f2", unit="B->GiB"
+        )
+        rows.append(
+            [
+                r.path.name,
+                str(man.get("run_id", "NA")),
+                r.label,
+                str(m.get("arch", "NA")),
+                str(m.get("cpu_model", "NA")),
+                L.manifest(m.get("physical_cores"), r.index, "machine/physical_cores", "int").text,
+                L.manifest(m.get("logical_cores"), r.index, "machine/logical_cores", "int").text,
+                mem.text,
+                str(m.get("kernel", "NA")),
+                str(t.get("kind", "NA")),
+                str(t.get("kafka_version") or "NA"),
+                str(t.get("client") or "NA"),
+                " ".join(f"{k} {val}" for k, val in sorted(v.items()) if val),
+                str(man.get("plan_name", "NA")),
+                str(man.get("state", "NA")),
+                str(man.get("started_at", "NA")),
+            ]
+        )
+    ctx.add(
+        doc.Heading(2, "Environment", "environment"),
+        doc.Table(
+            [
+                "run directory",
+                "run id",
+                "machine",
+                "arch",
+                "CPU model",
+                "physical cores",
+                "vCPU",
+                "memory GiB",
+                "kernel",
+                "transport",
+                "Kafka",
+                "client",
+                "versions",
+                "plan",
+                "state",
+                "started",
+            ],
+            rows,
+        ),
+    )
     prow = []
     for r in ctx.runs:
         man = r.manifest
         rd = man.get("rate_derivation") if isinstance(man.get("rate_derivation"), Mapping) else {}
-        prow.append([
-            r.path.name, L.manifest(man.get("seed"), r.index, "seed", "int").text if man.get("seed") is not None else "NA",
-            L.manifest(man.get("repetitions"), r.index, "repetitions", "int").text if man.get("repetitions") is not None else "NA",
-            str(man.get("warmup", "NA")).lower(),
-            L.manifest(man.get("duration_s"), r.index, "duration_s").text if man.get("duration_s") is not None else "NA",
-            L.manifest(rd.get("rate_msgs"), r.index, "rate_derivation/rate_msgs", "int").text if rd.get("rate_msgs") is not None else "NA",
-            (f"{rd.get('method', '')}; fraction {L.manifest(rd.get('fraction'), r.index, 'rate_derivation/fraction')}; "
-             f"slowest cell {rd.get('min_cell', 'NA')}") if rd else "no derived rate in this run",
-        ])
-    ctx.add(doc.Table(["run directory", "seed", "repetitions", "warm-up", "duration s", "common rate msgs/s", "how the rate was derived"], prow,
-                      caption="Method: order seed, repetitions and the common fixed rate"))
+        prow.append(
+            [
+                r.path.name,
+                L.manifest(man.get("seed"), r.index, "seed", "int").text if man.get("seed") is not None else "NA",
+                L.manifest(man.get("repetitions"), r.index, "repetitions", "int").text
+                if man.get("repetitions") is not None
+                else "NA",
+                str(man.get("warmup", "NA")).lower(),
+                L.manifest(man.get("duration_s"), r.index, "duration_s").text
+                if man.get("duration_s") is not None
+                else "NA",
+                L.manifest(rd.get("rate_msgs"), r.index, "rate_derivation/rate_msgs", "int").text
+                if rd.get("rate_msgs") is not None
+                else "NA",
+                (
+                    f"{rd.get('method', '')}; fraction {L.manifest(rd.get('fraction'), r.index, 'rate_derivation/fraction')}; "
+                    f"slowest cell {rd.get('min_cell', 'NA')}"
+                )
+                if rd
+                else "no derived rate in this run",
+            ]
+        )
+    ctx.add(
+        doc.Table(
+            [
+                "run directory",
+                "seed",
+                "repetitions",
+                "warm-up",
+                "duration s",
+                "common rate msgs/s",
+                "how the rate was derived",
+            ],
+            prow,
+            caption="Method: order seed, repetitions and the common fixed rate",
+        )
+    )
     crow = []
     for r in ctx.runs:
         corp = r.manifest.get("corpora") if isinstance(r.manifest.get("corpora"), Mapping) else {}
         for name, c in sorted(corp.items()):
             if not isinstance(c, Mapping):
                 continue
-            crow.append([r.path.name, name, str(c.get("source", "NA")),
-                         L.manifest(c.get("entropy_bits_per_byte"), r.index, f"corpora/{name}/entropy_bits_per_byte", "f3").text,
-                         L.manifest(c.get("records"), r.index, f"corpora/{name}/records", "int").text,
-                         L.manifest(c.get("bytes"), r.index, f"corpora/{name}/bytes", "int").text,
-                         str(c.get("near_random", "NA")).lower(), str(c.get("sha256", "NA"))])
+            crow.append(
+                [
+                    r.path.name,
+                    name,
+                    str(c.get("source", "NA")),
+                    L.manifest(
+                        c.get("entropy_bits_per_byte"), r.index, f"corpora/{name}/entropy_bits_per_byte", "f3"
+                    ).text,
+                    L.manifest(c.get("records"), r.index, f"corpora/{name}/records", "int").text,
+                    L.manifest(c.get("bytes"), r.index, f"corpora/{name}/bytes", "int").text,
+                    str(c.get("near_random", "NA")).lower(),
+                    str(c.get("sha256", "NA")),
+                ]
+            )
     if crow:
-        ctx.add(doc.Table(["run directory", "corpus", "source", "entropy bits/B", "records", "bytes", "near random", "sha256"], crow,
-                          caption="Corpora (fingerprints from the manifest)"))
+        ctx.add(
+            doc.Table(
+                ["run directory", "corpus", "source", "entropy bits/B", "records", "bytes", "near random", "sha256"],
+                crow,
+                caption="Corpora (fingerprints from the manifest)",
+            )
+        )
 
 
 def _threats(ctx: _Ctx) -> None:
@@ -444,17 +715,26 @@ def _threats(ctx: _Ctx) -> None:
         fl = b[b["latency_flag"] == SATURATED_FLAG]
         if len(fl):
             n = L.agg("count", [0.0] * len(fl), L.row_set("B", fl["_gid"].to_numpy()), "latency_flag", "int")
-            items.append(f"Saturated latency excluded: {n} B rows are flagged {SATURATED_FLAG}; the report uses no B latency.")
+            items.append(
+                f"Saturated latency excluded: {n} B rows are flagged {SATURATED_FLAG}; the report uses no B latency."
+            )
     d = ctx.frames.get("D")
     if d is not None and "steal_pct" in d.columns and d["steal_pct"].notna().any():
         sel = d[d["steal_pct"].notna()]
         sid = L.row_set("D", sel["_gid"].to_numpy())
         mx = L.agg("max", [float(x) for x in sel["steal_pct"]], sid, "steal_pct", "f2")
-        items.append(f"CPU steal: at most {mx}% during the D runs (a run above the limit in the manifest's rules is INVALID).")
+        items.append(
+            f"CPU steal: at most {mx}% during the D runs (a run above the limit in the manifest's rules is INVALID)."
+        )
     for exp, df in ctx.frames.items():
-        for status, what in (("INVALID", "invalid (steal above the limit)"), ("REJECTED", "rejected (achieved rate off the target)"),
-                             ("NA", "not measured (NA)"), ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
-                             ("FAILED_LOSS", "failed: records lost or duplicated"), ("FAILED_RUN", "failed runs")):
+        for status, what in (
+            ("INVALID", "invalid (steal above the limit)"),
+            ("REJECTED", "rejected (achieved rate off the target)"),
+            ("NA", "not measured (NA)"),
+            ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
+            ("FAILED_LOSS", "failed: records lost or duplicated"),
+            ("FAILED_RUN", "failed runs"),
+        ):
             g = df[df["status"] == status]
             if len(g):
                 n = L.agg("count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy()), "status", "int")
@@ -463,9 +743,13 @@ def _threats(ctx: _Ctx) -> None:
         man = r.manifest
         t = man.get("transport") if isinstance(man.get("transport"), Mapping) else {}
         if t.get("kind") == "dry":
-            items.append(f"{r.path.name}: dry transport: timings and CPU are synthetic, not measurements; only stored bytes are real.")
+            items.append(
+                f"{r.path.name}: dry transport: timings and CPU are synthetic, not measurements; only stored bytes are real."
+            )
         if t.get("kind") == "sim":
-            items.append(f"{r.path.name}: simulated transport (no broker): use it for what-if sweeps, confirm on the real Kafka transport.")
+            items.append(
+                f"{r.path.name}: simulated transport (no broker): use it for what-if sweeps, confirm on the real Kafka transport."
+            )
         if man.get("forced"):
             items.append(f"{r.path.name}: collected with --force despite a blocking gate failure.")
         if man.get("state") not in (None, "complete"):
@@ -473,22 +757,28 @@ def _threats(ctx: _Ctx) -> None:
         gate = man.get("gate") if isinstance(man.get("gate"), Mapping) else {}
         for c in gate.get("checks", []) if isinstance(gate.get("checks"), list) else []:
             if isinstance(c, Mapping) and c.get("outcome") != "pass":
-                items.append(f"{r.path.name}: gate check “{c.get('name')}” ({c.get('severity')}) {c.get('outcome')}: {c.get('detail')}")
+                items.append(
+                    f"{r.path.name}: gate check “{c.get('name')}” ({c.get('severity')}) {c.get('outcome')}: {c.get('detail')}"
+                )
         corp = man.get("corpora") if isinstance(man.get("corpora"), Mapping) else {}
         for name, c in sorted(corp.items()):
             if isinstance(c, Mapping) and c.get("near_random"):
-                items.append(f"{r.path.name}: corpus {name} is near random (a labelled control): its ratios say nothing about real data.")
+                items.append(
+                    f"{r.path.name}: corpus {name} is near random (a labelled control): its ratios say nothing about real data."
+                )
     machines = sorted({r.label for r in ctx.runs})
     if len(machines) == 1:
         items.append("One machine only: no cross-architecture conclusion can be drawn from this report.")
-    ctx.add(doc.Heading(2, "Threats to validity shown by the data", "threats"),
-            doc.Items(items or ["None detected in the CSVs and manifests."]))
+    ctx.add(
+        doc.Heading(2, "Threats to validity shown by the data", "threats"),
+        doc.Items(items or ["None detected in the CSVs and manifests."]),
+    )
 
 
 # --------------------------------------------------------------------------- assembly
 
 
-def render_plots(fr: Mapping[str, "pd.DataFrame"]) -> dict[str, bytes]:
+def render_plots(fr: Mapping[str, pd.DataFrame]) -> dict[str, bytes]:
     """Every plot the frames allow, as PNG bytes by file name."""
     from kbench.reporting import plots as plots_mod
 
@@ -504,8 +794,8 @@ def render_plots(fr: Mapping[str, "pd.DataFrame"]) -> dict[str, bytes]:
 def _warm_plots() -> None:
     """Import what drawing needs (matplotlib's figure and Agg backend: ~0.8 s), in the plot
     worker while the parent reads the CSVs."""
-    from matplotlib.backends import backend_agg  # noqa: F401
     from matplotlib import figure  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
 
     from kbench.reporting import plots  # noqa: F401
 
@@ -527,7 +817,7 @@ def _plot_worker() -> Any:
     return pool
 
 
-def _start_plots(fr: Mapping[str, "pd.DataFrame"], pool: Any = None) -> Callable[[], dict[str, bytes]]:
+def _start_plots(fr: Mapping[str, pd.DataFrame], pool: Any = None) -> Callable[[], dict[str, bytes]]:
     """Render the plots in a forked process (``pool``, see :func:`_plot_worker`) while the
     tables are built (when there is more than one CPU to use); returns a function that waits
     for them.  Falls back to rendering in this process."""
@@ -550,7 +840,7 @@ def _start_plots(fr: Mapping[str, "pd.DataFrame"], pool: Any = None) -> Callable
     return wait
 
 
-def _textify(df: "pd.DataFrame") -> "pd.DataFrame":
+def _textify(df: pd.DataFrame) -> pd.DataFrame:
     """Label columns as the CSV wrote them (text), so tables group and print them verbatim."""
     for c in (*LABELS, "level", "block_size", "role", "machine"):
         if c in df.columns and not _is_text(df[c]):
@@ -558,7 +848,9 @@ def _textify(df: "pd.DataFrame") -> "pd.DataFrame":
     return df
 
 
-def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list[doc.Block], Ledger, dict[str, bytes], str]:
+def build(
+    run_dirs: Sequence[Path | str], with_plots: bool = True
+) -> tuple[list[doc.Block], Ledger, dict[str, bytes], str]:
     """The report's blocks, its ledger, its plots (name → PNG) and its title."""
     pool = _plot_worker() if with_plots else None
     try:
@@ -584,9 +876,11 @@ def build(run_dirs: Sequence[Path | str], with_plots: bool = True) -> tuple[list
     images: list[doc.Block] = [doc.Image(name, plots[name], caption) for _, name, caption, _ in PLOTS if name in plots]
     ctx.add(
         doc.Heading(1, title),
-        doc.Para(f"Machines: {'; '.join(machines)}. Run directories: {', '.join(r.path.name for r in runs)}. "
-                 "Every number below is computed from the runs' CSVs and manifests (see provenance.json); "
-                 "medians and ranges are over OK repetitions; two cells whose ranges overlap read “no significant difference”."),
+        doc.Para(
+            f"Machines: {'; '.join(machines)}. Run directories: {', '.join(r.path.name for r in runs)}. "
+            "Every number below is computed from the runs' CSVs and manifests (see provenance.json); "
+            "medians and ranges are over OK repetitions; two cells whose ranges overlap read “no significant difference”."
+        ),
         doc.Heading(2, "Headline figures", "headline"),
         doc.Items(ctx.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
     )
@@ -603,7 +897,9 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     """Build the report, then write it under ``out`` (each file atomically)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"{out}: exists and is not a directory; give -o a directory for report.md, report.html and plots/")
+        raise ValueError(
+            f"{out}: exists and is not a directory; give -o a directory for report.md, report.html and plots/"
+        )
     blocks, ledger, plots, title = build(run_dirs, with_plots)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     paths = []
@@ -612,7 +908,9 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
         atomic_write(p, data)
         paths.append(p)
     md, html_, prov = out / "report.md", out / "report.html", out / "provenance.json"
-    atomic_write(prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode())
+    atomic_write(
+        prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode()
+    )
     atomic_write(md, doc.to_markdown(blocks).encode())
     atomic_write(html_, doc.to_html(blocks, title).encode())
     return ReportFiles(md, html_, prov, tuple(paths))

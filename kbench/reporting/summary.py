@@ -4,9 +4,11 @@ Only rows with ``status == "OK"`` and a value in the metric column count (the me
 excluded rows never enter a figure).  Each group's figures reference exactly the rows they
 were computed from (see :mod:`kbench.reporting.provenance`).
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kbench.reporting.provenance import Fig, Ledger
 
@@ -26,7 +28,17 @@ class Stat:
 
     __slots__ = ("_ledger", "_set", "_metric", "_kind", "_med", "_lo", "_hi", "_n", "_fmed", "_flo", "_fhi", "_fn")
 
-    def __init__(self, ledger: Ledger, set_id: int, metric: str, kind: str, med: float | None, lo: float | None, hi: float | None, n: int) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        set_id: int,
+        metric: str,
+        kind: str,
+        med: float | None,
+        lo: float | None,
+        hi: float | None,
+        n: int,
+    ) -> None:
         self._ledger, self._set, self._metric, self._kind = ledger, set_id, metric, kind
         self._med, self._lo, self._hi, self._n = med, lo, hi, float(n)
         self._fmed = self._flo = self._fhi = self._fn = None
@@ -117,14 +129,14 @@ def label_text(v: Any) -> str:
     return str(v)
 
 
-def varying(df: "pd.DataFrame", cols: Sequence[str]) -> list[str]:
+def varying(df: pd.DataFrame, cols: Sequence[str]) -> list[str]:
     """The columns of ``cols`` present in ``df`` that hold more than one value."""
     return [c for c in cols if c in df.columns and df[c].astype(str).nunique() > 1]
 
 
 def stats(
     ledger: Ledger,
-    df: "pd.DataFrame",
+    df: pd.DataFrame,
     exp: str,
     metric: str,
     keys: Sequence[str],
@@ -138,7 +150,7 @@ def stats(
 
 def stats_many(
     ledger: Ledger,
-    df: "pd.DataFrame",
+    df: pd.DataFrame,
     exp: str,
     metrics: Mapping[str, str],
     keys: Sequence[str],
@@ -183,7 +195,9 @@ def stats_many(
             else:
                 sid = ledger.row_set(exp, gids[idx][notna[idx]])
             k = key if isinstance(key, tuple) else (key,)
-            res[k if texts else tuple(label_text(x) for x in k)] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]))
+            res[k if texts else tuple(label_text(x) for x in k)] = Stat(
+                ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i])
+            )
     return out
 
 

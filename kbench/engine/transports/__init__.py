@@ -3,6 +3,7 @@
 ``make(defn)`` builds one from a plan's ``[transport]`` table; imports are lazy so that
 a build without the Kafka driver can still run ``sim`` and ``dry`` plans.
 """
+
 from __future__ import annotations
 
 from kbench.engine.plan import TransportDef

@@ -11,13 +11,15 @@ Implementations: ``kbench.engine.transports.kafka`` (local or bootstrap cluster)
 ``kbench.engine.transports.dry`` (a plumbing check: stored bytes computed by the C codecs,
 timings synthetic and flagged as such).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Protocol
 
-from kbench.model.corpus import Corpus
 from kbench.engine.plan import Cell
+from kbench.model.corpus import Corpus
 
 __all__ = [
     "BatchFill",

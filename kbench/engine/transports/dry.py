@@ -6,14 +6,15 @@ and each batch compressed by the C codecs (Kafka framing).  Everything timed is 
 reason.  Each run lasts its planned duration, like a real one, so progress and
 interruption behave as in a real run.
 """
+
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass
 
-from kbench.model import codecs
 from kbench.engine.transports.base import BatchFill, RunRequest, RunResult, TransportInfo
+from kbench.model import codecs
 
 __all__ = ["DryTransport"]
 
@@ -55,7 +56,11 @@ class DryTransport:
             payload += len(r)
             if sample_payload < SAMPLE_BYTES:
                 if batch and size + len(r) > cell.batch_size:
-                    stored = BATCH_OVERHEAD + len(codecs.compress(b"".join(batch), spec.codec, spec.level)) + RECORD_OVERHEAD * len(batch)
+                    stored = (
+                        BATCH_OVERHEAD
+                        + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
+                        + RECORD_OVERHEAD * len(batch)
+                    )
                     stored_sample += stored
                     rec_counts.append(len(batch))
                     byte_counts.append(stored)
@@ -64,7 +69,11 @@ class DryTransport:
                 size += len(r)
                 sample_payload += len(r)
         if batch:
-            stored = BATCH_OVERHEAD + len(codecs.compress(b"".join(batch), spec.codec, spec.level)) + RECORD_OVERHEAD * len(batch)
+            stored = (
+                BATCH_OVERHEAD
+                + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
+                + RECORD_OVERHEAD * len(batch)
+            )
             stored_sample += stored
             rec_counts.append(len(batch))
             byte_counts.append(stored)

@@ -9,6 +9,7 @@ the end of the run); stored bytes, stored codecs and batch fill from the partiti
 files (one replica each) read by :mod:`kbench.model.segment`; bytes on the wire from the
 producer's librdkafka statistics.  The topic is deleted after it is measured.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,26 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kbench import _native
-from kbench.model import codecs
-from kbench.kafka import procstat
-from kbench.model.corpus import Corpus
 from kbench.engine.plan import TransportDef
-from kbench.engine.transports.base import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult, TransportError, TransportInfo
+from kbench.engine.transports.base import (
+    BatchFill,
+    BrokerInfo,
+    CpuSample,
+    LatencySummary,
+    RunRequest,
+    RunResult,
+    TransportError,
+    TransportInfo,
+)
+from kbench.kafka import procstat
+from kbench.model import codecs
+from kbench.model.corpus import Corpus
 
 __all__ = ["KafkaTransport"]
 
@@ -38,7 +49,9 @@ WORKER_START_TIMEOUT = 60.0
 def _lat(d: Mapping[str, Any] | None) -> LatencySummary | None:
     if not d or not d.get("count"):
         return None
-    return LatencySummary(int(d["count"]), d["p50_us"], d["p95_us"], d["p99_us"], d["p999_us"], d["max_us"], int(d.get("out_of_range", 0)))
+    return LatencySummary(
+        int(d["count"]), d["p50_us"], d["p95_us"], d["p99_us"], d["p999_us"], d["max_us"], int(d.get("out_of_range", 0))
+    )
 
 
 @dataclass
@@ -99,7 +112,11 @@ def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
     with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
         p = subprocess.Popen(
             [sys.executable, "-m", "kbench.kafka.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
             preexec_fn=_die_with_parent,
         )
     assert p.stdin is not None
@@ -127,8 +144,16 @@ def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
     if not t or not t.get("batchcnt", {}).get("cnt"):
         return None
     cnt, size = t["batchcnt"], t["batchsize"]
-    return BatchFill(int(cnt["cnt"]), float(cnt["p50"]), float(cnt["p90"]), float(cnt["max"]), float(size["p50"]), float(size["p90"]),
-                     float(size["max"]), "librdkafka statistics (last interval)")
+    return BatchFill(
+        int(cnt["cnt"]),
+        float(cnt["p50"]),
+        float(cnt["p90"]),
+        float(cnt["max"]),
+        float(size["p50"]),
+        float(size["p90"]),
+        float(size["max"]),
+        "librdkafka statistics (last interval)",
+    )
 
 
 @dataclass
@@ -175,7 +200,8 @@ class KafkaTransport:
                 raise TransportError(f"cannot reach {self.bootstrap}: {e}") from None
             pids = list(self.defn.broker_pids)
             self.brokers = tuple(
-                BrokerInfo(int(b[0]), None, pids[i] if i < len(pids) else None, None, None) for i, b in enumerate(sorted(md["brokers"]))
+                BrokerInfo(int(b[0]), None, pids[i] if i < len(pids) else None, None, None)
+                for i, b in enumerate(sorted(md["brokers"]))
             )
             kafka_version = None
         return TransportInfo(
@@ -225,7 +251,9 @@ class KafkaTransport:
             props["compression.level"] = str(spec.level)
         return props
 
-    def _segments(self, topic: str, partitions: int) -> tuple[int | None, int | None, int | None, tuple[str, ...], BatchFill | None]:
+    def _segments(
+        self, topic: str, partitions: int
+    ) -> tuple[int | None, int | None, int | None, tuple[str, ...], BatchFill | None]:
         from kbench.model import segment
 
         dirs = []
@@ -239,8 +267,14 @@ class KafkaTransport:
         rows = segment.scan_paths(dirs, decompress=True, verify_crc=True)
         s = segment.summarize(rows)
         fill = BatchFill(
-            s.batches, s.records_per_batch["p50"], s.records_per_batch["p90"], s.records_per_batch["max"],
-            s.stored_size["p50"], s.stored_size["p90"], s.stored_size["max"], "inspector (segment files)",
+            s.batches,
+            s.records_per_batch["p50"],
+            s.records_per_batch["p90"],
+            s.records_per_batch["max"],
+            s.stored_size["p50"],
+            s.stored_size["p90"],
+            s.stored_size["max"],
+            "inspector (segment files)",
         )
         unc = s.uncompressed_batch_bytes if s.batches and not s.problems else None
         return s.stored_bytes, s.batches, unc, tuple(sorted(s.codecs)), fill
@@ -258,8 +292,17 @@ class KafkaTransport:
         if req.min_insync_replicas:
             configs["min.insync.replicas"] = str(req.min_insync_replicas)
         try:
-            _native.create_topic(admin, req.topic, partitions=cell.partitions, replication_factor=req.replication_factor, configs=configs, timeout=60.0)
-            readback = _native.describe_topic_configs(admin, req.topic, timeout=30.0).get("compression.type", (None, ""))[0]
+            _native.create_topic(
+                admin,
+                req.topic,
+                partitions=cell.partitions,
+                replication_factor=req.replication_factor,
+                configs=configs,
+                timeout=60.0,
+            )
+            readback = _native.describe_topic_configs(admin, req.topic, timeout=30.0).get(
+                "compression.type", (None, "")
+            )[0]
         except Exception as e:  # noqa: BLE001 - KafkaError
             raise TransportError(f"topic {req.topic}: {e}") from None
         try:
@@ -278,17 +321,37 @@ class KafkaTransport:
         count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0
         consumer = None
         if fixed:
-            consumer = _spawn("consumer", {
-                "props": {**req.client_properties, "bootstrap.servers": self.bootstrap}, "topic": req.topic, "run_id": run_id,
-                "expected": count, "timeout": req.duration_s + 60.0, "skip_s": req.steady_skip_s,
-            }, Path(self._tmp.name) / f"{req.topic}.consumer.err")
+            consumer = _spawn(
+                "consumer",
+                {
+                    "props": {**req.client_properties, "bootstrap.servers": self.bootstrap},
+                    "topic": req.topic,
+                    "run_id": run_id,
+                    "expected": count,
+                    "timeout": req.duration_s + 60.0,
+                    "skip_s": req.steady_skip_s,
+                },
+                Path(self._tmp.name) / f"{req.topic}.consumer.err",
+            )
             consumer.expect("READY", WORKER_START_TIMEOUT)
-        producer = _spawn("producer", {
-            "props": self._producer_props(req), "topic": req.topic, "run_id": run_id, "corpus_file": str(self._corpus_file(req.corpus)),
-            "mode": "fixed-rate" if fixed else "saturated", "rate": req.rate or 0.0, "count": count,
-            "duration": 0.0 if fixed else req.duration_s, "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
-            "nkeys": 0 if req.cell.key_policy == "none" else 1024, "stats_path": str(stats), "skip_s": req.steady_skip_s,
-        }, Path(self._tmp.name) / f"{req.topic}.producer.err")
+        producer = _spawn(
+            "producer",
+            {
+                "props": self._producer_props(req),
+                "topic": req.topic,
+                "run_id": run_id,
+                "corpus_file": str(self._corpus_file(req.corpus)),
+                "mode": "fixed-rate" if fixed else "saturated",
+                "rate": req.rate or 0.0,
+                "count": count,
+                "duration": 0.0 if fixed else req.duration_s,
+                "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
+                "nkeys": 0 if req.cell.key_policy == "none" else 1024,
+                "stats_path": str(stats),
+                "skip_s": req.steady_skip_s,
+            },
+            Path(self._tmp.name) / f"{req.topic}.producer.err",
+        )
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             t_start = time.monotonic()
@@ -311,8 +374,17 @@ class KafkaTransport:
             if res is None:
                 continue
             c = res["cpu"]
-            cpu.append(CpuSample(role, c["usr_s"], c["sys_s"], c["wall_s"], regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
-                                 pid=None, note=c.get("note", "")))
+            cpu.append(
+                CpuSample(
+                    role,
+                    c["usr_s"],
+                    c["sys_s"],
+                    c["wall_s"],
+                    regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
+                    pid=None,
+                    note=c.get("note", ""),
+                )
+            )
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
             d = deltas.get(b.pid) if b.pid else None
@@ -322,14 +394,22 @@ class KafkaTransport:
             usr = d.user_s if d is not None else None
             sys_ = d.sys_s if d is not None else None
             regressed = d is not None and d.status == procstat.NEGATIVE
-            cpu.append(CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note))
+            cpu.append(
+                CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note)
+            )
         steal = None
         if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
             steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
         st = _last_stats(stats) or {}
         delivered = int(pres["delivered"])
-        payload = int(pres["bytes"]) if delivered == int(pres["sent"]) else int(pres["bytes"] * delivered / max(1, int(pres["sent"])))
-        n_errors = max(int(pres["failed"]), sum(int(v) for v in pres.get("delivery_errors", {}).values())) + int(pres["undelivered"])
+        payload = (
+            int(pres["bytes"])
+            if delivered == int(pres["sent"])
+            else int(pres["bytes"] * delivered / max(1, int(pres["sent"])))
+        )
+        n_errors = max(int(pres["failed"]), sum(int(v) for v in pres.get("delivery_errors", {}).values())) + int(
+            pres["undelivered"]
+        )
         return RunResult(
             messages_sent=int(pres["sent"]),
             messages_acked=delivered,
@@ -356,6 +436,14 @@ class KafkaTransport:
             topic_compression_readback=readback,
             batch_fill=fill,
             client_fill=_client_fill(st, req.topic),
-            histograms={name: h["encoded"] for name, h in (("service", pres.get("service")), ("delay", pres.get("delay")),
-                        ("corrected", pres.get("corrected")), ("e2e", cres.get("e2e") if cres else None)) if h and h.get("encoded")},
+            histograms={
+                name: h["encoded"]
+                for name, h in (
+                    ("service", pres.get("service")),
+                    ("delay", pres.get("delay")),
+                    ("corrected", pres.get("corrected")),
+                    ("e2e", cres.get("e2e") if cres else None),
+                )
+                if h and h.get("encoded")
+            },
         )

@@ -13,6 +13,7 @@ Mapping to the engine's measurements (documented in ``docs/methodology.md``):
 - stored bytes, stored codecs and batch fill come from the segments the broker stage wrote;
 - the client model is librdkafka's (kbench's real producer is librdkafka).
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -20,11 +21,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbench.model import codecs
 from kbench.engine import gate
+from kbench.engine.transports.base import BatchFill, CpuSample, RunRequest, RunResult, TransportError, TransportInfo
+from kbench.model import codecs
 from kbench.model import simulator as sim_mod
 from kbench.model.stats import distribution
-from kbench.engine.transports.base import BatchFill, CpuSample, RunRequest, RunResult, TransportError, TransportInfo
 
 __all__ = ["SimTransport"]
 
@@ -47,7 +48,11 @@ class SimTransport:
     def run(self, req: RunRequest) -> RunResult:
         cell = req.cell
         spec = codecs.parse_spec(cell.codec)
-        tc = None if cell.topic_compression == "producer" else ("none" if cell.topic_compression == "uncompressed" else cell.topic_compression)
+        tc = (
+            None
+            if cell.topic_compression == "producer"
+            else ("none" if cell.topic_compression == "uncompressed" else cell.topic_compression)
+        )
         keys = {"none": 0, "roundrobin": 1024, "random": 1024}.get(cell.key_policy, 0)
         cfg = sim_mod.SimConfig(
             codec=spec.codec,
@@ -78,8 +83,14 @@ class SimTransport:
             bottleneck = max(s.wall_s for s in res.stages.values()) or wall
             achieved, elapsed = n / bottleneck, bottleneck
         cpu = tuple(
-            CpuSample(role=("broker-0" if role == "broker" else role), usr_s=None, sys_s=None, wall_s=st.wall_s, total_s=st.cpu_s,
-                      note="thread CPU, usr+sys together")
+            CpuSample(
+                role=("broker-0" if role == "broker" else role),
+                usr_s=None,
+                sys_s=None,
+                wall_s=st.wall_s,
+                total_s=st.cpu_s,
+                note="thread CPU, usr+sys together",
+            )
             for role, st in res.stages.items()
         )
         rec = distribution([b.records for b in res.batches])
@@ -103,6 +114,15 @@ class SimTransport:
             stored_uncompressed_bytes=res.raw_batch_bytes,
             stored_codecs=tuple(sorted(res.stored_codecs)),
             topic_compression_readback=cell.topic_compression,
-            batch_fill=BatchFill(len(res.batches), rec["p50"], rec["p90"], rec["max"], size["p50"], size["p90"], size["max"], "sim segments"),
+            batch_fill=BatchFill(
+                len(res.batches),
+                rec["p50"],
+                rec["p90"],
+                rec["max"],
+                size["p50"],
+                size["p90"],
+                size["max"],
+                "sim segments",
+            ),
             notes=(f"sim: {res.mismatches} record mismatches",) if res.mismatches else (),
         )
