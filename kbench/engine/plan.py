@@ -173,6 +173,8 @@ class Cell:
             "linger_ms": self.linger_ms,
             "partitions": self.partitions,
             "acks": self.acks,
+            "rate": self.rate,
+            "key_policy": self.key_policy,
             "topic_compression": self.topic_compression,
         }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbench.engine.experiments import SATURATED_FLAG
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
 from kbench.model.corpus import Corpus
@@ -21,7 +22,6 @@ __all__ = ["RATE_TOLERANCE", "STEAL_LIMIT_PCT", "SATURATED_FLAG", "Verdict", "ju
 
 RATE_TOLERANCE = 0.02
 STEAL_LIMIT_PCT = 1.0
-SATURATED_FLAG = "latency-NOT-comparable-saturated"
 GB = 1e9
 
 #: Severity of statuses: the most severe one of a run wins.

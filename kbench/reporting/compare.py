@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kbench.engine.experiments import LABELS as EXPERIMENTS_LABELS
+from kbench.engine.experiments import M_LABELS
+
 if TYPE_CHECKING:
     import pandas as pd
     from pandas.io.formats.style import Styler
@@ -36,18 +39,8 @@ PER_CORE: dict[str, tuple[str, ...]] = {
     "F": ("broker_usr_pct", "broker_sys_pct"),
     "M": ("compress_mb_s",),
 }
-LABELS = (
-    "codec",
-    "level",
-    "block_size",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "topic_compression",
-    "role",
-)
+#: Every label axis of A–F and M, and D's role: rows differing in any of them are never pooled.
+LABELS = tuple(dict.fromkeys((*EXPERIMENTS_LABELS, *M_LABELS, "role")))
 
 
 def machines(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

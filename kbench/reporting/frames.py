@@ -60,6 +60,8 @@ TEXT_COLUMNS = frozenset(
         "codec",
         "corpus",
         "acks",
+        "rate",
+        "key_policy",
         "topic_compression",
         "status",
         "reason",
