@@ -31,6 +31,7 @@ __all__ = [
     "ProducerSpec",
     "RunPair",
     "consume",
+    "new_run_id",
     "produce",
     "produce_and_consume",
     "records_buffer",
@@ -222,7 +223,8 @@ def _run_native(obj: Any) -> Any:
     return box["result"]
 
 
-def _new_run_id() -> int:
+def new_run_id() -> int:
+    """A random non-zero 63-bit id stamped into every record of one run (tells its records apart)."""
     return int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
 
 
@@ -256,7 +258,7 @@ def _producer_result(d: dict[str, Any], spec: ProducerSpec) -> ProducerResult:
 
 def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = None) -> ProducerResult:
     """Run the C producer loop to completion; KafkaError carries librdkafka's message."""
-    rid = run_id if run_id is not None else _new_run_id()
+    rid = run_id if run_id is not None else new_run_id()
     return _producer_result(_run_native(_producer(spec, records, rid)), spec)
 
 
@@ -317,7 +319,7 @@ def produce_and_consume(
         raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
     if not spec.headers:
         raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
-    run_id = _new_run_id()
+    run_id = new_run_id()
     cprops = (
         dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
     )

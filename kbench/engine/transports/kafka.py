@@ -36,7 +36,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
-from kbench.kafka import procstat
+from kbench.kafka import drivers, procstat
 from kbench.model import codecs
 from kbench.model.corpus import Corpus
 
@@ -316,7 +316,7 @@ class KafkaTransport:
     def _measure(self, req: RunRequest, readback: str | None) -> RunResult:
         assert self._tmp is not None
         fixed = req.rate is not None
-        run_id = int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
+        run_id = drivers.new_run_id()
         stats = Path(self._tmp.name) / f"{req.topic}.stats.jsonl"
         count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0
         consumer = None
