@@ -19,6 +19,10 @@ __all__ = [
     "CELL_COLUMNS",
     "EXPERIMENTS",
     "Experiment",
+    "FIXED_RATE",
+    "M_LABELS",
+    "RUN_EXPERIMENTS",
+    "SATURATED",
     "LABELS",
     "Metric",
     "SATURATED_FLAG",
@@ -92,6 +96,9 @@ class Experiment:
     row_key: tuple[str, ...] = ()  # columns besides the labels that split a run into rows (D: role)
     labels: tuple[str, ...] = LABELS
     in_run: bool = True  # written by ``kbench run`` (M is written by ``kbench codecs bench``)
+    rate: str = "any"  # the rates a sweep may give it: "fixed" (msgs/s or auto), "saturated" or "any"
+    compare_metrics: tuple[str, ...] = ()  # the notebooks' per-machine table (kbench.reporting.compare)
+    per_core: tuple[str, ...] = ()  # of those, the ones that scale with the CPUs (per vCPU / per core)
     units: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -160,6 +167,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             headline=_A_HEAD,
             verdict_on="corrected_p99_us",
             measures=("latency_corrected", "latency_service"),
+            rate="fixed",
+            compare_metrics=(
+                "target_rate_msgs",
+                "corrected_p50_us",
+                "corrected_p95_us",
+                "corrected_p99_us",
+                "corrected_p999_us",
+            ),
             units=_units(*_A_HEAD, target_rate_msgs="msgs/s", achieved_rate_msgs="msgs/s", rate_error_pct="%"),
         ),
         Experiment(
@@ -179,6 +194,9 @@ EXPERIMENTS: dict[str, Experiment] = {
             headline=_B_HEAD,
             verdict_on="achieved_rate_msgs",
             measures=("achieved_rate", "payload_bytes"),
+            rate="saturated",
+            compare_metrics=("achieved_rate_msgs", "payload_mb_per_s"),
+            per_core=("achieved_rate_msgs",),
             units=_units(*_B_HEAD, producer_wire_mb_per_s="MB/s"),
         ),
         Experiment(
@@ -199,6 +217,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             headline=_C_HEAD,
             verdict_on="ratio",
             measures=("payload_bytes", "stored_bytes"),
+            compare_metrics=("corpus_entropy_bits", "payload_bytes", "stored_bytes", "ratio"),
             units=_units(*_C_HEAD, payload_bytes="B", stored_bytes="B"),
         ),
         Experiment(
@@ -221,6 +240,9 @@ EXPERIMENTS: dict[str, Experiment] = {
             verdict_on="cpu_s_per_gb",
             measures=("cpu",),
             row_key=("role",),
+            rate="fixed",
+            compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
+            per_core=("total_pct",),
             units=_units(*_D_HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%"),
         ),
         Experiment(
@@ -247,6 +269,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             headline=_E_HEAD,
             verdict_on="ratio",
             measures=("batch_fill", "stored_bytes"),
+            rate="fixed",
+            compare_metrics=("ratio", "records_per_batch_p50", "bytes_per_batch_p50", "batches"),
             units=_units(*_E_HEAD, payload_bytes="B", stored_bytes="B"),
         ),
         Experiment(
@@ -266,6 +290,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             headline=_F_HEAD,
             verdict_on="broker_cpu_s_per_gb",
             measures=("cpu", "stored_codecs"),
+            compare_metrics=("broker_cpu_s_per_gb", "broker_usr_pct", "broker_sys_pct"),
+            per_core=("broker_usr_pct", "broker_sys_pct"),
             units=_units(*_F_HEAD, broker_usr_pct="%", broker_sys_pct="%"),
         ),
         Experiment(
@@ -278,6 +304,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             measures=(),
             labels=M_LABELS,
             in_run=False,
+            compare_metrics=("ratio", "compress_mb_s", "decompress_mb_s"),
+            per_core=("compress_mb_s",),
             units=_units(*_M_HEAD),
         ),
     )
@@ -285,6 +313,9 @@ EXPERIMENTS: dict[str, Experiment] = {
 
 #: The experiments ``kbench run`` writes (A–F).
 RUN_EXPERIMENTS: tuple[str, ...] = tuple(k for k, e in EXPERIMENTS.items() if e.in_run)
+#: Experiments that need a fixed rate (msgs/s or "auto"), and those that need a saturated producer.
+FIXED_RATE: frozenset[str] = frozenset(k for k, e in EXPERIMENTS.items() if e.rate == "fixed")
+SATURATED: frozenset[str] = frozenset(k for k, e in EXPERIMENTS.items() if e.rate == "saturated")
 
 
 def get(experiment: str) -> Experiment:

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kbench.engine import experiments
 from kbench.model import codecs
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
@@ -39,16 +40,8 @@ __all__ = [
     "parse",
 ]
 
-#: The experiments a sweep can feed (DESIGN §2).
-EXPERIMENTS: dict[str, str] = {
-    "A": "latency cost of a codec at a common fixed rate",
-    "B": "throughput cost (saturated producer)",
-    "C": "compression ratio vs corpus (stored bytes)",
-    "D": "who pays the CPU (per role, fixed rate)",
-    "E": "batch-size effect (batch.size x linger.ms x partitions)",
-    "F": "broker recompression (topic compression.type vs producer codec)",
-}
-FIXED_RATE_EXPERIMENTS = frozenset("ADE")
+#: The experiments a sweep can feed (DESIGN §2), from the registry.
+EXPERIMENTS: dict[str, str] = {k: experiments.get(k).title for k in experiments.RUN_EXPERIMENTS}
 TRANSPORT_KINDS = ("local", "bootstrap", "sim", "dry")
 ACKS = ("0", "1", "all", "-1")
 TOPIC_COMPRESSION = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
@@ -379,11 +372,12 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if kp not in ("none", "roundrobin", "random"):
         raise PlanError(f"{w}key_policy: '{kp}' is unknown; use none, roundrobin or random")
     # The experiments' rules (DESIGN §2).
-    if "B" in exps and any(r != "saturated" for r in rates):
-        raise PlanError(
-            f'{w}rate: experiment B measures a saturated producer; set rate = "saturated" or move B to its own sweep'
-        )
-    fixed = FIXED_RATE_EXPERIMENTS.intersection(exps)
+    for e in sorted(experiments.SATURATED.intersection(exps)):
+        if any(r != "saturated" for r in rates):
+            raise PlanError(
+                f'{w}rate: experiment {e} measures a saturated producer; set rate = "saturated" or move {e} to its own sweep'
+            )
+    fixed = experiments.FIXED_RATE.intersection(exps)
     if fixed and any(r == "saturated" for r in rates):
         raise PlanError(f'{w}rate: experiments {", ".join(sorted(fixed))} need a fixed rate; give messages/s or "auto"')
     if "F" in exps and len(set(tc)) < 2:
