@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine import experiments
+from kbench.kafka.drivers import KEY_POLICIES
 from kbench.model import codecs
+from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
 __all__ = [
@@ -44,7 +46,9 @@ __all__ = [
 EXPERIMENTS: dict[str, str] = {k: experiments.get(k).title for k in experiments.RUN_EXPERIMENTS}
 TRANSPORT_KINDS = ("local", "bootstrap", "sim", "dry")
 ACKS = ("0", "1", "all", "-1")
-TOPIC_COMPRESSION = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+TOPIC_COMPRESSION = (*codecs.TOPIC_COMPRESSION, "none")
+#: The key policy: the plan may write ``roundrobin`` (the older spelling) for ``round-robin``.
+KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
 
 TOP_KEYS = {
     "name": "a short name for the plan",
@@ -89,7 +93,7 @@ SWEEP_KEYS = {
     "rate": 'messages/s (a number), "saturated", or "auto", or a list',
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
-    "key_policy": "none, roundrobin or random",
+    "key_policy": "none, round-robin or random",
 }
 
 
@@ -121,7 +125,7 @@ class CorpusDef:
 class Sweep:
     name: str
     experiments: tuple[str, ...]
-    codec: tuple[str, ...]
+    codec: tuple[CodecSpec, ...]
     corpus: tuple[str, ...]
     batch_size: tuple[int, ...]
     linger_ms: tuple[float, ...]
@@ -147,9 +151,15 @@ class Cell:
     partitions: int
     acks: str
     rate: float | str  # msgs/s, "saturated" or "auto"
-    topic_compression: str
+    topic_compression: str  # Kafka's spelling (codecs.topic_compression): producer, uncompressed, ...
     topic_config: Mapping[str, str] = field(default_factory=dict)
-    key_policy: str = "none"
+    key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
+    #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
+    spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            object.__setattr__(self, "spec", codecs.parse_spec(self.codec))
 
     @property
     def saturated(self) -> bool:
@@ -339,10 +349,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     for e in exps:
         if e not in EXPERIMENTS:
             raise PlanError(f"{w}experiments: unknown experiment '{e}'; use some of {', '.join(EXPERIMENTS)}")
-    codecs_: list[str] = []
+    codecs_: list[CodecSpec] = []
     for c in _as_list(tbl.get("codec", "none")):
         try:
-            codecs_.append(str(codecs.parse_spec(str(c))))
+            codecs_.append(codecs.parse_spec(str(c)))
         except codecs.CodecError as e:
             raise PlanError(f"{w}codec: {e}") from None
     corp = [
@@ -369,8 +379,9 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if "compression.type" in topic_config:
         raise PlanError(f"{w}topic_config.compression.type: set it with topic_compression instead")
     kp = str(tbl.get("key_policy", "none"))
-    if kp not in ("none", "roundrobin", "random"):
-        raise PlanError(f"{w}key_policy: '{kp}' is unknown; use none, roundrobin or random")
+    kp = KEY_POLICY_SPELLINGS.get(kp, kp)
+    if kp not in KEY_POLICIES:
+        raise PlanError(f"{w}key_policy: '{kp}' is unknown; use {', '.join(KEY_POLICIES)}")
     # The experiments' rules (DESIGN §2).
     for e in sorted(experiments.SATURATED.intersection(exps)):
         if any(r != "saturated" for r in rates):
@@ -394,7 +405,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         partitions=tuple(parts),
         acks=tuple("all" if a == "-1" else a for a in acks),
         rate=tuple(rates),
-        topic_compression=tuple("uncompressed" if t == "none" else t for t in tc),
+        topic_compression=tuple(codecs.topic_compression(t) for t in tc),
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
     )
@@ -507,7 +518,8 @@ def expand(plan: Plan) -> list[Cell]:
                     cell_id=f"{s.name}-{j:03d}",
                     sweep=s.name,
                     experiments=s.experiments,
-                    codec=c,
+                    codec=str(c),
+                    spec=c,
                     corpus=corp,
                     batch_size=bs,
                     linger_ms=lg,

@@ -17,6 +17,7 @@ from typing import Any
 from kbench.engine.experiments import SATURATED_FLAG
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
+from kbench.model.codecs import batch_codec, topic_compression
 from kbench.model.corpus import Corpus
 
 __all__ = ["RATE_TOLERANCE", "STEAL_LIMIT_PCT", "SATURATED_FLAG", "Verdict", "judge", "rows_for", "failed_rows"]
@@ -62,11 +63,6 @@ class Verdict:
         return "; ".join(self.reasons)
 
 
-def _norm_codec(name: str) -> str:
-    n = name.split(":")[0].lower()
-    return "none" if n in ("none", "uncompressed") else n
-
-
 def judge(cell: Cell, res: RunResult) -> Verdict:
     """The run-level verdict that applies to every row of the run."""
     v = Verdict()
@@ -85,7 +81,7 @@ def judge(cell: Cell, res: RunResult) -> Verdict:
         v.add("FAILED_LOSS", f"{res.delivery_errors} delivery errors")
     want = cell.topic_compression
     got = res.topic_compression_readback
-    if got is not None and _norm_codec(got) != _norm_codec(want) and not (want == "producer" and got == "producer"):
+    if got is not None and topic_compression(got) != topic_compression(want):
         v.add("FAILED_TOPIC_CONFIG", f"topic compression.type reads back '{got}', the plan says '{want}'")
     if res.synthetic:
         v.reasons.append("dry transport: timings and CPU are synthetic, not measurements")
@@ -284,10 +280,10 @@ def _rows_f(x: _Run) -> list[dict[str, Any]]:
     else:
         v = v.merged(Verdict("NA", ["broker CPU not measured (no local broker pids)"]))
     gb = res.payload_bytes / GB
-    stored = {_norm_codec(c) for c in res.stored_codecs}
+    stored = {batch_codec(c) for c in res.stored_codecs}
     recompressed: bool | None = None
     if stored:
-        recompressed = stored != {_norm_codec(x.cell.codec)}
+        recompressed = stored != {x.cell.spec.codec}
     row.update(
         producer_codec=x.cell.codec,
         stored_codecs=sorted(res.stored_codecs),

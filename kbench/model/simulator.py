@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kbench import _native
+from kbench.model import codecs
 from kbench.model.batch import Record
 from kbench.model.corpus import Corpus
 from kbench.model.stats import distribution
@@ -206,9 +207,8 @@ def run(corpus: Corpus, config: SimConfig, out_dir: Path | str) -> SimResult:
         raise ValueError("the corpus has no records")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    topic_codec = None if config.topic_compression in (None, "producer") else config.topic_compression
-    if topic_codec == "uncompressed":  # Kafka's topic-level name for codec none
-        topic_codec = "none"
+    tc = config.topic_compression
+    topic_codec = None if tc in (None, "producer") else codecs.batch_codec(tc)
     start = config.start_ts_ms if config.start_ts_ms is not None else int(time.time() * 1000)
     res = _native.sim_run(
         corpus.payload,

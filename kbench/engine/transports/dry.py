@@ -42,7 +42,7 @@ class DryTransport:
         rate = req.rate if req.rate is not None else self.saturated_rate
         n = max(1, int(rate * req.duration_s))
         recs = req.corpus.records
-        spec = codecs.parse_spec(cell.codec)
+        spec = cell.spec
         # Cut records (cycled) into batches; compress a sample of them.
         payload = 0
         stored_sample = 0
@@ -79,9 +79,7 @@ class DryTransport:
             byte_counts.append(stored)
         stored_total = int(stored_sample * payload / max(1, sample_payload))
         batches = int(len(rec_counts) * payload / max(1, sample_payload))
-        codec_name = spec.codec
-        if cell.topic_compression not in ("producer",):
-            codec_name = "none" if cell.topic_compression == "uncompressed" else cell.topic_compression
+        codec_name = codecs.stored_codec(cell.topic_compression, spec)
         remaining = req.duration_s - (time.monotonic() - t0)
         if remaining > 0:
             time.sleep(remaining)  # a dry run lasts as long as a real one
