@@ -25,6 +25,7 @@ from kbench import _native
 from kbench._native import Histogram, KafkaError
 
 __all__ = [
+    "Background",
     "ConsumerResult",
     "KafkaError",
     "ProducerResult",
@@ -187,40 +188,57 @@ class RunPair:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class Background:
+    """``obj.run()`` in a daemon thread; ``done`` is set when it returns or raises, and
+    :meth:`result` hands back its return value or raises its exception in the caller."""
+
+    def __init__(self, obj: Any, name: str) -> None:
+        self._obj = obj
+        self._box: dict[str, Any] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._target, name=name, daemon=True)
+        self.thread.start()
+
+    def _target(self) -> None:
+        try:
+            self._box["result"] = self._obj.run()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            self._box["error"] = e
+        finally:
+            self.done.set()
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._box.get("error")
+
+    def result(self) -> Any:
+        """Wait for the thread; its return value, or its exception raised here."""
+        self.thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["result"]
+
+
 def _run_native(obj: Any) -> Any:
     """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop().
 
     The loop then finishes cleanly (the producer purges what is still queued) and its partial
     result comes back with ``stopped`` True and ``interrupted`` set.
     """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["result"] = obj.run()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            box["error"] = e
-        finally:
-            done.set()
-
-    t = threading.Thread(target=target, name="kbench-native", daemon=True)
-    t.start()
+    bg = Background(obj, "kbench-native")
     interrupted = False
     # wait on an Event, not Thread.join: in CPython 3.11 a join interrupted by Ctrl-C can mark
     # the thread finished while it still runs
-    while not done.is_set():
+    while not bg.done.is_set():
         try:
-            done.wait(0.2)
+            bg.done.wait(0.2)
         except KeyboardInterrupt:
             obj.stop()
             interrupted = True
-    t.join()
-    if "error" in box:
-        raise box["error"]
+    result = bg.result()
     if interrupted:
-        box["result"]["interrupted"] = True
-    return box["result"]
+        result["interrupted"] = True
+    return result
 
 
 def new_run_id() -> int:
@@ -327,25 +345,13 @@ def produce_and_consume(
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
     cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
     prod = _producer(spec, records, run_id)
-    cbox: dict[str, Any] = {}
-    cdone = threading.Event()
-
-    def ctarget() -> None:
-        try:
-            cbox["result"] = cons.run()
-        except BaseException as e:  # noqa: BLE001
-            cbox["error"] = e
-        finally:
-            cdone.set()
-
-    ct = threading.Thread(target=ctarget, name="kbench-consumer", daemon=True)
-    ct.start()
+    cb = Background(cons, "kbench-consumer")
     try:
         # the consumer flips `ready` once assigned at the end offsets (or on failure)
-        while not cons.ready and not cdone.is_set():
-            cdone.wait(0.01)
-        if "error" in cbox:
-            raise cbox["error"]
+        while not cons.ready and not cb.done.is_set():
+            cb.done.wait(0.01)
+        if cb.error is not None:
+            raise cb.error
         if on_started:
             on_started()
         try:
@@ -355,17 +361,15 @@ def produce_and_consume(
             raise
         if pres.get("interrupted"):
             cons.stop()
-        while not cdone.is_set():
+        while not cb.done.is_set():
             try:
-                cdone.wait(0.2)
+                cb.done.wait(0.2)
             except KeyboardInterrupt:
                 cons.stop()
-        ct.join()
+        cb.thread.join()
     except KeyboardInterrupt:
         prod.stop()
         cons.stop()
-        cdone.wait()
+        cb.done.wait()
         raise
-    if "error" in cbox:
-        raise cbox["error"]
-    return RunPair(_producer_result(pres, spec), _consumer_result(cbox["result"], spec.count))
+    return RunPair(_producer_result(pres, spec), _consumer_result(cb.result(), spec.count))

@@ -14,7 +14,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench import _native
@@ -299,7 +299,3 @@ def predict_stored_bytes(
             data = batch_mod.encode(list(recs), topic_compression, topic_level)
         total += len(data)
     return total
-
-
-def config_dict(c: SimConfig) -> dict[str, object]:
-    return asdict(c)

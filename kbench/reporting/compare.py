@@ -10,7 +10,7 @@ machine's ``logical_cores`` and ``physical_cores`` from its manifest; intensive 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kbench.engine.experiments import EXPERIMENTS, M_LABELS
@@ -116,17 +116,3 @@ def style(table: pd.DataFrame, caption: str = "", precision: int = 2) -> Styler:
     if caption:
         st = st.set_caption(caption)
     return st
-
-
-def split_by_machine(
-    frames: Mapping[str, pd.DataFrame], experiments: Sequence[str]
-) -> dict[str, dict[str, pd.DataFrame]]:
-    """``{machine: {experiment: frame}}`` for the given experiments."""
-    out: dict[str, dict[str, pd.DataFrame]] = {}
-    for e in experiments:
-        f = frames.get(e)
-        if f is None or f.empty:
-            continue
-        for m, g in f.groupby("machine"):
-            out.setdefault(str(m), {})[e] = g
-    return out

@@ -913,8 +913,3 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     atomic_write(md, doc.to_markdown(blocks).encode())
     atomic_write(html_, doc.to_html(blocks, title).encode())
     return ReportFiles(md, html_, prov, tuple(paths))
-
-
-def provenance_texts(prov: Mapping[str, Any]) -> set[str]:
-    """The printed texts of a provenance.json (for audits)."""
-    return {f[2] for f in prov["figures"]}
