@@ -54,15 +54,7 @@ CELL_COLUMNS: tuple[str, ...] = (
     "cell_id",
     "rep",
     "sweep",
-    "codec",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "rate",
-    "key_policy",
-    "topic_compression",
+    *LABELS,
     "target_rate_msgs",
     "achieved_rate_msgs",
     "rate_error_pct",
@@ -120,29 +112,17 @@ def _units(*metrics: Metric, **extra: str) -> dict[str, str]:
     return {**{m.column: m.unit for m in metrics}, **extra}
 
 
-_A_HEAD = (
-    Metric("corrected_p50_us", "µs", True),
-    Metric("corrected_p99_us", "µs", True),
-    Metric("corrected_p999_us", "µs", True),
-)
-_B_HEAD = (Metric("achieved_rate_msgs", "msgs/s", False), Metric("payload_mb_per_s", "MB/s", False))
-_C_HEAD = (
-    Metric("ratio", "x", False),
-    Metric("batch_ratio", "x", False),
-    Metric("corpus_entropy_bits", "bits/B", False),
-)
-_D_HEAD = (Metric("cpu_s_per_gb", "CPU-s/GB", True), Metric("usr_pct", "%", True), Metric("sys_pct", "%", True))
-_E_HEAD = (
-    Metric("ratio", "x", False),
-    Metric("records_per_batch_p50", "rec", False),
-    Metric("bytes_per_batch_p50", "B", False),
-)
-_F_HEAD = (Metric("broker_cpu_s_per_gb", "CPU-s/GB", True), Metric("recompressed", "", True))
-_M_HEAD = (
-    Metric("ratio", "x", False),
-    Metric("compress_mb_s", "MB/s", False),
-    Metric("decompress_mb_s", "MB/s", False),
-)
+def _head(lower_is_better: bool, *columns: tuple[str, str]) -> tuple[Metric, ...]:
+    return tuple(Metric(c, u, lower_is_better) for c, u in columns)
+
+
+_A_HEAD = _head(True, ("corrected_p50_us", "µs"), ("corrected_p99_us", "µs"), ("corrected_p999_us", "µs"))
+_B_HEAD = _head(False, ("achieved_rate_msgs", "msgs/s"), ("payload_mb_per_s", "MB/s"))
+_C_HEAD = _head(False, ("ratio", "x"), ("batch_ratio", "x"), ("corpus_entropy_bits", "bits/B"))
+_D_HEAD = _head(True, ("cpu_s_per_gb", "CPU-s/GB"), ("usr_pct", "%"), ("sys_pct", "%"))
+_E_HEAD = _head(False, ("ratio", "x"), ("records_per_batch_p50", "rec"), ("bytes_per_batch_p50", "B"))
+_F_HEAD = _head(True, ("broker_cpu_s_per_gb", "CPU-s/GB"), ("recompressed", ""))
+_M_HEAD = _head(False, ("ratio", "x"), ("compress_mb_s", "MB/s"), ("decompress_mb_s", "MB/s"))
 
 EXPERIMENTS: dict[str, Experiment] = {
     e.id: e
