@@ -74,13 +74,7 @@ def _pcts(h: Any) -> dict[str, float | None]:
 def _summary(r: ProducerResult) -> dict[str, Any]:
     return {
         "mode": r.mode,
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "failed": r.failed,
-        "undelivered": r.undelivered,
-        "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate,
-        "delivered_rate": r.delivered_rate,
+        **r.counts(),
         "target_rate": r.rate or None,
         "rate_deviation": r.rate_deviation,
         "delivery_errors": r.delivery_errors,

@@ -240,22 +240,31 @@ def _rows_d(x: _Run) -> list[dict[str, Any]]:
     return rows
 
 
+#: E's batch-fill columns: from the stored batches, and from the client's statistics.
+_FILL = {
+    "batches": "batches",
+    "records_per_batch_p50": "records_p50",
+    "records_per_batch_p90": "records_p90",
+    "records_per_batch_max": "records_max",
+    "bytes_per_batch_p50": "bytes_p50",
+    "bytes_per_batch_p90": "bytes_p90",
+    "bytes_per_batch_max": "bytes_max",
+    "fill_source": "source",
+}
+_CLIENT_FILL = {
+    "client_records_per_batch_p50": "records_p50",
+    "client_records_per_batch_p90": "records_p90",
+    "client_batch_bytes_p50": "bytes_p50",
+    "client_batch_bytes_p90": "bytes_p90",
+}
+
+
 def _rows_e(x: _Run) -> list[dict[str, Any]]:
     res, row = x.res, x.base()
     bf, cf = res.batch_fill, res.client_fill
+    row.update({col: (getattr(bf, f) if bf else None) for col, f in _FILL.items()})
+    row.update({col: (getattr(cf, f) if cf else None) for col, f in _CLIENT_FILL.items()})
     row.update(
-        batches=bf.batches if bf else None,
-        records_per_batch_p50=bf.records_p50 if bf else None,
-        records_per_batch_p90=bf.records_p90 if bf else None,
-        records_per_batch_max=bf.records_max if bf else None,
-        bytes_per_batch_p50=bf.bytes_p50 if bf else None,
-        bytes_per_batch_p90=bf.bytes_p90 if bf else None,
-        bytes_per_batch_max=bf.bytes_max if bf else None,
-        fill_source=bf.source if bf else None,
-        client_records_per_batch_p50=cf.records_p50 if cf else None,
-        client_records_per_batch_p90=cf.records_p90 if cf else None,
-        client_batch_bytes_p50=cf.bytes_p50 if cf else None,
-        client_batch_bytes_p90=cf.bytes_p90 if cf else None,
         payload_bytes=res.payload_bytes,
         stored_bytes=res.stored_bytes,
         ratio=_ratio(res),

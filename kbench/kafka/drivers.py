@@ -122,6 +122,18 @@ class ProducerResult:
     rate: float = 0.0  # target (fixed-rate)
     dr_failed: int = 0
 
+    def counts(self) -> dict[str, Any]:
+        """The run's counters and rates, as the CLI and the worker report them."""
+        return {
+            "sent": self.sent,
+            "delivered": self.delivered,
+            "failed": self.failed,
+            "undelivered": self.undelivered,
+            "bytes": self.bytes,
+            "achieved_rate": self.achieved_rate,
+            "delivered_rate": self.delivered_rate,
+        }
+
     @property
     def send_seconds(self) -> float:
         """From the first due time (fixed-rate) or first send (saturated) to the last send."""

@@ -100,13 +100,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
     cpu = w.stop()
     return {
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "failed": r.failed,
-        "undelivered": r.undelivered,
-        "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate,
-        "delivered_rate": r.delivered_rate,
+        **r.counts(),
         "send_seconds": r.send_seconds,
         "delivery_errors": r.delivery_errors,
         "client_errors": r.client_errors,

@@ -43,6 +43,14 @@ class DryTransport:
         n = max(1, int(rate * req.duration_s))
         recs = req.corpus.records
         spec = cell.spec
+
+        def stored_size(batch: list[bytes]) -> int:
+            return (
+                BATCH_OVERHEAD
+                + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
+                + RECORD_OVERHEAD * len(batch)
+            )
+
         # Cut records (cycled) into batches; compress a sample of them.
         payload = 0
         stored_sample = 0
@@ -56,11 +64,7 @@ class DryTransport:
             payload += len(r)
             if sample_payload < SAMPLE_BYTES:
                 if batch and size + len(r) > cell.batch_size:
-                    stored = (
-                        BATCH_OVERHEAD
-                        + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
-                        + RECORD_OVERHEAD * len(batch)
-                    )
+                    stored = stored_size(batch)
                     stored_sample += stored
                     rec_counts.append(len(batch))
                     byte_counts.append(stored)
@@ -69,11 +73,7 @@ class DryTransport:
                 size += len(r)
                 sample_payload += len(r)
         if batch:
-            stored = (
-                BATCH_OVERHEAD
-                + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
-                + RECORD_OVERHEAD * len(batch)
-            )
+            stored = stored_size(batch)
             stored_sample += stored
             rec_counts.append(len(batch))
             byte_counts.append(stored)
