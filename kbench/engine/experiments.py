@@ -84,7 +84,9 @@ class Experiment:
     compared: tuple[str, ...]  # the axes a verdict compares (cells equal on every other label)
     headline: tuple[Metric, ...]  # the metrics of the end-of-run table; the first one ...
     verdict_on: str  # ... and this one is what pairwise verdicts are drawn on
-    measures: tuple[str, ...]  # RunResult fields a transport must fill (else the rows read NA)
+    #: What a transport must measure for it: RunResult field -> the NA reason when it did not
+    #: (None; for ``cpu``, no sample of the role the experiment reads).
+    needs: Mapping[str, str]
     row_key: tuple[str, ...] = ()  # columns besides the labels that split a run into rows (D: role)
     labels: tuple[str, ...] = LABELS
     in_run: bool = True  # written by ``kbench run`` (M is written by ``kbench codecs bench``)
@@ -146,7 +148,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("codec",),
             headline=_A_HEAD,
             verdict_on="corrected_p99_us",
-            measures=("latency_corrected", "latency_service"),
+            needs={"latency_corrected": "latency not measured by this transport"},
             rate="fixed",
             compare_metrics=(
                 "target_rate_msgs",
@@ -173,7 +175,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("codec",),
             headline=_B_HEAD,
             verdict_on="achieved_rate_msgs",
-            measures=("achieved_rate", "payload_bytes"),
+            needs={},
             rate="saturated",
             compare_metrics=("achieved_rate_msgs", "payload_mb_per_s"),
             per_core=("achieved_rate_msgs",),
@@ -196,7 +198,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("codec",),
             headline=_C_HEAD,
             verdict_on="ratio",
-            measures=("payload_bytes", "stored_bytes"),
+            needs={"stored_bytes": "stored bytes not measured by this transport"},
             compare_metrics=("corpus_entropy_bits", "payload_bytes", "stored_bytes", "ratio"),
             units=_units(*_C_HEAD, payload_bytes="B", stored_bytes="B"),
         ),
@@ -218,7 +220,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("codec",),
             headline=_D_HEAD,
             verdict_on="cpu_s_per_gb",
-            measures=("cpu",),
+            needs={"cpu": "this transport measured no CPU"},
             row_key=("role",),
             rate="fixed",
             compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
@@ -248,7 +250,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("batch_size", "linger_ms", "partitions"),
             headline=_E_HEAD,
             verdict_on="ratio",
-            measures=("batch_fill", "stored_bytes"),
+            needs={},
             rate="fixed",
             compare_metrics=("ratio", "records_per_batch_p50", "bytes_per_batch_p50", "batches"),
             units=_units(*_E_HEAD, payload_bytes="B", stored_bytes="B"),
@@ -269,7 +271,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("topic_compression",),
             headline=_F_HEAD,
             verdict_on="broker_cpu_s_per_gb",
-            measures=("cpu", "stored_codecs"),
+            needs={"cpu": "broker CPU not measured (no local broker pids)"},
             compare_metrics=("broker_cpu_s_per_gb", "broker_usr_pct", "broker_sys_pct"),
             per_core=("broker_usr_pct", "broker_sys_pct"),
             units=_units(*_F_HEAD, broker_usr_pct="%", broker_sys_pct="%"),
@@ -281,7 +283,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             compared=("codec", "level"),
             headline=_M_HEAD,
             verdict_on="compress_mb_s",
-            measures=(),
+            needs={},
             labels=M_LABELS,
             in_run=False,
             compare_metrics=("ratio", "compress_mb_s", "decompress_mb_s"),

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbench.engine import experiments
 from kbench.engine.experiments import SATURATED_FLAG
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
@@ -154,6 +155,12 @@ class _Run:
         return _base(self.cell, self.rep, self.res, self.res.target_rate)
 
 
+def _unmeasured(exp: str, x: _Run) -> Verdict:
+    """The run's verdict, NA with the registry's reason for each needed field the transport left None."""
+    missing = [why for f, why in experiments.get(exp).needs.items() if getattr(x.res, f) is None]
+    return x.verdict.merged(Verdict("NA", missing)) if missing else x.verdict
+
+
 def _finish(row: dict[str, Any], v: Verdict) -> dict[str, Any]:
     row["status"] = v.status
     row["reason"] = v.reason
@@ -174,10 +181,7 @@ def _rows_a(x: _Run) -> list[dict[str, Any]]:
         h.out_of_range for h in (res.latency_corrected, res.latency_service, res.latency_e2e) if h is not None
     )
     row.update(_loss(res))
-    v = x.verdict
-    if res.latency_corrected is None:
-        v = v.merged(Verdict("NA", ["latency not measured by this transport"]))
-    return [_finish(row, v)]
+    return [_finish(row, _unmeasured("A", x))]
 
 
 def _rows_b(x: _Run) -> list[dict[str, Any]]:
@@ -206,10 +210,7 @@ def _rows_c(x: _Run) -> list[dict[str, Any]]:
         stored_batches=res.stored_batches,
         stored_codecs=sorted(res.stored_codecs),
     )
-    v = x.verdict
-    if res.stored_bytes is None:
-        v = v.merged(Verdict("NA", ["stored bytes not measured by this transport"]))
-    return [_finish(row, v)]
+    return [_finish(row, _unmeasured("C", x))]
 
 
 def _rows_d(x: _Run) -> list[dict[str, Any]]:
@@ -236,7 +237,7 @@ def _rows_d(x: _Run) -> list[dict[str, Any]]:
     if not rows:
         r = x.base()
         r.update(role="all")
-        rows.append(_finish(r, x.verdict.merged(Verdict("NA", ["this transport measured no CPU"]))))
+        rows.append(_finish(r, x.verdict.merged(Verdict("NA", [experiments.get("D").needs["cpu"]]))))
     return rows
 
 
@@ -287,7 +288,7 @@ def _rows_f(x: _Run) -> list[dict[str, Any]]:
             sys_ = sum(p[1] or 0 for p in parts)
             cpu = sum(p[2] or 0 for p in parts)
     else:
-        v = v.merged(Verdict("NA", ["broker CPU not measured (no local broker pids)"]))
+        v = v.merged(Verdict("NA", [experiments.get("F").needs["cpu"]]))
     gb = res.payload_bytes / GB
     stored = {batch_codec(c) for c in res.stored_codecs}
     recompressed: bool | None = None

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from kbench.engine import experiments
+
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
     import pandas as pd
 
@@ -34,7 +36,7 @@ __all__ = [
 ]
 
 #: Experiments whose CSVs a run directory may hold (M: ``kbench codecs bench --csv``).
-EXPERIMENTS: tuple[str, ...] = ("A", "B", "C", "D", "E", "F", "M")
+EXPERIMENTS: tuple[str, ...] = tuple(experiments.EXPERIMENTS)
 
 #: Columns added to every row from the manifest (``machine`` is the grouping label).
 MACHINE_COLUMNS: tuple[str, ...] = (
