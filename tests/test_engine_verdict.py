@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kbench.engine import verdict
 
 
@@ -93,3 +95,20 @@ def test_cells_at_two_rates_are_not_paired() -> None:
     rs += [dict(r, rate="100") for r in rows("c", "none", [30, 31])]
     comps = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
     assert [(c.a.key[0], c.b.key[0]) for c in comps] == [("a", "c")]
+
+
+def test_report_verdicts_use_the_same_rule() -> None:
+    pytest.importorskip("numpy")
+    from kbench.reporting.provenance import Ledger
+    from kbench.reporting.summary import Stat, empty_stat, overlap_verdict
+
+    ledger = Ledger()
+
+    def stat(lo: float, hi: float, n: int) -> Stat:
+        return Stat(ledger, ledger.row_set("A", list(range(n))), "m", "auto", (lo + hi) / 2, lo, hi, n)
+
+    assert overlap_verdict(stat(10, 10, 1), stat(100, 100, 1)) == verdict.TOO_FEW  # one OK rep per side
+    assert overlap_verdict(stat(10, 20, 3), stat(20, 30, 3)) == verdict.NO_DIFF  # touching
+    assert overlap_verdict(stat(10, 20, 3), stat(30, 40, 3)) == "higher"  # b above a
+    assert overlap_verdict(stat(30, 40, 3), stat(10, 20, 3)) == "lower"
+    assert overlap_verdict(empty_stat(ledger, "m"), stat(10, 20, 3)) == verdict.NO_OK
