@@ -116,3 +116,24 @@ def test_compare_tables_have_one_row_per_setting(run: tuple) -> None:
         assert (table["n"] <= 3).all(), (exp, table)
         checked.append(exp)
     assert "C" in checked
+
+
+def test_csvs_without_the_rate_column_take_it_from_the_manifest(run: tuple, tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    import csv
+    import shutil
+
+    from kbench.results import load
+
+    name, out, _, exps = run
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    for exp in exps:  # a run directory written before the rate column existed
+        rows = list(csv.reader((old / f"{exp}.csv").open()))
+        keep = [i for i, c in enumerate(rows[0]) if c != "rate"]
+        with (old / f"{exp}.csv").open("w", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows([[r[i] for i in keep] for r in rows])
+    new, back = load(out), load(old)
+    for exp in exps:
+        assert list(back[exp]["rate"]) == list(new[exp]["rate"]), exp
+    assert set(back[exps[0]]["rate"]) == ({"100", "100000"} if name == "rates" else {"saturated"})
