@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kbench.model import corpus as corpus_mod
 from kbench.model import simulator as sim
-from kbench.model.codecs import batch_codec, parse_spec
+from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
 from kbench.model.units import parse_size
 
 NAME = "sim"
@@ -92,7 +92,7 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
 
 def _line(r: sim.SimResult) -> str:
     c = r.config
-    codec = c.codec if c.level is None else f"{c.codec}:{c.level}"
+    codec = str(CodecSpec(c.codec, c.level))
     stored = ",".join(f"{k}" for k in sorted(r.stored_codecs))
     row = r.row()
     return (

@@ -147,7 +147,7 @@ class SimResult:
             "corpus_sha256": self.corpus_sha256,
             "entropy_bits_per_byte": round(self.corpus_entropy, 4),
             "client": c.client,
-            "codec": c.codec if c.level is None else f"{c.codec}:{c.level}",
+            "codec": str(codecs.CodecSpec(c.codec, c.level)),
             "topic_compression": c.topic_compression or "producer",
             "batch_size": c.batch_size,
             "linger_ms": c.linger_ms,
