@@ -223,7 +223,6 @@ def _start_manifest(
             c.cell_id: {
                 **c.params(),
                 "experiments": list(c.experiments),
-                "rate": c.rate,
                 "topic_config": dict(c.topic_config),
             }
             for c in cells
