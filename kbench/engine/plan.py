@@ -160,6 +160,9 @@ class Cell:
     def __post_init__(self) -> None:
         if self.spec is None:
             object.__setattr__(self, "spec", codecs.parse_spec(self.codec))
+        # the one place a cell's settings get their single spelling
+        object.__setattr__(self, "topic_compression", codecs.topic_compression(self.topic_compression))
+        object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
 
     @property
     def saturated(self) -> bool:
@@ -405,7 +408,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         partitions=tuple(parts),
         acks=tuple("all" if a == "-1" else a for a in acks),
         rate=tuple(rates),
-        topic_compression=tuple(codecs.topic_compression(t) for t in tc),
+        topic_compression=tuple(tc),
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
     )
