@@ -69,6 +69,8 @@ TEXT_COLUMNS = {
     "codec",
     "corpus",
     "acks",
+    "rate",
+    "key_policy",
     "topic_compression",
     "status",
     "reason",

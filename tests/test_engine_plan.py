@@ -117,3 +117,56 @@ def test_cli_bad_plan_fails_before_any_work(tmp_path: Path, text: str, key: str,
     assert len(lines) == 1, p.stderr
     assert key in lines[0] and fix in lines[0]
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- parsed once, one spelling each
+
+PARSE_ONCE = """
+name = "p"
+[transport]
+kind = "dry"
+[[sweep]]
+name = "s"
+experiments = ["C", "F"]
+codec = ["zstd:3", "lz4"]
+rate = 100
+topic_compression = ["producer", "none"]
+key_policy = "{kp}"
+"""
+
+
+@pytest.mark.parametrize("kp", ["roundrobin", "round-robin"])
+def test_cells_carry_a_parsed_codec_and_one_spelling_each(tmp_path: Path, kp: str) -> None:
+    from kbench.kafka.drivers import KEY_POLICIES
+    from kbench.model.codecs import CodecSpec
+
+    path = tmp_path / "p.toml"
+    path.write_text(PARSE_ONCE.format(kp=kp))
+    cells = plan_mod.expand(plan_mod.load(str(path)))
+    assert {c.spec for c in cells} == {CodecSpec("zstd", 3), CodecSpec("lz4", None)}
+    assert all(str(c.spec) == c.codec for c in cells)
+    assert {c.topic_compression for c in cells} == {"producer", "uncompressed"}
+    assert {c.key_policy for c in cells} == {"round-robin"} and "round-robin" in KEY_POLICIES
+
+
+def test_transports_do_not_parse_the_codec_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbench.engine.transports.base import RunRequest
+    from kbench.engine.transports.dry import DryTransport
+    from kbench.engine.transports.simulated import SimTransport
+    from kbench.model import codecs, corpus
+
+    path = tmp_path / "p.toml"
+    path.write_text(PARSE_ONCE.format(kp="none"))
+    cells = plan_mod.expand(plan_mod.load(str(path)))
+
+    def refuse(text: str) -> codecs.CodecSpec:
+        raise AssertionError(f"codec parsed again: {text}")
+
+    monkeypatch.setattr(codecs, "parse_spec", refuse)
+    data = corpus.generate("json", 20000)
+    for transport in (DryTransport(), SimTransport()):
+        for c in cells:
+            req = RunRequest(cell=c, topic="t", corpus=data, rate=100.0, duration_s=0.01, steady_skip_s=0.0)
+            res = transport.run(req)
+            want = c.spec.codec if c.topic_compression == "producer" else "none"
+            assert set(res.stored_codecs) == {want}, (transport.kind, c)

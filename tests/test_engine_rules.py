@@ -151,3 +151,12 @@ def test_failed_rows_cover_every_experiment() -> None:
     out = rules.failed_rows(cell(("A", "D")), 2, 1000.0, "boom")
     assert set(out) == {"A", "D"} and out["D"][0]["role"] == "all"
     assert all(r[0]["status"] == "FAILED_RUN" for r in out.values())
+
+
+def test_topic_compression_none_reads_back_as_uncompressed() -> None:
+    # the plan's "none" is Kafka's "uncompressed"; either spelling read back is the planned setting
+    for got in ("uncompressed", "none"):
+        out = rows(cell(("C",), tc="uncompressed"), result(topic_compression_readback=got))
+        assert out["C"][0]["status"] == "OK", (got, out["C"][0]["reason"])
+    out = rows(cell(("C",), tc="uncompressed"), result(topic_compression_readback="zstd"))
+    assert out["C"][0]["status"] == "FAILED_TOPIC_CONFIG"

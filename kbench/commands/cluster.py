@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from kbench import _native
+from kbench.commands.args import key_value
 from kbench.kafka.cluster import (
     DEFAULT_HEAP,
     DEFAULT_PORT_BASE,
@@ -19,12 +20,7 @@ from kbench.kafka.cluster import (
 )
 from kbench.kafka.kafka_dist import KafkaDistError
 
-
-def _kv(text: str) -> tuple[str, str]:
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. --broker-config num.io.threads=4)")
-    k, v = text.split("=", 1)
-    return k.strip(), v.strip()
+_KV = key_value("--broker-config num.io.threads=4")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     up.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
     up.add_argument(
         "--broker-config",
-        type=_kv,
+        type=_KV,
         action="append",
         default=[],
         metavar="K=V",

@@ -8,19 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kbench.commands.args import key_value
+from kbench.engine.experiments import SATURATED_FLAG
 from kbench.kafka import admin
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
 from kbench.model import corpus
+from kbench.model.stats import histogram_us
 
-PCTS = (50, 95, 99, 99.9)
-
-
-def _kv(text: str) -> tuple[str, str]:
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. -X linger.ms=5)")
-    k, v = text.split("=", 1)
-    return k.strip(), v.strip()
+_KV = key_value("-X linger.ms=5")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -38,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--create", action="store_true", help="create the topic first")
     p.add_argument("--partitions", type=int, default=3)
     p.add_argument("--replication-factor", type=int, default=1)
-    p.add_argument("--topic-config", type=_kv, action="append", default=[], metavar="K=V")
+    p.add_argument("--topic-config", type=_KV, action="append", default=[], metavar="K=V")
     p.add_argument("--mode", choices=("fixed-rate", "saturated"), default="fixed-rate")
     p.add_argument("--rate", type=float, default=0.0, help="messages/s (fixed-rate)")
     p.add_argument("--count", type=int, default=0, help="messages to send")
@@ -47,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "-X",
         dest="props",
-        type=_kv,
+        type=_KV,
         action="append",
         default=[],
         metavar="PROP=VAL",
@@ -70,24 +66,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _pcts(h: Any) -> dict[str, float | None]:
-    if h is None or h.count == 0:
-        return {}
-    out: dict[str, float | None] = {f"p{q:g}_us": h.percentile(q) / 1e3 for q in PCTS}
-    out["max_us"] = h.max / 1e3
-    out["count"] = h.count
-    return out
+    """A histogram's µs figures (kbench.model.stats.histogram_us); empty without samples."""
+    d = histogram_us(h)
+    return {k: v for k, v in d.items() if k != "out_of_range"} if d and d["count"] else {}
 
 
 def _summary(r: ProducerResult) -> dict[str, Any]:
     return {
         "mode": r.mode,
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "failed": r.failed,
-        "undelivered": r.undelivered,
-        "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate,
-        "delivered_rate": r.delivered_rate,
+        **r.counts(),
         "target_rate": r.rate or None,
         "rate_deviation": r.rate_deviation,
         "delivery_errors": r.delivery_errors,
@@ -166,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         if s[name]:
             print(f"{name:9} " + "  ".join(f"{k}={v:,.1f}" for k, v in s[name].items() if k != "count"))
     if not s["latency_comparable"]:
-        print("latency-NOT-comparable-saturated: saturated latencies are queueing, not service")
+        print(f"{SATURATED_FLAG}: saturated latencies are queueing, not service")
     if cons is not None:
         c = out["consumer"]
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")

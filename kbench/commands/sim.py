@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kbench.model import corpus as corpus_mod
 from kbench.model import simulator as sim
-from kbench.model.codecs import parse_spec
+from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
 from kbench.model.units import parse_size
 
 NAME = "sim"
@@ -65,7 +65,8 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
     sizes = [parse_size(s) for s in (args.batch_size or ["16KiB"])]
     topic, tlevel = None, None
     if args.topic_compression and args.topic_compression != "producer":
-        ts = parse_spec("none" if args.topic_compression == "uncompressed" else args.topic_compression)
+        name, sep, level = args.topic_compression.partition(":")
+        ts = parse_spec(batch_codec(name) + sep + level)
         topic, tlevel = ts.codec, ts.level
     out = []
     for spec, bs in itertools.product(codecs, sizes):
@@ -91,7 +92,7 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
 
 def _line(r: sim.SimResult) -> str:
     c = r.config
-    codec = c.codec if c.level is None else f"{c.codec}:{c.level}"
+    codec = str(CodecSpec(c.codec, c.level))
     stored = ",".join(f"{k}" for k in sorted(r.stored_codecs))
     row = r.row()
     return (

@@ -22,7 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kbench.engine import experiments
+from kbench.kafka.drivers import KEY_POLICIES
 from kbench.model import codecs
+from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
 __all__ = [
@@ -39,19 +42,13 @@ __all__ = [
     "parse",
 ]
 
-#: The experiments a sweep can feed (DESIGN §2).
-EXPERIMENTS: dict[str, str] = {
-    "A": "latency cost of a codec at a common fixed rate",
-    "B": "throughput cost (saturated producer)",
-    "C": "compression ratio vs corpus (stored bytes)",
-    "D": "who pays the CPU (per role, fixed rate)",
-    "E": "batch-size effect (batch.size x linger.ms x partitions)",
-    "F": "broker recompression (topic compression.type vs producer codec)",
-}
-FIXED_RATE_EXPERIMENTS = frozenset("ADE")
+#: The experiments a sweep can feed (DESIGN §2), from the registry.
+EXPERIMENTS: dict[str, str] = {k: experiments.get(k).title for k in experiments.RUN_EXPERIMENTS}
 TRANSPORT_KINDS = ("local", "bootstrap", "sim", "dry")
 ACKS = ("0", "1", "all", "-1")
-TOPIC_COMPRESSION = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+TOPIC_COMPRESSION = (*codecs.TOPIC_COMPRESSION, "none")
+#: The key policy: the plan may write ``roundrobin`` (the older spelling) for ``round-robin``.
+KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
 
 TOP_KEYS = {
     "name": "a short name for the plan",
@@ -96,7 +93,7 @@ SWEEP_KEYS = {
     "rate": 'messages/s (a number), "saturated", or "auto", or a list',
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
-    "key_policy": "none, roundrobin or random",
+    "key_policy": "none, round-robin or random",
 }
 
 
@@ -128,7 +125,7 @@ class CorpusDef:
 class Sweep:
     name: str
     experiments: tuple[str, ...]
-    codec: tuple[str, ...]
+    codec: tuple[CodecSpec, ...]
     corpus: tuple[str, ...]
     batch_size: tuple[int, ...]
     linger_ms: tuple[float, ...]
@@ -154,9 +151,18 @@ class Cell:
     partitions: int
     acks: str
     rate: float | str  # msgs/s, "saturated" or "auto"
-    topic_compression: str
+    topic_compression: str  # Kafka's spelling (codecs.topic_compression): producer, uncompressed, ...
     topic_config: Mapping[str, str] = field(default_factory=dict)
-    key_policy: str = "none"
+    key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
+    #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
+    spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            object.__setattr__(self, "spec", codecs.parse_spec(self.codec))
+        # the one place a cell's settings get their single spelling
+        object.__setattr__(self, "topic_compression", codecs.topic_compression(self.topic_compression))
+        object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
 
     @property
     def saturated(self) -> bool:
@@ -173,6 +179,8 @@ class Cell:
             "linger_ms": self.linger_ms,
             "partitions": self.partitions,
             "acks": self.acks,
+            "rate": self.rate,
+            "key_policy": self.key_policy,
             "topic_compression": self.topic_compression,
         }
 
@@ -344,10 +352,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     for e in exps:
         if e not in EXPERIMENTS:
             raise PlanError(f"{w}experiments: unknown experiment '{e}'; use some of {', '.join(EXPERIMENTS)}")
-    codecs_: list[str] = []
+    codecs_: list[CodecSpec] = []
     for c in _as_list(tbl.get("codec", "none")):
         try:
-            codecs_.append(str(codecs.parse_spec(str(c))))
+            codecs_.append(codecs.parse_spec(str(c)))
         except codecs.CodecError as e:
             raise PlanError(f"{w}codec: {e}") from None
     corp = [
@@ -374,14 +382,16 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if "compression.type" in topic_config:
         raise PlanError(f"{w}topic_config.compression.type: set it with topic_compression instead")
     kp = str(tbl.get("key_policy", "none"))
-    if kp not in ("none", "roundrobin", "random"):
-        raise PlanError(f"{w}key_policy: '{kp}' is unknown; use none, roundrobin or random")
+    kp = KEY_POLICY_SPELLINGS.get(kp, kp)
+    if kp not in KEY_POLICIES:
+        raise PlanError(f"{w}key_policy: '{kp}' is unknown; use {', '.join(KEY_POLICIES)}")
     # The experiments' rules (DESIGN §2).
-    if "B" in exps and any(r != "saturated" for r in rates):
-        raise PlanError(
-            f'{w}rate: experiment B measures a saturated producer; set rate = "saturated" or move B to its own sweep'
-        )
-    fixed = FIXED_RATE_EXPERIMENTS.intersection(exps)
+    for e in sorted(experiments.SATURATED.intersection(exps)):
+        if any(r != "saturated" for r in rates):
+            raise PlanError(
+                f'{w}rate: experiment {e} measures a saturated producer; set rate = "saturated" or move {e} to its own sweep'
+            )
+    fixed = experiments.FIXED_RATE.intersection(exps)
     if fixed and any(r == "saturated" for r in rates):
         raise PlanError(f'{w}rate: experiments {", ".join(sorted(fixed))} need a fixed rate; give messages/s or "auto"')
     if "F" in exps and len(set(tc)) < 2:
@@ -398,7 +408,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         partitions=tuple(parts),
         acks=tuple("all" if a == "-1" else a for a in acks),
         rate=tuple(rates),
-        topic_compression=tuple("uncompressed" if t == "none" else t for t in tc),
+        topic_compression=tuple(tc),
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
     )
@@ -511,7 +521,8 @@ def expand(plan: Plan) -> list[Cell]:
                     cell_id=f"{s.name}-{j:03d}",
                     sweep=s.name,
                     experiments=s.experiments,
-                    codec=c,
+                    codec=str(c),
+                    spec=c,
                     corpus=corp,
                     batch_size=bs,
                     linger_ms=lg,

@@ -10,18 +10,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbench.engine import experiments
+from kbench.engine.experiments import SATURATED_FLAG
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
+from kbench.model.codecs import batch_codec, topic_compression
 from kbench.model.corpus import Corpus
 
 __all__ = ["RATE_TOLERANCE", "STEAL_LIMIT_PCT", "SATURATED_FLAG", "Verdict", "judge", "rows_for", "failed_rows"]
 
 RATE_TOLERANCE = 0.02
 STEAL_LIMIT_PCT = 1.0
-SATURATED_FLAG = "latency-NOT-comparable-saturated"
 GB = 1e9
 
 #: Severity of statuses: the most severe one of a run wins.
@@ -61,11 +64,6 @@ class Verdict:
         return "; ".join(self.reasons)
 
 
-def _norm_codec(name: str) -> str:
-    n = name.split(":")[0].lower()
-    return "none" if n in ("none", "uncompressed") else n
-
-
 def judge(cell: Cell, res: RunResult) -> Verdict:
     """The run-level verdict that applies to every row of the run."""
     v = Verdict()
@@ -84,7 +82,7 @@ def judge(cell: Cell, res: RunResult) -> Verdict:
         v.add("FAILED_LOSS", f"{res.delivery_errors} delivery errors")
     want = cell.topic_compression
     got = res.topic_compression_readback
-    if got is not None and _norm_codec(got) != _norm_codec(want) and not (want == "producer" and got == "producer"):
+    if got is not None and topic_compression(got) != topic_compression(want):
         v.add("FAILED_TOPIC_CONFIG", f"topic compression.type reads back '{got}', the plan says '{want}'")
     if res.synthetic:
         v.reasons.append("dry transport: timings and CPU are synthetic, not measurements")
@@ -141,6 +139,185 @@ def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, s
     return c.usr_s / wall * 100, c.sys_s / wall * 100, c.usr_s + c.sys_s, None, ""
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One repetition's inputs to the rows of every experiment its cell feeds."""
+
+    cell: Cell
+    rep: int
+    res: RunResult
+    corpus: Corpus
+    corpus_entropy: float
+    replication_factor: int
+    verdict: Verdict
+
+    def base(self) -> dict[str, Any]:
+        return _base(self.cell, self.rep, self.res, self.res.target_rate)
+
+
+def _unmeasured(exp: str, x: _Run) -> Verdict:
+    """The run's verdict, NA with the registry's reason for each needed field the transport left None."""
+    missing = [why for f, why in experiments.get(exp).needs.items() if getattr(x.res, f) is None]
+    return x.verdict.merged(Verdict("NA", missing)) if missing else x.verdict
+
+
+def _finish(row: dict[str, Any], v: Verdict) -> dict[str, Any]:
+    row["status"] = v.status
+    row["reason"] = v.reason
+    return row
+
+
+def _loss(res: RunResult) -> dict[str, Any]:
+    return {"lost": res.lost, "duplicated": res.duplicated, "delivery_errors": res.delivery_errors}
+
+
+def _rows_a(x: _Run) -> list[dict[str, Any]]:
+    res, row = x.res, x.base()
+    row.update(_lat("corrected", res.latency_corrected, _ALL))
+    row.update(_lat("service", res.latency_service, _ALL))
+    row.update(_lat("delay", res.latency_delay, ("p99_us", "max_us")))
+    row.update(_lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
+    row["out_of_range"] = sum(
+        h.out_of_range for h in (res.latency_corrected, res.latency_service, res.latency_e2e) if h is not None
+    )
+    row.update(_loss(res))
+    return [_finish(row, _unmeasured("A", x))]
+
+
+def _rows_b(x: _Run) -> list[dict[str, Any]]:
+    res, row = x.res, x.base()
+    el = res.elapsed_s if res.elapsed_s > 0 else float("nan")
+    row["payload_mb_per_s"] = res.payload_bytes / el / 1e6
+    row["producer_wire_mb_per_s"] = None if res.producer_wire_bytes is None else res.producer_wire_bytes / el / 1e6
+    row.update(_lat("service", res.latency_service, ("p50_us", "p99_us")))
+    row["latency_flag"] = SATURATED_FLAG
+    row.update(_loss(res))
+    return [_finish(row, x.verdict)]
+
+
+def _rows_c(x: _Run) -> list[dict[str, Any]]:
+    res, row = x.res, x.base()
+    row.update(
+        payload_bytes=res.payload_bytes,
+        stored_bytes=res.stored_bytes,
+        ratio=_ratio(res),
+        batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes)
+        if (res.stored_uncompressed_bytes and res.stored_bytes)
+        else None,
+        corpus_entropy_bits=x.corpus_entropy,
+        corpus_sha256=x.corpus.sha256,
+        corpus_near_random=x.corpus_entropy >= 6.3,
+        stored_batches=res.stored_batches,
+        stored_codecs=sorted(res.stored_codecs),
+    )
+    return [_finish(row, _unmeasured("C", x))]
+
+
+def _rows_d(x: _Run) -> list[dict[str, Any]]:
+    res = x.res
+    rows = []
+    gb = res.payload_bytes / GB
+    consumer_wire = (res.consumer_wire_bytes, "consumer statistics: bytes in")
+    if res.consumer_wire_bytes is None and res.stored_bytes is not None and res.consumed:
+        consumer_wire = (res.stored_bytes, "stored bytes fetched once (consumer statistics not exported)")
+    wire = {"producer": (res.producer_wire_bytes, "producer statistics: bytes out"), "consumer": consumer_wire}
+    for c in res.cpu:
+        r = x.base()
+        usr, sys_, cpu_s, st, why = _cpu_role(c)
+        r.update(role=c.role, pid=c.pid, usr_pct=usr, sys_pct=sys_, cpu_s=cpu_s, payload_gb=gb, steal_pct=res.steal_pct)
+        r["cpu_s_per_gb"] = (cpu_s / gb) if (cpu_s is not None and gb > 0) else None
+        if c.role.startswith("broker"):
+            repl = None if res.stored_bytes is None else res.stored_bytes * max(0, x.replication_factor - 1)
+            r.update(wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={x.replication_factor}")
+        else:
+            wb, src = wire.get(c.role, (None, ""))
+            r.update(wire_bytes=wb, wire_source=src)
+        v = x.verdict if st is None else x.verdict.merged(Verdict(st, [why]))
+        rows.append(_finish(r, v))
+    if not rows:
+        r = x.base()
+        r.update(role="all")
+        rows.append(_finish(r, x.verdict.merged(Verdict("NA", [experiments.get("D").needs["cpu"]]))))
+    return rows
+
+
+#: E's batch-fill columns: from the stored batches, and from the client's statistics.
+_FILL = {
+    "batches": "batches",
+    "records_per_batch_p50": "records_p50",
+    "records_per_batch_p90": "records_p90",
+    "records_per_batch_max": "records_max",
+    "bytes_per_batch_p50": "bytes_p50",
+    "bytes_per_batch_p90": "bytes_p90",
+    "bytes_per_batch_max": "bytes_max",
+    "fill_source": "source",
+}
+_CLIENT_FILL = {
+    "client_records_per_batch_p50": "records_p50",
+    "client_records_per_batch_p90": "records_p90",
+    "client_batch_bytes_p50": "bytes_p50",
+    "client_batch_bytes_p90": "bytes_p90",
+}
+
+
+def _rows_e(x: _Run) -> list[dict[str, Any]]:
+    res, row = x.res, x.base()
+    bf, cf = res.batch_fill, res.client_fill
+    row.update({col: (getattr(bf, f) if bf else None) for col, f in _FILL.items()})
+    row.update({col: (getattr(cf, f) if cf else None) for col, f in _CLIENT_FILL.items()})
+    row.update(
+        payload_bytes=res.payload_bytes,
+        stored_bytes=res.stored_bytes,
+        ratio=_ratio(res),
+    )
+    return [_finish(row, x.verdict)]
+
+
+def _rows_f(x: _Run) -> list[dict[str, Any]]:
+    res, row = x.res, x.base()
+    brokers = [c for c in res.cpu if c.role.startswith("broker")]
+    usr = sys_ = cpu = None
+    v = x.verdict
+    if brokers:
+        parts = [_cpu_role(c) for c in brokers]
+        bad = [p for p in parts if p[3] is not None]
+        if bad:
+            v = v.merged(Verdict(bad[0][3] or "NA", [p[4] for p in bad]))
+        else:
+            usr = sum(p[0] or 0 for p in parts)
+            sys_ = sum(p[1] or 0 for p in parts)
+            cpu = sum(p[2] or 0 for p in parts)
+    else:
+        v = v.merged(Verdict("NA", [experiments.get("F").needs["cpu"]]))
+    gb = res.payload_bytes / GB
+    stored = {batch_codec(c) for c in res.stored_codecs}
+    recompressed: bool | None = None
+    if stored:
+        recompressed = stored != {x.cell.spec.codec}
+    row.update(
+        producer_codec=x.cell.codec,
+        stored_codecs=sorted(res.stored_codecs),
+        recompressed=recompressed,
+        broker_usr_pct=usr,
+        broker_sys_pct=sys_,
+        broker_cpu_s_per_gb=(cpu / gb) if (cpu is not None and gb > 0) else None,
+        payload_bytes=res.payload_bytes,
+        stored_bytes=res.stored_bytes,
+    )
+    return [_finish(row, v)]
+
+
+#: Per experiment: the rows one repetition contributes to its CSV.
+_ROWS: dict[str, Callable[[_Run], list[dict[str, Any]]]] = {
+    "A": _rows_a,
+    "B": _rows_b,
+    "C": _rows_c,
+    "D": _rows_d,
+    "E": _rows_e,
+    "F": _rows_f,
+}
+
+
 def rows_for(
     cell: Cell,
     rep: int,
@@ -150,144 +327,8 @@ def rows_for(
     replication_factor: int,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows this run contributes to each experiment CSV its cell feeds."""
-    verdict = judge(cell, res)
-    out: dict[str, list[dict[str, Any]]] = {}
-
-    def finish(row: dict[str, Any], v: Verdict) -> dict[str, Any]:
-        row["status"] = v.status
-        row["reason"] = v.reason
-        return row
-
-    for exp in cell.experiments:
-        row = _base(cell, rep, res, res.target_rate)
-        if exp == "A":
-            row.update(_lat("corrected", res.latency_corrected, _ALL))
-            row.update(_lat("service", res.latency_service, _ALL))
-            row.update(_lat("delay", res.latency_delay, ("p99_us", "max_us")))
-            row.update(_lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
-            row["out_of_range"] = sum(
-                x.out_of_range for x in (res.latency_corrected, res.latency_service, res.latency_e2e) if x is not None
-            )
-            row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
-            v = verdict
-            if res.latency_corrected is None:
-                v = v.merged(Verdict("NA", ["latency not measured by this transport"]))
-            out["A"] = [finish(row, v)]
-        elif exp == "B":
-            el = res.elapsed_s if res.elapsed_s > 0 else float("nan")
-            row["payload_mb_per_s"] = res.payload_bytes / el / 1e6
-            row["producer_wire_mb_per_s"] = (
-                None if res.producer_wire_bytes is None else res.producer_wire_bytes / el / 1e6
-            )
-            row.update(_lat("service", res.latency_service, ("p50_us", "p99_us")))
-            row["latency_flag"] = SATURATED_FLAG
-            row.update(lost=res.lost, duplicated=res.duplicated, delivery_errors=res.delivery_errors)
-            out["B"] = [finish(row, verdict)]
-        elif exp == "C":
-            row.update(
-                payload_bytes=res.payload_bytes,
-                stored_bytes=res.stored_bytes,
-                ratio=_ratio(res),
-                batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes)
-                if (res.stored_uncompressed_bytes and res.stored_bytes)
-                else None,
-                corpus_entropy_bits=corpus_entropy,
-                corpus_sha256=corpus.sha256,
-                corpus_near_random=corpus_entropy >= 6.3,
-                stored_batches=res.stored_batches,
-                stored_codecs=sorted(res.stored_codecs),
-            )
-            v = verdict
-            if res.stored_bytes is None:
-                v = v.merged(Verdict("NA", ["stored bytes not measured by this transport"]))
-            out["C"] = [finish(row, v)]
-        elif exp == "D":
-            rows = []
-            gb = res.payload_bytes / GB
-            consumer_wire = (res.consumer_wire_bytes, "consumer statistics: bytes in")
-            if res.consumer_wire_bytes is None and res.stored_bytes is not None and res.consumed:
-                consumer_wire = (res.stored_bytes, "stored bytes fetched once (consumer statistics not exported)")
-            wire = {"producer": (res.producer_wire_bytes, "producer statistics: bytes out"), "consumer": consumer_wire}
-            for c in res.cpu:
-                r = dict(_base(cell, rep, res, res.target_rate))
-                usr, sys_, cpu_s, st, why = _cpu_role(c)
-                r.update(
-                    role=c.role,
-                    pid=c.pid,
-                    usr_pct=usr,
-                    sys_pct=sys_,
-                    cpu_s=cpu_s,
-                    payload_gb=gb,
-                    steal_pct=res.steal_pct,
-                )
-                r["cpu_s_per_gb"] = (cpu_s / gb) if (cpu_s is not None and gb > 0) else None
-                if c.role.startswith("broker"):
-                    repl = None if res.stored_bytes is None else res.stored_bytes * max(0, replication_factor - 1)
-                    r.update(
-                        wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={replication_factor}"
-                    )
-                else:
-                    wb, src = wire.get(c.role, (None, ""))
-                    r.update(wire_bytes=wb, wire_source=src)
-                v = verdict if st is None else verdict.merged(Verdict(st, [why]))
-                rows.append(finish(r, v))
-            if not rows:
-                r = dict(row)
-                r.update(role="all")
-                rows.append(finish(r, verdict.merged(Verdict("NA", ["this transport measured no CPU"]))))
-            out["D"] = rows
-        elif exp == "E":
-            bf = res.batch_fill
-            row.update(
-                batches=bf.batches if bf else None,
-                records_per_batch_p50=bf.records_p50 if bf else None,
-                records_per_batch_p90=bf.records_p90 if bf else None,
-                records_per_batch_max=bf.records_max if bf else None,
-                bytes_per_batch_p50=bf.bytes_p50 if bf else None,
-                bytes_per_batch_p90=bf.bytes_p90 if bf else None,
-                bytes_per_batch_max=bf.bytes_max if bf else None,
-                fill_source=bf.source if bf else None,
-                client_records_per_batch_p50=res.client_fill.records_p50 if res.client_fill else None,
-                client_records_per_batch_p90=res.client_fill.records_p90 if res.client_fill else None,
-                client_batch_bytes_p50=res.client_fill.bytes_p50 if res.client_fill else None,
-                client_batch_bytes_p90=res.client_fill.bytes_p90 if res.client_fill else None,
-                payload_bytes=res.payload_bytes,
-                stored_bytes=res.stored_bytes,
-                ratio=_ratio(res),
-            )
-            out["E"] = [finish(row, verdict)]
-        elif exp == "F":
-            brokers = [c for c in res.cpu if c.role.startswith("broker")]
-            usr = sys_ = cpu = None
-            v = verdict
-            if brokers:
-                parts = [_cpu_role(c) for c in brokers]
-                bad = [p for p in parts if p[3] is not None]
-                if bad:
-                    v = v.merged(Verdict(bad[0][3] or "NA", [p[4] for p in bad]))
-                else:
-                    usr = sum(p[0] or 0 for p in parts)
-                    sys_ = sum(p[1] or 0 for p in parts)
-                    cpu = sum(p[2] or 0 for p in parts)
-            else:
-                v = v.merged(Verdict("NA", ["broker CPU not measured (no local broker pids)"]))
-            gb = res.payload_bytes / GB
-            stored = {_norm_codec(c) for c in res.stored_codecs}
-            recompressed: bool | None = None
-            if stored:
-                recompressed = stored != {_norm_codec(cell.codec)}
-            row.update(
-                producer_codec=cell.codec,
-                stored_codecs=sorted(res.stored_codecs),
-                recompressed=recompressed,
-                broker_usr_pct=usr,
-                broker_sys_pct=sys_,
-                broker_cpu_s_per_gb=(cpu / gb) if (cpu is not None and gb > 0) else None,
-                payload_bytes=res.payload_bytes,
-                stored_bytes=res.stored_bytes,
-            )
-            out["F"] = [finish(row, v)]
-    return out
+    x = _Run(cell, rep, res, corpus, corpus_entropy, replication_factor, judge(cell, res))
+    return {exp: _ROWS[exp](x) for exp in cell.experiments}
 
 
 def failed_rows(cell: Cell, rep: int, target: float | None, reason: str) -> dict[str, list[dict[str, Any]]]:

@@ -141,50 +141,73 @@ def _planned_s(plan: Plan, reps: int, warmup: bool) -> float:
     return reps * plan.duration_s + (plan.warmup_s if warmup else 0.0)
 
 
-def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
-    """Run (or resume) a plan into ``opts.run_dir`` with ``transport``."""
-    plan = opts.plan
-    run_dir = opts.run_dir
-    client = {**plan.client, **opts.client_overrides}
-    scrub = Scrubber.of(plan.raw, client)
-    log_path = run_dir / "run.log"
+@dataclass
+class _Session:
+    """What every step of one ``execute`` call shares."""
 
-    def log(msg: str) -> None:
-        with log_path.open("a") as f:
-            f.write(f"{_now()} {scrub(msg)}\n")
+    opts: RunOptions
+    transport: Transport
+    client: dict[str, str]
+    scrub: Scrubber
+    corpora: dict[str, Corpus]
+    entropies: dict[str, float]
+    man: dict[str, Any] = field(default_factory=dict)
+    rows_written: int = 0
 
-    corpora = load_corpora(plan)  # before anything is written: a bad corpus leaves no trace
-    machine = describe().as_dict()
-    prior: dict[str, Any] = {}
-    if opts.resume:
-        prior = manifest_mod.read(run_dir)
-        if prior.get("plan_fingerprint") != plan.fingerprint():
-            raise PlanError(
-                f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan"
-            )
-        was = prior.get("machine", {})
-        if (was.get("hostname_hash"), was.get("arch")) != (machine["hostname_hash"], machine["arch"]):
-            raise PlanError(
-                f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
-            )
-        dropped = results.reconcile(run_dir)
-        if dropped:
-            log(f"resume: dropped incomplete rows {dropped}")
-    else:
+    @property
+    def plan(self) -> Plan:
+        return self.opts.plan
+
+    @property
+    def run_dir(self) -> Path:
+        return self.opts.run_dir
+
+    def log(self, msg: str) -> None:
+        with (self.run_dir / "run.log").open("a") as f:
+            f.write(f"{_now()} {self.scrub(msg)}\n")
+
+    def save(self) -> None:
+        manifest_mod.write(self.run_dir, self.man, self.scrub)
+
+
+def _prepare_dir(s: _Session, machine: Mapping[str, Any]) -> dict[str, Any]:
+    """A new, empty run directory; or, with --resume, the prior manifest after checking that
+    the plan and machine are the same and dropping incomplete rows."""
+    run_dir, plan = s.run_dir, s.plan
+    if not s.opts.resume:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise FileExistsError(
                 f"run directory {run_dir} is not empty; choose another -o or continue it with --resume {run_dir}"
             )
         run_dir.mkdir(parents=True, exist_ok=True)
+        return {}
+    prior = manifest_mod.read(run_dir)
+    if prior.get("plan_fingerprint") != plan.fingerprint():
+        raise PlanError(
+            f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan"
+        )
+    was = prior.get("machine", {})
+    if (was.get("hostname_hash"), was.get("arch")) != (machine["hostname_hash"], machine["arch"]):
+        raise PlanError(
+            f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
+        )
+    dropped = results.reconcile(run_dir)
+    if dropped:
+        s.log(f"resume: dropped incomplete rows {dropped}")
+    return prior
 
-    seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
-    run_id = str(prior.get("run_id", _secrets.token_hex(4)))
-    entropies = {n: c.entropy for n, c in corpora.items()}
-    cells = plan_mod.expand(plan)
-    ordered = order_cells(cells, seed)
-    done = results.read_done(run_dir)
-    writer = results.ResultsWriter(run_dir)
 
+def _start_manifest(
+    s: _Session,
+    prior: Mapping[str, Any],
+    machine: Mapping[str, Any],
+    run_id: str,
+    seed: int,
+    cells: Sequence[Cell],
+    ordered: Sequence[Cell],
+) -> None:
+    """The manifest as the run starts (or resumes): plan, machine, versions, corpora, rules."""
+    plan, opts = s.plan, s.opts
     man: dict[str, Any] = dict(prior)
     man.update(
         run_id=run_id,
@@ -193,14 +216,13 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         plan_source=plan.source,
         plan_fingerprint=plan.fingerprint(),
         plan=redact(plan.raw),
-        client_properties=redact(client),
+        client_properties=redact(s.client),
         seed=seed,
         order=[c.cell_id for c in ordered],
         cells={
             c.cell_id: {
                 **c.params(),
                 "experiments": list(c.experiments),
-                "rate": c.rate,
                 "topic_config": dict(c.topic_config),
             }
             for c in cells
@@ -211,12 +233,12 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
             n: {
                 "source": c.source,
                 "sha256": c.sha256,
-                "entropy_bits_per_byte": entropies[n],
+                "entropy_bits_per_byte": s.entropies[n],
                 "records": len(c.records),
                 "bytes": c.size,
                 "near_random": c.near_random,
             }
-            for n, c in corpora.items()
+            for n, c in s.corpora.items()
         },
         command=redact_argv(opts.argv),
         overrides=dict(opts.overrides),
@@ -237,38 +259,138 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         entry: dict[str, Any] = {"at": _now()}
         if now_versions != man["versions"]:
             entry["versions"] = now_versions
-            log(f"resume: library versions changed since the run started: {now_versions}")
+            s.log(f"resume: library versions changed since the run started: {now_versions}")
         man["resumes"] = list(man["resumes"]) + [entry]
-    manifest_mod.write(run_dir, man, scrub)
+    s.man = man
+    s.save()
 
-    rows_written = 0
-    try:
-        info = transport.open()
-        man["transport"] = {
-            "kind": info.kind,
-            "bootstrap": info.bootstrap,
-            "client": info.client,
-            "kafka_version": info.kafka_version,
-            "brokers": [vars(b) for b in info.brokers],
-            "replication_factor": plan.transport.replication_factor,
-            "extra": dict(info.extra),
-        }
-        report = gate_mod.run_gate(_gate_context(plan, info, corpora, entropies, run_dir, opts), force=opts.force)
-        man.setdefault("gate_runs", [])
-        man["gate_runs"] = list(man["gate_runs"]) + [{"at": _now(), **report.as_dict()}]
-        man["gate"] = report.as_dict()
-        man["forced"] = bool(man.get("forced")) or (opts.force and report.blocked)
-        print("environment gate:\n" + report.table(), file=opts.progress_stream)
-        if report.blocked and not opts.force:
-            man["state"] = "refused-by-gate"
-            manifest_mod.write(run_dir, man, scrub)
-            names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
-            raise GateRefused(
-                f"environment gate: blocking check failed: {names}; fix it, or pass --force (recorded in the manifest)"
+
+def _open_and_gate(s: _Session) -> gate_mod.GateReport:
+    """Open the transport, record it, and run the environment gate (raises GateRefused)."""
+    plan, opts, man = s.plan, s.opts, s.man
+    info = s.transport.open()
+    man["transport"] = {
+        "kind": info.kind,
+        "bootstrap": info.bootstrap,
+        "client": info.client,
+        "kafka_version": info.kafka_version,
+        "brokers": [vars(b) for b in info.brokers],
+        "replication_factor": plan.transport.replication_factor,
+        "extra": dict(info.extra),
+    }
+    report = gate_mod.run_gate(_gate_context(plan, info, s.corpora, s.entropies, s.run_dir, opts), force=opts.force)
+    man.setdefault("gate_runs", [])
+    man["gate_runs"] = list(man["gate_runs"]) + [{"at": _now(), **report.as_dict()}]
+    man["gate"] = report.as_dict()
+    man["forced"] = bool(man.get("forced")) or (opts.force and report.blocked)
+    print("environment gate:\n" + report.table(), file=opts.progress_stream)
+    if report.blocked and not opts.force:
+        man["state"] = "refused-by-gate"
+        s.save()
+        names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
+        raise GateRefused(
+            f"environment gate: blocking check failed: {names}; fix it, or pass --force (recorded in the manifest)"
+        )
+    man["state"] = "running"
+    s.save()
+    return report
+
+
+def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float | None:
+    """The cell's target msgs/s: its number, None when saturated, or the common rate (derived
+    from the saturated cells' rows once, then recorded in the manifest)."""
+    if cell.rate == "saturated":
+        return None
+    if cell.rate != "auto":
+        return float(cell.rate)
+    common: float | None = s.man.get("rate_derivation", {}).get("rate_msgs")
+    if common is None:
+        deriv = derive_rate(s.run_dir, saturated_ids, s.plan.auto_rate_fraction)
+        s.man["rate_derivation"] = deriv
+        s.save()
+        common = float(deriv["rate_msgs"])
+        s.log(f"common rate derived: {deriv}")
+    return common
+
+
+def _request(s: _Session, run_id: str, cell: Cell, target: float | None, rep: int | None) -> RunRequest:
+    """The transport request of one repetition (``rep=None``: the warm-up)."""
+    plan = s.plan
+    suffix = "w" if rep is None else f"r{rep}"
+    return RunRequest(
+        cell=cell,
+        topic=f"kbench-{run_id}-{cell.cell_id}-{suffix}",
+        corpus=s.corpora[cell.corpus],
+        rate=target,
+        duration_s=plan.warmup_s if rep is None else plan.duration_s,
+        steady_skip_s=0.0 if rep is None else plan.steady_skip_s,
+        replication_factor=plan.transport.replication_factor,
+        min_insync_replicas=plan.transport.min_insync_replicas,
+        client_properties=s.client,
+        warmup=rep is None,
+    )
+
+
+def _run_cell(
+    s: _Session,
+    writer: results.ResultsWriter,
+    progress: Progress,
+    run_id: str,
+    cell: Cell,
+    reps: Sequence[int],
+    target: float | None,
+) -> None:
+    """The warm-up (when planned) and the given repetitions of one cell, rows written as each completes."""
+    plan = s.plan
+    if plan.warmup:
+        progress.show(f"{cell.cell_id} warm-up")
+        try:
+            s.transport.run(_request(s, run_id, cell, target, None))
+        except TransportError as e:
+            s.log(f"{cell.cell_id} warm-up failed: {e}")
+        progress.advance(plan.warmup_s, f"{cell.cell_id} warm-up done")
+    for rep in reps:
+        progress.show(f"{cell.cell_id} rep {rep}/{plan.repetitions}")
+        try:
+            res = s.transport.run(_request(s, run_id, cell, target, rep))
+            rows = rules.rows_for(
+                cell, rep, res, s.corpora[cell.corpus], s.entropies[cell.corpus], plan.transport.replication_factor
             )
-        man["state"] = "running"
-        manifest_mod.write(run_dir, man, scrub)
+            writer.write_histograms(cell.cell_id, rep, res.histograms)
+        except TransportError as e:
+            s.log(f"{cell.cell_id} rep {rep} failed: {e}")
+            rows = rules.failed_rows(cell, rep, target, s.scrub(str(e)))
+        status = "OK"
+        for exp, rs in rows.items():
+            for r in rs:
+                r["reason"] = s.scrub(str(r.get("reason", "")))
+            writer.append(exp, rs)
+            s.rows_written += len(rs)
+            status = rs[0]["status"] if status == "OK" else status
+        writer.mark_done(cell.cell_id, rep, status)
+        progress.advance(plan.duration_s, f"{cell.cell_id} rep {rep} {status}")
 
+
+def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
+    """Run (or resume) a plan into ``opts.run_dir`` with ``transport``."""
+    plan = opts.plan
+    client = {**plan.client, **opts.client_overrides}
+    corpora = load_corpora(plan)  # before anything is written: a bad corpus leaves no trace
+    s = _Session(
+        opts, transport, client, Scrubber.of(plan.raw, client), corpora, {n: c.entropy for n, c in corpora.items()}
+    )
+    machine = describe().as_dict()
+    prior = _prepare_dir(s, machine)
+    seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
+    run_id = str(prior.get("run_id", _secrets.token_hex(4)))
+    cells = plan_mod.expand(plan)
+    ordered = order_cells(cells, seed)
+    done = results.read_done(s.run_dir)
+    writer = results.ResultsWriter(s.run_dir)
+    _start_manifest(s, prior, machine, run_id, seed, cells, ordered)
+
+    try:
+        report = _open_and_gate(s)
         todo = [(c, [r for r in range(1, plan.repetitions + 1) if (c.cell_id, r) not in done]) for c in ordered]
         todo = [(c, reps) for c, reps in todo if reps]
         total_runs = sum(len(reps) + int(plan.warmup) for _, reps in todo)
@@ -276,86 +398,26 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
             total_runs, sum(_planned_s(plan, len(reps), plan.warmup) for _, reps in todo), stream=opts.progress_stream
         )
         progress.show("starting")
-        common_rate: float | None = man.get("rate_derivation", {}).get("rate_msgs")
         saturated_ids = [c.cell_id for c in cells if c.saturated]
-
         for cell, reps in todo:
-            target: float | None
-            if cell.rate == "auto":
-                if common_rate is None:
-                    deriv = derive_rate(run_dir, saturated_ids, plan.auto_rate_fraction)
-                    man["rate_derivation"] = deriv
-                    manifest_mod.write(run_dir, man, scrub)
-                    common_rate = float(deriv["rate_msgs"])
-                    log(f"common rate derived: {deriv}")
-                target = common_rate
-            elif cell.rate == "saturated":
-                target = None
-            else:
-                target = float(cell.rate)
-            corpus = corpora[cell.corpus]
-
-            def request(
-                rep: int | None, cell: Cell = cell, corpus: Corpus = corpus, target: float | None = target
-            ) -> RunRequest:
-                suffix = "w" if rep is None else f"r{rep}"
-                return RunRequest(
-                    cell=cell,
-                    topic=f"kbench-{run_id}-{cell.cell_id}-{suffix}",
-                    corpus=corpus,
-                    rate=target,
-                    duration_s=plan.warmup_s if rep is None else plan.duration_s,
-                    steady_skip_s=0.0 if rep is None else plan.steady_skip_s,
-                    replication_factor=plan.transport.replication_factor,
-                    min_insync_replicas=plan.transport.min_insync_replicas,
-                    client_properties=client,
-                    warmup=rep is None,
-                )
-
-            if plan.warmup:
-                progress.show(f"{cell.cell_id} warm-up")
-                try:
-                    transport.run(request(None))
-                except TransportError as e:
-                    log(f"{cell.cell_id} warm-up failed: {e}")
-                progress.advance(plan.warmup_s, f"{cell.cell_id} warm-up done")
-            for rep in reps:
-                progress.show(f"{cell.cell_id} rep {rep}/{plan.repetitions}")
-                try:
-                    res = transport.run(request(rep))
-                    rows = rules.rows_for(
-                        cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor
-                    )
-                    writer.write_histograms(cell.cell_id, rep, res.histograms)
-                except TransportError as e:
-                    log(f"{cell.cell_id} rep {rep} failed: {e}")
-                    rows = rules.failed_rows(cell, rep, target, scrub(str(e)))
-                status = "OK"
-                for exp, rs in rows.items():
-                    for r in rs:
-                        r["reason"] = scrub(str(r.get("reason", "")))
-                    writer.append(exp, rs)
-                    rows_written += len(rs)
-                    status = rs[0]["status"] if status == "OK" else status
-                writer.mark_done(cell.cell_id, rep, status)
-                progress.advance(plan.duration_s, f"{cell.cell_id} rep {rep} {status}")
+            _run_cell(s, writer, progress, run_id, cell, reps, _target_rate(s, cell, saturated_ids))
         progress.finish()
-        man["state"] = "complete"
-        man["finished_at"] = _now()
-        manifest_mod.write(run_dir, man, scrub)
+        s.man["state"] = "complete"
+        s.man["finished_at"] = _now()
+        s.save()
     except (KeyboardInterrupt, Exception) as e:
-        if man.get("state") not in ("refused-by-gate",):
-            man["state"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
-            man["stopped_at"] = _now()
+        if s.man.get("state") not in ("refused-by-gate",):
+            s.man["state"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+            s.man["stopped_at"] = _now()
             if not isinstance(e, KeyboardInterrupt):
-                man["error"] = str(e)
-            manifest_mod.write(run_dir, man, scrub)
+                s.man["error"] = str(e)
+            s.save()
         raise
     finally:
         transport.close()
     if opts.print_tables is not None:
-        opts.print_tables.write(tables(run_dir, plan.experiments) + "\n")
-    return RunOutcome(run_dir, man["state"], rows_written, report)
+        opts.print_tables.write(tables(s.run_dir, plan.experiments) + "\n")
+    return RunOutcome(s.run_dir, s.man["state"], s.rows_written, report)
 
 
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbench.engine.experiments import RUN_EXPERIMENTS, columns
+
 __all__ = [
     "COLUMNS",
     "JOURNAL",
@@ -44,113 +46,8 @@ STATUSES = (
     "FAILED_RUN",
 )
 
-CELL_COLUMNS: tuple[str, ...] = (
-    "cell_id",
-    "rep",
-    "sweep",
-    "codec",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "topic_compression",
-    "target_rate_msgs",
-    "achieved_rate_msgs",
-    "rate_error_pct",
-    "messages",
-)
-TAIL_COLUMNS: tuple[str, ...] = ("status", "reason")
-
-_LAT = ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")
-
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "A": CELL_COLUMNS
-    + tuple(f"corrected_{p}" for p in _LAT)
-    + tuple(f"service_{p}" for p in _LAT)
-    + (
-        "delay_p99_us",
-        "delay_max_us",
-        "e2e_p50_us",
-        "e2e_p99_us",
-        "e2e_max_us",
-        "out_of_range",
-        "lost",
-        "duplicated",
-        "delivery_errors",
-    )
-    + TAIL_COLUMNS,
-    "B": CELL_COLUMNS
-    + (
-        "payload_mb_per_s",
-        "producer_wire_mb_per_s",
-        "service_p50_us",
-        "service_p99_us",
-        "latency_flag",
-        "lost",
-        "duplicated",
-        "delivery_errors",
-    )
-    + TAIL_COLUMNS,
-    "C": CELL_COLUMNS
-    + (
-        "payload_bytes",
-        "stored_bytes",
-        "ratio",
-        "batch_ratio",
-        "corpus_entropy_bits",
-        "corpus_sha256",
-        "corpus_near_random",
-        "stored_batches",
-        "stored_codecs",
-    )
-    + TAIL_COLUMNS,
-    "D": CELL_COLUMNS
-    + (
-        "role",
-        "pid",
-        "usr_pct",
-        "sys_pct",
-        "cpu_s",
-        "payload_gb",
-        "cpu_s_per_gb",
-        "wire_bytes",
-        "wire_source",
-        "steal_pct",
-    )
-    + TAIL_COLUMNS,
-    "E": CELL_COLUMNS
-    + (
-        "batches",
-        "records_per_batch_p50",
-        "records_per_batch_p90",
-        "records_per_batch_max",
-        "bytes_per_batch_p50",
-        "bytes_per_batch_p90",
-        "bytes_per_batch_max",
-        "fill_source",
-        "client_records_per_batch_p50",
-        "client_records_per_batch_p90",
-        "client_batch_bytes_p50",
-        "client_batch_bytes_p90",
-        "payload_bytes",
-        "stored_bytes",
-        "ratio",
-    )
-    + TAIL_COLUMNS,
-    "F": CELL_COLUMNS
-    + (
-        "producer_codec",
-        "stored_codecs",
-        "recompressed",
-        "broker_usr_pct",
-        "broker_sys_pct",
-        "broker_cpu_s_per_gb",
-        "payload_bytes",
-        "stored_bytes",
-    )
-    + TAIL_COLUMNS,
-}
+#: Columns per experiment CSV, from the experiments registry.
+COLUMNS: dict[str, tuple[str, ...]] = {e: columns(e) for e in RUN_EXPERIMENTS}
 
 
 def format_value(v: Any) -> str:

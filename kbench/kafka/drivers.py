@@ -25,12 +25,14 @@ from kbench import _native
 from kbench._native import Histogram, KafkaError
 
 __all__ = [
+    "Background",
     "ConsumerResult",
     "KafkaError",
     "ProducerResult",
     "ProducerSpec",
     "RunPair",
     "consume",
+    "new_run_id",
     "produce",
     "produce_and_consume",
     "records_buffer",
@@ -120,6 +122,18 @@ class ProducerResult:
     rate: float = 0.0  # target (fixed-rate)
     dr_failed: int = 0
 
+    def counts(self) -> dict[str, Any]:
+        """The run's counters and rates, as the CLI and the worker report them."""
+        return {
+            "sent": self.sent,
+            "delivered": self.delivered,
+            "failed": self.failed,
+            "undelivered": self.undelivered,
+            "bytes": self.bytes,
+            "achieved_rate": self.achieved_rate,
+            "delivered_rate": self.delivered_rate,
+        }
+
     @property
     def send_seconds(self) -> float:
         """From the first due time (fixed-rate) or first send (saturated) to the last send."""
@@ -186,43 +200,61 @@ class RunPair:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class Background:
+    """``obj.run()`` in a daemon thread; ``done`` is set when it returns or raises, and
+    :meth:`result` hands back its return value or raises its exception in the caller."""
+
+    def __init__(self, obj: Any, name: str) -> None:
+        self._obj = obj
+        self._box: dict[str, Any] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._target, name=name, daemon=True)
+        self.thread.start()
+
+    def _target(self) -> None:
+        try:
+            self._box["result"] = self._obj.run()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            self._box["error"] = e
+        finally:
+            self.done.set()
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._box.get("error")
+
+    def result(self) -> Any:
+        """Wait for the thread; its return value, or its exception raised here."""
+        self.thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["result"]
+
+
 def _run_native(obj: Any) -> Any:
     """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop().
 
     The loop then finishes cleanly (the producer purges what is still queued) and its partial
     result comes back with ``stopped`` True and ``interrupted`` set.
     """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["result"] = obj.run()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            box["error"] = e
-        finally:
-            done.set()
-
-    t = threading.Thread(target=target, name="kbench-native", daemon=True)
-    t.start()
+    bg = Background(obj, "kbench-native")
     interrupted = False
     # wait on an Event, not Thread.join: in CPython 3.11 a join interrupted by Ctrl-C can mark
     # the thread finished while it still runs
-    while not done.is_set():
+    while not bg.done.is_set():
         try:
-            done.wait(0.2)
+            bg.done.wait(0.2)
         except KeyboardInterrupt:
             obj.stop()
             interrupted = True
-    t.join()
-    if "error" in box:
-        raise box["error"]
+    result = bg.result()
     if interrupted:
-        box["result"]["interrupted"] = True
-    return box["result"]
+        result["interrupted"] = True
+    return result
 
 
-def _new_run_id() -> int:
+def new_run_id() -> int:
+    """A random non-zero 63-bit id stamped into every record of one run (tells its records apart)."""
     return int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
 
 
@@ -256,7 +288,7 @@ def _producer_result(d: dict[str, Any], spec: ProducerSpec) -> ProducerResult:
 
 def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = None) -> ProducerResult:
     """Run the C producer loop to completion; KafkaError carries librdkafka's message."""
-    rid = run_id if run_id is not None else _new_run_id()
+    rid = run_id if run_id is not None else new_run_id()
     return _producer_result(_run_native(_producer(spec, records, rid)), spec)
 
 
@@ -317,7 +349,7 @@ def produce_and_consume(
         raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
     if not spec.headers:
         raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
-    run_id = _new_run_id()
+    run_id = new_run_id()
     cprops = (
         dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
     )
@@ -325,25 +357,13 @@ def produce_and_consume(
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
     cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
     prod = _producer(spec, records, run_id)
-    cbox: dict[str, Any] = {}
-    cdone = threading.Event()
-
-    def ctarget() -> None:
-        try:
-            cbox["result"] = cons.run()
-        except BaseException as e:  # noqa: BLE001
-            cbox["error"] = e
-        finally:
-            cdone.set()
-
-    ct = threading.Thread(target=ctarget, name="kbench-consumer", daemon=True)
-    ct.start()
+    cb = Background(cons, "kbench-consumer")
     try:
         # the consumer flips `ready` once assigned at the end offsets (or on failure)
-        while not cons.ready and not cdone.is_set():
-            cdone.wait(0.01)
-        if "error" in cbox:
-            raise cbox["error"]
+        while not cons.ready and not cb.done.is_set():
+            cb.done.wait(0.01)
+        if cb.error is not None:
+            raise cb.error
         if on_started:
             on_started()
         try:
@@ -353,17 +373,15 @@ def produce_and_consume(
             raise
         if pres.get("interrupted"):
             cons.stop()
-        while not cdone.is_set():
+        while not cb.done.is_set():
             try:
-                cdone.wait(0.2)
+                cb.done.wait(0.2)
             except KeyboardInterrupt:
                 cons.stop()
-        ct.join()
+        cb.thread.join()
     except KeyboardInterrupt:
         prod.stop()
         cons.stop()
-        cdone.wait()
+        cb.done.wait()
         raise
-    if "error" in cbox:
-        raise cbox["error"]
-    return RunPair(_producer_result(pres, spec), _consumer_result(cbox["result"], spec.count))
+    return RunPair(_producer_result(pres, spec), _consumer_result(cb.result(), spec.count))

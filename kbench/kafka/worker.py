@@ -20,19 +20,13 @@ from typing import Any
 from kbench import _native
 from kbench.kafka import drivers, procstat
 from kbench.model.corpus import read_records
-
-PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
+from kbench.model.stats import histogram_us
 
 
 def _hist(h: Any) -> dict[str, Any] | None:
-    if h is None:
-        return None
-    out: dict[str, Any] = {"count": h.count, "out_of_range": h.underflow + h.overflow}
-    for name, p in PCTS:
-        v = h.percentile(p)
-        out[name] = None if v is None else v / 1000.0
-    out["max_us"] = None if h.max is None else h.max / 1000.0
-    out["encoded"] = base64.b64encode(h.encode()).decode()
+    out = histogram_us(h)
+    if out is not None:
+        out["encoded"] = base64.b64encode(h.encode()).decode()
     return out
 
 
@@ -106,13 +100,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
     cpu = w.stop()
     return {
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "failed": r.failed,
-        "undelivered": r.undelivered,
-        "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate,
-        "delivered_rate": r.delivered_rate,
+        **r.counts(),
         "send_seconds": r.send_seconds,
         "delivery_errors": r.delivery_errors,
         "client_errors": r.client_errors,
@@ -133,28 +121,16 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         timeout=float(job["timeout"]),
         connect_timeout=float(job.get("connect_timeout", 10.0)),
     )
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["r"] = c.run()
-        except BaseException as e:  # noqa: BLE001 - reported to the parent
-            box["e"] = e
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    while not c.ready and t.is_alive():
-        t.join(0.005)
+    bg = drivers.Background(c, "kbench-consumer")
+    while not c.ready and not bg.done.is_set():
+        bg.done.wait(0.005)
     w = _Window(float(job.get("skip_s", 0.0)))
     _say("READY")
     w.start()
-    t.join()
+    bg.thread.join()
     cpu = w.stop()
-    if "e" in box:
-        raise box["e"]
-    r = drivers.ConsumerResult(
-        expected=int(job["expected"]), **{k: v for k, v in box["r"].items() if k != "interrupted"}
-    )
+    res = bg.result()  # raises the consumer's error, reported to the parent
+    r = drivers.ConsumerResult(expected=int(job["expected"]), **{k: v for k, v in res.items() if k != "interrupted"})
     return {
         "records": r.records,
         "bytes": r.bytes,

@@ -70,7 +70,7 @@ class MSummary:
 
     @property
     def spec(self) -> str:
-        return self.codec if self.level is None else f"{self.codec}:{self.level}"
+        return str(CodecSpec(self.codec, self.level))
 
 
 def _calibrate(timed: Callable[[int], int], min_time: float) -> int:

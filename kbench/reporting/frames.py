@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from kbench.engine import experiments
+from kbench.engine.store import format_value
+
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
     import pandas as pd
 
@@ -34,7 +37,7 @@ __all__ = [
 ]
 
 #: Experiments whose CSVs a run directory may hold (M: ``kbench codecs bench --csv``).
-EXPERIMENTS: tuple[str, ...] = ("A", "B", "C", "D", "E", "F", "M")
+EXPERIMENTS: tuple[str, ...] = tuple(experiments.EXPERIMENTS)
 
 #: Columns added to every row from the manifest (``machine`` is the grouping label).
 MACHINE_COLUMNS: tuple[str, ...] = (
@@ -60,6 +63,8 @@ TEXT_COLUMNS = frozenset(
         "codec",
         "corpus",
         "acks",
+        "rate",
+        "key_policy",
         "topic_compression",
         "status",
         "reason",
@@ -154,6 +159,16 @@ def _ends_mid_line(path: Path) -> bool:
         return f.read(1) != b"\n"
 
 
+def _add_plan_rate(df: pd.DataFrame, run: Run) -> None:
+    """CSVs written before the ``rate`` column: the plan's rate of each cell from the manifest,
+    so cells at different rates are not pooled."""
+    cells = run.manifest.get("cells")
+    if "rate" in df.columns or "cell_id" not in df.columns or not isinstance(cells, Mapping):
+        return
+    rates = {cid: format_value(c.get("rate")) for cid, c in cells.items() if isinstance(c, Mapping)}
+    df["rate"] = df["cell_id"].map(lambda cid: rates.get(cid, "NA"))
+
+
 def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     """One CSV, all rows (M warm-ups included), text columns as text, ``NA`` as missing."""
     import pandas as pd
@@ -173,6 +188,7 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise LoadError(f"{path}: no column {', '.join(missing)}; is this a kbench {exp}.csv?")
+    _add_plan_rate(df, run)
     for c in df.columns:
         if c in TEXT_COLUMNS:
             df[c] = df[c].fillna("NA")

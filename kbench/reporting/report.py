@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbench.engine.experiments import LABELS, M_LABELS, SATURATED_FLAG
 from kbench.engine.store import atomic_write
 from kbench.reporting import document as doc
 from kbench.reporting.frames import Run, frames, load_runs
@@ -30,8 +31,6 @@ __all__ = ["ReportFiles", "build", "write"]
 
 #: The codec every other codec is compared with (A–D), when the runs have it.
 BASELINE = "none"
-SATURATED_FLAG = "latency-NOT-comparable-saturated"
-LABELS = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
 TITLES = {
     "A": "Experiment A · latency at a common fixed rate (the latency cost of a codec)",
     "B": "Experiment B · saturated throughput (the throughput cost)",
@@ -842,7 +841,7 @@ def _start_plots(fr: Mapping[str, pd.DataFrame], pool: Any = None) -> Callable[[
 
 def _textify(df: pd.DataFrame) -> pd.DataFrame:
     """Label columns as the CSV wrote them (text), so tables group and print them verbatim."""
-    for c in (*LABELS, "level", "block_size", "role", "machine"):
+    for c in dict.fromkeys((*LABELS, *M_LABELS, "role", "machine")):
         if c in df.columns and not _is_text(df[c]):
             df[c] = df[c].map({v: label_text(v) for v in df[c].unique()})
     return df
@@ -914,8 +913,3 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     atomic_write(md, doc.to_markdown(blocks).encode())
     atomic_write(html_, doc.to_html(blocks, title).encode())
     return ReportFiles(md, html_, prov, tuple(paths))
-
-
-def provenance_texts(prov: Mapping[str, Any]) -> set[str]:
-    """The printed texts of a provenance.json (for audits)."""
-    return {f[2] for f in prov["figures"]}

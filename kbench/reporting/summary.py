@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kbench.engine.verdict import NO_DIFF, range_verdict
 from kbench.reporting.provenance import Fig, Ledger
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["NO_DIFF", "Stat", "empty_stat", "stats_many", "label_text", "overlap_verdict", "stats", "varying"]
-
-NO_DIFF = "no significant difference"
 
 
 class Stat:
@@ -202,11 +201,16 @@ def stats_many(
 
 
 def overlap_verdict(a: Stat, b: Stat, lower: str = "lower", higher: str = "higher") -> str:
-    """``no significant difference`` when the ranges overlap, else which side is higher."""
-    if not (a.ok and b.ok):
-        return "not comparable (no OK repetitions)"
-    alo, ahi, blo, bhi = a.value("min"), a.value("max"), b.value("min"), b.value("max")
-    assert alo is not None and ahi is not None and blo is not None and bhi is not None
-    if alo <= bhi and blo <= ahi:
-        return NO_DIFF
-    return higher if blo > ahi else lower
+    """The shared verdict rule (:func:`kbench.engine.verdict.range_verdict`) on two groups:
+    ``no significant difference``, a not-comparable reason, or whether ``b`` is higher or lower."""
+    rv = range_verdict(
+        int(a.value("count") or 0) if a.ok else 0,
+        a.value("min"),
+        a.value("max"),
+        int(b.value("count") or 0) if b.ok else 0,
+        b.value("min"),
+        b.value("max"),
+    )
+    if not rv.apart:
+        return rv.text
+    return higher if rv.a_lower else lower

@@ -36,8 +36,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
-from kbench.kafka import procstat
-from kbench.model import codecs
+from kbench.kafka import drivers, procstat
 from kbench.model.corpus import Corpus
 
 __all__ = ["KafkaTransport"]
@@ -237,7 +236,7 @@ class KafkaTransport:
         return {**client, "bootstrap.servers": self.bootstrap}
 
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
-        spec = codecs.parse_spec(req.cell.codec)
+        spec = req.cell.spec
         props = {
             **req.client_properties,
             "bootstrap.servers": self.bootstrap,
@@ -287,8 +286,7 @@ class KafkaTransport:
     def run(self, req: RunRequest) -> RunResult:
         cell = req.cell
         admin = self._admin_props(req.client_properties)
-        tc = "uncompressed" if cell.topic_compression in ("none", "uncompressed") else cell.topic_compression
-        configs = {**cell.topic_config, "compression.type": tc}
+        configs = {**cell.topic_config, "compression.type": cell.topic_compression}
         if req.min_insync_replicas:
             configs["min.insync.replicas"] = str(req.min_insync_replicas)
         try:
@@ -316,7 +314,7 @@ class KafkaTransport:
     def _measure(self, req: RunRequest, readback: str | None) -> RunResult:
         assert self._tmp is not None
         fixed = req.rate is not None
-        run_id = int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
+        run_id = drivers.new_run_id()
         stats = Path(self._tmp.name) / f"{req.topic}.stats.jsonl"
         count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0
         consumer = None
@@ -345,7 +343,7 @@ class KafkaTransport:
                 "rate": req.rate or 0.0,
                 "count": count,
                 "duration": 0.0 if fixed else req.duration_s,
-                "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
+                "keys": req.cell.key_policy,
                 "nkeys": 0 if req.cell.key_policy == "none" else 1024,
                 "stats_path": str(stats),
                 "skip_s": req.steady_skip_s,

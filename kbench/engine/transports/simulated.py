@@ -47,13 +47,9 @@ class SimTransport:
 
     def run(self, req: RunRequest) -> RunResult:
         cell = req.cell
-        spec = codecs.parse_spec(cell.codec)
-        tc = (
-            None
-            if cell.topic_compression == "producer"
-            else ("none" if cell.topic_compression == "uncompressed" else cell.topic_compression)
-        )
-        keys = {"none": 0, "roundrobin": 1024, "random": 1024}.get(cell.key_policy, 0)
+        spec = cell.spec
+        tc = None if cell.topic_compression == "producer" else codecs.stored_codec(cell.topic_compression, spec)
+        keys = 0 if cell.key_policy == "none" else 1024
         cfg = sim_mod.SimConfig(
             codec=spec.codec,
             level=spec.level,
@@ -64,7 +60,7 @@ class SimTransport:
             partitions=cell.partitions,
             rate=req.rate if req.rate is not None else SATURATED_SIM_RATE,
             keys=keys,
-            partitioner="round-robin" if cell.key_policy == "roundrobin" else "default",
+            partitioner="round-robin" if cell.key_policy == "round-robin" else "default",
             topic=req.topic[:200],
         )
         before = gate.sample(self.proc)
