@@ -45,7 +45,7 @@ static PyObject *py_metadata(PyObject *self, PyObject *args, PyObject *kw) {
     rc = kb_admin_metadata(&p, tms, &r, err, sizeof(err));
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, err);
+        kb_py_kafka_error(&p, err);
         goto done;
     }
     const struct rd_kafka_metadata *md = r.md;
@@ -138,7 +138,7 @@ static PyObject *py_create_topic(PyObject *self, PyObject *args, PyObject *kw) {
     rc = kb_admin_create_topic(&p, name, parts, rf, &c, tms, err, sizeof(err));
     Py_END_ALLOW_THREADS
     if (rc < 0)
-        PyErr_SetString(kb_KafkaError, err);
+        kb_py_kafka_error(&p, err);
     else
         ret = Py_NewRef(Py_None);
 done:
@@ -172,11 +172,11 @@ static PyObject *py_delete_topic(PyObject *self, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS
     rc = kb_admin_delete_topic(&p, name, tms, err, sizeof(err));
     Py_END_ALLOW_THREADS
+    if (rc < 0)
+        kb_py_kafka_error(&p, err);
     kb_props_free(&p);
-    if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, err);
+    if (rc < 0)
         return NULL;
-    }
     Py_RETURN_NONE;
 }
 
@@ -209,7 +209,7 @@ static PyObject *py_describe(PyObject *self, PyObject *args, PyObject *kw) {
     rc = kb_admin_describe_configs(&p, name, tms, &r, err, sizeof(err));
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, err);
+        kb_py_kafka_error(&p, err);
         goto done;
     }
     out = PyDict_New();

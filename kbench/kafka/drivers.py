@@ -23,6 +23,7 @@ from typing import Any
 
 from kbench import _native
 from kbench._native import Histogram, KafkaError
+from kbench.kafka.secret import redact_props
 
 __all__ = [
     "ConsumerResult",
@@ -39,12 +40,11 @@ __all__ = [
 
 MODES = ("fixed-rate", "saturated")
 KEY_POLICIES = ("none", "round-robin", "random")
-_SECRET_MARKS = ("password", "secret", "key.pem", "private", "sasl.oauthbearer.config", "keytab", "sasl.username")
 
 
 def redact(props: Mapping[str, str]) -> dict[str, str]:
-    """A copy of librdkafka properties safe for logs and CSVs (secret values replaced)."""
-    return {k: ("[redacted]" if any(m in k for m in _SECRET_MARKS) else str(v)) for k, v in props.items()}
+    """A copy of librdkafka properties safe for logs and CSVs (the secret rule of :mod:`kbench.kafka.secret`)."""
+    return redact_props(props)
 
 
 def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
