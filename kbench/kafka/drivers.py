@@ -32,6 +32,8 @@ __all__ = [
     "ProducerSpec",
     "RunPair",
     "consume",
+    "librdkafka_version",
+    "new_consumer",
     "produce",
     "produce_and_consume",
     "records_buffer",
@@ -45,6 +47,11 @@ KEY_POLICIES = ("none", "round-robin", "random")
 def redact(props: Mapping[str, str]) -> dict[str, str]:
     """A copy of librdkafka properties safe for logs and CSVs (the secret rule of :mod:`kbench.kafka.secret`)."""
     return redact_props(props)
+
+
+def librdkafka_version() -> str:
+    """The version of the librdkafka the C loops are linked against (``rd_kafka_version_str()``)."""
+    return str(_native.rdkafka_version)
 
 
 def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
@@ -260,15 +267,17 @@ def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = N
     return _producer_result(_run_native(_producer(spec, records, rid)), spec)
 
 
-def _consumer(
+def new_consumer(
     props: Mapping[str, str],
     topic: str,
     run_id: int,
     expected: int,
     timeout: float,
-    max_records: int,
-    connect_timeout: float,
-) -> Any:
+    max_records: int = 0,
+    connect_timeout: float = 10.0,
+) -> _native.Consumer:
+    """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
+    partitions are assigned at their end offsets, ``stop()`` ends it from another thread."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -296,7 +305,7 @@ def consume(
     connect_timeout: float = 10.0,
 ) -> ConsumerResult:
     """Consume from the topic's current end offsets (standalone use)."""
-    c = _consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
+    c = new_consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
     return _consumer_result(_run_native(c), expected)
 
 
@@ -323,7 +332,7 @@ def produce_and_consume(
     )
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
-    cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
+    cons = new_consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
     prod = _producer(spec, records, run_id)
     cbox: dict[str, Any] = {}
     cdone = threading.Event()
