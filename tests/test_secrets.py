@@ -242,3 +242,28 @@ def test_c_config_path_scrubs_librdkafkas_error_text() -> None:
     msg = str(ei.value)
     assert "security.protocol" in msg and REDACTED in msg  # librdkafka's text, value replaced
     assert value not in msg
+
+
+def test_kbench_produce_prints_librdkafkas_error_without_the_secret(tmp_path: Path) -> None:
+    value = "KbSeCrEt998q7"
+    r = _kbench(
+        "produce",
+        "--bootstrap",
+        "127.0.0.1:1",
+        "--topic",
+        "t",
+        "--count",
+        "1",
+        "--mode",
+        "saturated",
+        "--connect-timeout",
+        "1",
+        "-X",
+        f"sasl.password={value}",
+        "-X",
+        f"security.protocol={value}",
+        cwd=tmp_path,
+    )
+    assert r.returncode != 0
+    assert f'Invalid value "{REDACTED}" for configuration property "security.protocol"' in r.stderr
+    assert value not in r.stdout + r.stderr
