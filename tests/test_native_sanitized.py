@@ -19,7 +19,19 @@ from kbench.model import batch
 from kbench.model.batch import Header, Record
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["crc32c.c", "varint.c", "recordbatch.c", "segment.c", "codecs.c", "batching.c", "sim.c", "clock.c"]
+CORE = [
+    "crc32c.c",
+    "varint.c",
+    "recordbatch.c",
+    "segment.c",
+    "codecs.c",
+    "batching.c",
+    "sim.c",
+    "clock.c",
+    "secret.c",
+    "entropy.c",
+    "codecbench.c",
+]
 FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "20"))
 
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "wire.h"
 
 /** Assign all partitions of c->topic at their high watermarks; 0 or -1 with err. */
 static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms) {

@@ -8,9 +8,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "errcount.h"
 #include "histogram.h"
 #include "kafka_conf.h"
-#include "producer.h"
 
 /** A consumer run: inputs set by the caller, outputs filled by kb_consumer_run(). */
 typedef struct {

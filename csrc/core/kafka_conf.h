@@ -27,13 +27,16 @@ const char *kb_props_get(const kb_props *p, const char *key);
 /** Free every string and reset to empty. */
 void kb_props_free(kb_props *p);
 
-/** 1 when a property's value must never be printed (passwords, keys, secrets). */
-int kb_prop_is_secret(const char *key);
+/**
+ * Replace in s (buffer of cap bytes) every value of p whose property is secret
+ * (kb_is_secret_property(), secret.h) and long enough to scrub.
+ */
+void kb_props_scrub(const kb_props *p, char *s, size_t cap);
 
 /**
  * A new rd_kafka_conf_t holding every property of p, applied in order.  On
  * failure returns NULL with librdkafka's message in err (secret values
- * replaced by "[redacted]").
+ * scrubbed by kb_props_scrub()).
  */
 rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen);
 

@@ -19,28 +19,7 @@
 #include <time.h>
 
 #include "clock.h"
-
-void kb_errcount_add(kb_errcount *e, int code) {
-    for (int i = 0; i < e->n; i++)
-        if (e->code[i] == code) {
-            e->count[i]++;
-            return;
-        }
-    if (e->n < KB_MAX_ERR_CODES) {
-        e->code[e->n] = code;
-        e->count[e->n++] = 1;
-    } else {
-        e->other++;
-    }
-}
-
-/** Big-endian 8-byte encoding of v. */
-static void be64(uint8_t *b, uint64_t v) {
-    for (int i = 7; i >= 0; i--) {
-        b[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
+#include "wire.h"
 
 /** Due time of message seq on the fixed-rate schedule. */
 static inline int64_t due_of(const kb_producer *p, int64_t seq) {
@@ -106,11 +85,11 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
 /** Build the kbench header for one message (one allocation for the list, one for the header). */
 static rd_kafka_headers_t *make_headers(int64_t sent, int64_t seq, uint64_t run_id) {
     uint8_t b[KB_HDR_LEN];
-    be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
-    be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
-    be64(b + KB_HDR_RUN_OFF, run_id);
+    kb_put_be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
+    kb_put_be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
+    kb_put_be64(b + KB_HDR_RUN_OFF, run_id);
     rd_kafka_headers_t *h = rd_kafka_headers_new(1);
-    rd_kafka_header_add(h, KB_HDR_NAME, 2, b, KB_HDR_LEN);
+    rd_kafka_header_add(h, KB_HDR_NAME, KB_HDR_NAME_LEN, b, KB_HDR_LEN);
     return h;
 }
 

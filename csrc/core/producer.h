@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errcount.h"
 #include "histogram.h"
 #include "kafka_conf.h"
 
@@ -18,37 +19,6 @@
 #define KB_KEYS_NONE 0
 #define KB_KEYS_ROUND_ROBIN 1
 #define KB_KEYS_RANDOM 2
-#define KB_MAX_ERR_CODES 32
-
-/**
- * Every kbench message carries one header, "kb", of 24 bytes: three
- * big-endian 64-bit values at these offsets.
- */
-#define KB_HDR_NAME "kb"
-#define KB_HDR_LEN 24
-#define KB_HDR_TIME_OFF 0 /* CLOCK_MONOTONIC ns at produce() */
-#define KB_HDR_SEQ_OFF 8  /* sequence number, 0-based */
-#define KB_HDR_RUN_OFF 16 /* run id */
-
-/** Read a big-endian 64-bit value. */
-static inline int64_t kb_get_be64(const void *p) {
-    const uint8_t *b = p;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return (int64_t)v;
-}
-
-/** Error code -> count (librdkafka error codes). */
-typedef struct {
-    int n;
-    int code[KB_MAX_ERR_CODES];
-    int64_t count[KB_MAX_ERR_CODES];
-    int64_t other; /* codes beyond the table */
-} kb_errcount;
-
-/** Count one occurrence of code in e. */
-void kb_errcount_add(kb_errcount *e, int code);
 
 /** A producer run: inputs set by the caller, outputs filled by kb_producer_run(). */
 typedef struct {

@@ -193,8 +193,7 @@ static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
     rc = kb_producer_run(p);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, p->err);
-        return NULL;
+        return kb_py_kafka_error(&p->props, p->err);
     }
     return Py_BuildValue(
         "{s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "mode",
@@ -302,8 +301,7 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
     rc = kb_consumer_run(c);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, c->err);
-        return NULL;
+        return kb_py_kafka_error(&c->props, c->err);
     }
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}", "records",
                          (long long)c->records, "bytes", (long long)c->bytes, "unique", (long long)c->unique,

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench import _native
 from kbench.commands.args import key_value
+from kbench.kafka import admin
 from kbench.kafka.cluster import (
     DEFAULT_HEAP,
     DEFAULT_PORT_BASE,
@@ -107,9 +107,9 @@ def _status(args: argparse.Namespace) -> int:
         _print_state(d, alive)
         if not all(alive.values()):
             return 1
-        md = _native.metadata({"bootstrap.servers": read_state(d).bootstrap_servers}, timeout=5.0)
+        md = admin.metadata({"bootstrap.servers": read_state(d).bootstrap_servers}, timeout=5.0)
         print(f"registered brokers: {sorted(b[0] for b in md['brokers'])}; topics: {len(md['topics'])}")
-    except (ClusterError, _native.KafkaError) as e:
+    except (ClusterError, admin.KafkaError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
     return 0

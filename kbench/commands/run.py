@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
+from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
@@ -90,13 +91,15 @@ def run(args: argparse.Namespace) -> int:
         plan = dataclasses.replace(plan, seed=args.seed)
     run_dir = args.resume or args.output or Path("runs") / f"{plan.name}-{_dt.datetime.now(_dt.UTC):%Y%m%d-%H%M%S}"
     transport = make(plan.transport)
+    client_overrides = _props(args.props)
+    scrub = Scrubber.of(plan.raw, client_overrides)  # errors printed below may quote a library's message
     opts = RunOptions(
         plan=plan,
         run_dir=Path(run_dir),
         resume=bool(args.resume),
         force=args.force,
         argv=sys.argv,
-        client_overrides=_props(args.props),
+        client_overrides=client_overrides,
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
         overrides=overrides,
@@ -104,10 +107,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = execute(opts, transport)
     except GateRefused as e:
-        print(f"kbench: {e}", file=sys.stderr)
+        print(f"kbench: {scrub(str(e))}", file=sys.stderr)
         return 3
     except TransportError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
+        print(f"kbench: error: {scrub(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"kbench: interrupted; continue with: kbench run --resume {run_dir}", file=sys.stderr)

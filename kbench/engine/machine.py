@@ -5,8 +5,6 @@ All readers take the ``/proc`` root as a parameter so tests can point them at fi
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import platform
 import re
@@ -101,22 +99,10 @@ def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machi
 
 
 def librdkafka_version() -> str | None:
-    """The librdkafka version loaded at run time (from kbench._native if it exports it)."""
-    native = getattr(kbench._native, "rdkafka_version", None)
-    if isinstance(native, str):
-        return native
-    for name in ("rdkafka", "librdkafka.so.1"):
-        path = ctypes.util.find_library(name) if name == "rdkafka" else name
-        if not path:
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        fn = lib.rd_kafka_version_str
-        fn.restype = ctypes.c_char_p
-        return fn().decode()
-    return None
+    """The librdkafka version loaded at run time (the one the C drivers are linked against)."""
+    from kbench.kafka.drivers import librdkafka_version as loaded
+
+    return loaded()
 
 
 def java_version() -> str | None:

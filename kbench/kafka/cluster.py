@@ -34,8 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kbench import _native
-from kbench.kafka import kafka_dist
+from kbench.kafka import admin, kafka_dist
 
 __all__ = [
     "BrokerInfo",
@@ -451,11 +450,11 @@ class LocalCluster:
                         f"(logs in {b.log_dir})"
                     )
             try:
-                md = _native.metadata({"bootstrap.servers": state.bootstrap_servers}, timeout=2.0)
+                md = admin.metadata({"bootstrap.servers": state.bootstrap_servers}, timeout=2.0)
                 seen = len(md["brokers"])
                 if seen == self.n:
                     return
-            except _native.KafkaError as e:
+            except admin.KafkaError as e:
                 last_err = str(e)
         raise ClusterError(
             f"cluster in {self.dir} not ready after {self.start_timeout:.0f} s ({seen}/{self.n} brokers registered"

@@ -23,6 +23,7 @@ from typing import Any
 
 from kbench import _native
 from kbench._native import Histogram, KafkaError
+from kbench.kafka.secret import redact_props
 
 __all__ = [
     "Background",
@@ -33,6 +34,8 @@ __all__ = [
     "RunPair",
     "consume",
     "new_run_id",
+    "librdkafka_version",
+    "new_consumer",
     "produce",
     "produce_and_consume",
     "records_buffer",
@@ -41,12 +44,16 @@ __all__ = [
 
 MODES = ("fixed-rate", "saturated")
 KEY_POLICIES = ("none", "round-robin", "random")
-_SECRET_MARKS = ("password", "secret", "key.pem", "private", "sasl.oauthbearer.config", "keytab", "sasl.username")
 
 
 def redact(props: Mapping[str, str]) -> dict[str, str]:
-    """A copy of librdkafka properties safe for logs and CSVs (secret values replaced)."""
-    return {k: ("[redacted]" if any(m in k for m in _SECRET_MARKS) else str(v)) for k, v in props.items()}
+    """A copy of librdkafka properties safe for logs and CSVs (the secret rule of :mod:`kbench.kafka.secret`)."""
+    return redact_props(props)
+
+
+def librdkafka_version() -> str:
+    """The version of the librdkafka the C loops are linked against (``rd_kafka_version_str()``)."""
+    return str(_native.rdkafka_version)
 
 
 def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
@@ -292,15 +299,17 @@ def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = N
     return _producer_result(_run_native(_producer(spec, records, rid)), spec)
 
 
-def _consumer(
+def new_consumer(
     props: Mapping[str, str],
     topic: str,
     run_id: int,
     expected: int,
     timeout: float,
-    max_records: int,
-    connect_timeout: float,
-) -> Any:
+    max_records: int = 0,
+    connect_timeout: float = 10.0,
+) -> _native.Consumer:
+    """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
+    partitions are assigned at their end offsets, ``stop()`` ends it from another thread."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -328,7 +337,7 @@ def consume(
     connect_timeout: float = 10.0,
 ) -> ConsumerResult:
     """Consume from the topic's current end offsets (standalone use)."""
-    c = _consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
+    c = new_consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
     return _consumer_result(_run_native(c), expected)
 
 
@@ -355,7 +364,7 @@ def produce_and_consume(
     )
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
-    cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
+    cons = new_consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
     prod = _producer(spec, records, run_id)
     cb = Background(cons, "kbench-consumer")
     try:

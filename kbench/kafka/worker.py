@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench import _native
 from kbench.kafka import drivers, procstat
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
@@ -112,7 +111,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def consumer(job: dict[str, Any]) -> dict[str, Any]:
-    c = _native.Consumer(
+    c = drivers.new_consumer(
         dict(job["props"]),
         job["topic"],
         run_id=int(job["run_id"]),

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench import _native
 from kbench.engine.plan import TransportDef
 from kbench.engine.transports.base import (
     BatchFill,
@@ -36,7 +35,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
-from kbench.kafka import drivers, procstat
+from kbench.kafka import admin, drivers, procstat
 from kbench.model.corpus import Corpus
 
 __all__ = ["KafkaTransport"]
@@ -194,7 +193,7 @@ class KafkaTransport:
         else:
             self.bootstrap = str(self.defn.bootstrap)
             try:
-                md = _native.metadata({"bootstrap.servers": self.bootstrap}, timeout=15.0)
+                md = admin.metadata({"bootstrap.servers": self.bootstrap}, timeout=15.0)
             except Exception as e:  # noqa: BLE001 - KafkaError carries librdkafka's message
                 raise TransportError(f"cannot reach {self.bootstrap}: {e}") from None
             pids = list(self.defn.broker_pids)
@@ -208,7 +207,7 @@ class KafkaTransport:
             bootstrap=self.bootstrap,
             brokers=self.brokers,
             kafka_version=kafka_version,
-            client=f"librdkafka {_native.rdkafka_version}",
+            client=f"librdkafka {drivers.librdkafka_version()}",
         )
 
     def close(self) -> None:
@@ -285,20 +284,20 @@ class KafkaTransport:
     # ------------------------------------------------------------------ one run
     def run(self, req: RunRequest) -> RunResult:
         cell = req.cell
-        admin = self._admin_props(req.client_properties)
+        admin_props = self._admin_props(req.client_properties)
         configs = {**cell.topic_config, "compression.type": cell.topic_compression}
         if req.min_insync_replicas:
             configs["min.insync.replicas"] = str(req.min_insync_replicas)
         try:
-            _native.create_topic(
-                admin,
+            admin.create_topic(
+                admin_props,
                 req.topic,
                 partitions=cell.partitions,
                 replication_factor=req.replication_factor,
                 configs=configs,
                 timeout=60.0,
             )
-            readback = _native.describe_topic_configs(admin, req.topic, timeout=30.0).get(
+            readback = admin.describe_topic_configs(admin_props, req.topic, timeout=30.0).get(
                 "compression.type", (None, "")
             )[0]
         except Exception as e:  # noqa: BLE001 - KafkaError
@@ -307,7 +306,7 @@ class KafkaTransport:
             return self._measure(req, readback)
         finally:
             try:
-                _native.delete_topic(admin, req.topic, timeout=30.0)
+                admin.delete_topic(admin_props, req.topic, timeout=30.0)
             except Exception:  # noqa: BLE001 - a leftover topic is harmless
                 pass
 
