@@ -142,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     for n_ in advice.notes:
         print(f"note: {n_}")
     print()
-    print(f"Pareto front (total cost vs added p99 latency), cheapest first; * = recommendation, ! = over the budget:")
+    print("Pareto front (total cost vs added p99 latency), cheapest first; * = recommendation, ! = over the budget:")
     print("\n".join(_table(advice.front[: args.top], advice.best)))
     if advice.best not in advice.front[: args.top]:
         print("\n".join(_table([advice.best], advice.best)[1:]))

@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from kbench.model import codecs as codecs_mod
+from kbench.model import corpus as corpus_mod
 from kbench.model import microbench
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec
-from kbench.model import corpus as corpus_mod
 from kbench.model.corpus import Corpus
 
 __all__ = [
@@ -331,8 +331,8 @@ def _shape(res: sim.SimResult, rate: float) -> Shape:
             w = d * (1.0 - k / n)
             pairs.extend([(w, float(b.raw_bytes))] * step)
     pairs.sort()
-    recs = sorted((b.records for b in use for _ in range(b.records)))
-    raws = sorted((b.raw_bytes for b in use for _ in range(max(1, b.records))))
+    recs = sorted(b.records for b in use for _ in range(b.records))
+    raws = sorted(b.raw_bytes for b in use for _ in range(max(1, b.records)))
     duration_s = res.stages["producer"].records / rate
     return Shape(
         stored_per_payload=stored / payload_use,
