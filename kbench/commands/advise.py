@@ -56,6 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verify", action="store_true", help="run recommendation, runner-up and none on a real cluster")
     p.add_argument("--bootstrap", default=None, help="with --verify: an existing cluster instead of a local one")
     p.add_argument("--verify-duration", type=float, default=6.0, help="seconds of each verified run (default 6)")
+    p.add_argument(
+        "--verify-rate",
+        type=float,
+        default=None,
+        help="records/s of the verified runs (default: --rate); the prediction is re-made at this rate",
+    )
     p.set_defaults(func=main)
 
 
@@ -170,5 +176,7 @@ def main(args: argparse.Namespace) -> int:
     if args.verify:
         from kbench.engine.advise_verify import verify
 
-        return verify(advice, bootstrap=args.bootstrap, duration_s=args.verify_duration, out=args.out)
+        return verify(
+            advice, bootstrap=args.bootstrap, duration_s=args.verify_duration, out=args.out, rate=args.verify_rate
+        )
     return 0

@@ -122,9 +122,12 @@ class Prices:
     cross_zone_replication: float = 1.0  # followers sit in other zones
     cross_zone_consume: float = 2 / 3  # share of fetch traffic from a leader in another zone
     consumer_groups: int = 1  # how many times every stored byte is consumed
-    broker_cpu_s_per_gb: float = 1.0  # broker CPU-s per GB stored per replica (network, page cache, CRC)
-    producer_base_cpu_s_per_gb: float = 2.0  # producer CPU-s per GB of payload besides compression
-    consumer_base_cpu_s_per_gb: float = 1.0  # consumer CPU-s per GB of payload besides decompression
+    # CPU besides (de)compression.  Defaults measured on the 2-vCPU development VM by
+    # ``kbench advise --verify`` (its none run, json corpus, 10000 records/s, 2026-11-30).
+    producer_cpu_us_per_record: float = 15.0  # client library + load generator, per record
+    broker_cpu_us_per_record: float = 19.0  # per record per replica (request handling, validation)
+    broker_cpu_s_per_gb: float = 1.0  # per GB stored per replica (network, page cache, CRC)
+    consumer_cpu_us_per_record: float = 1.2  # client library, per record
     source: str = "defaults"
 
     def lines(self) -> list[str]:
@@ -137,9 +140,10 @@ class Prices:
             "cross_zone_replication": "share of replication bytes crossing zones",
             "cross_zone_consume": "share of consumed bytes crossing zones",
             "consumer_groups": "consumer groups reading every byte",
+            "producer_cpu_us_per_record": "producer CPU-us per record besides compression",
+            "broker_cpu_us_per_record": "broker CPU-us per record per replica",
             "broker_cpu_s_per_gb": "broker CPU-s per GB stored per replica",
-            "producer_base_cpu_s_per_gb": "producer CPU-s per GB besides compression",
-            "consumer_base_cpu_s_per_gb": "consumer CPU-s per GB besides decompression",
+            "consumer_cpu_us_per_record": "consumer CPU-us per record besides decompression",
         }
         return [f"  {k} = {getattr(self, k):.4g}  ({v})" for k, v in doc.items()]
 
@@ -466,10 +470,15 @@ def price(
     compressed = spec.codec != "none"
     compress_s_per_gb = GB / 1e6 / comp if compressed else 0.0
     decompress_s_per_gb = GB / 1e6 / dec if compressed else 0.0
-    producer = gbps * (prices.producer_base_cpu_s_per_gb + compress_s_per_gb)
-    # The leader decompresses every compressed batch to validate it; every replica handles the bytes.
-    broker = gbps * decompress_s_per_gb + stored_gbps * work.replication_factor * prices.broker_cpu_s_per_gb
-    consumer = gbps * prices.consumer_groups * (prices.consumer_base_cpu_s_per_gb + decompress_s_per_gb)
+    rps = work.rate
+    producer = rps * prices.producer_cpu_us_per_record / 1e6 + gbps * compress_s_per_gb
+    # The leader decompresses every compressed batch to validate it; every replica handles records and bytes.
+    broker = (
+        gbps * decompress_s_per_gb
+        + rps * work.replication_factor * prices.broker_cpu_us_per_record / 1e6
+        + stored_gbps * work.replication_factor * prices.broker_cpu_s_per_gb
+    )
+    consumer = prices.consumer_groups * (rps * prices.consumer_cpu_us_per_record / 1e6 + gbps * decompress_s_per_gb)
     net_gbps = (
         produced_gbps * prices.cross_zone_produce
         + stored_gbps * (work.replication_factor - 1) * prices.cross_zone_replication
