@@ -766,9 +766,9 @@ def decision_matrix(adv: Advice) -> list[MatrixRow]:
     compare(
         "consumer CPU tight (> 60 %)",
         "lz4",
-        lambda c: True,
+        lambda c: c.codec != "none",
         lambda c: c.consumer_cores + 1e-9 * c.total_usd_month,
-        "least consumer CPU",
+        "least consumer CPU among compressing codecs",
     )
     compare(
         "network is the bottleneck and batches are large",
