@@ -29,7 +29,7 @@ def test_every_claim_has_a_verdict_in_docs_and_every_seed_is_covered() -> None:
         section = text.split(f"### `{cid}`", 1)[1].split("\n### ", 1)[0]
         assert re.search(r"\*\*Verdict: (true|false|partly true|not testable here)", section), cid
     for c in cs:  # reports print no unmeasured number: topics carry none
-        assert not re.search(r"\d", c.topic), c.id
+        assert not re.search(r"(?<![A-Za-z])\d", c.topic), c.id  # codec names such as lz4 are words
 
 
 def test_bearing_on_selects_by_experiment() -> None:
