@@ -74,3 +74,33 @@ def test_cost_file_errors_name_the_key(tmp_path):
         adv.load_prices(p)
     p.write_text("network_per_gb = 0.05\n")
     assert adv.load_prices(p).network_per_gb == 0.05
+
+
+def test_verify_comparison_judges_stored_bytes_and_producer_cpu(swept, tmp_path):
+    """The comparison step of --verify on a finished run's CSVs (no Kafka): a measurement 1 % off
+    the prediction passes, 5 % off fails the 3 % stored-bytes rule."""
+    from kbench.engine import advise_verify as av
+    from kbench.engine import store
+
+    c, m, shapes, _ = swept
+    a = _advise(swept, adv.Prices())
+    cands = av.candidates_to_verify(a)
+    assert [r for r, _ in cands][0] == "recommendation" and any(r == "none" for r, _ in cands)
+    w = store.ResultsWriter(tmp_path)
+    preds = {}
+    for i, (role, cand) in enumerate(cands):
+        p = av.predict(c, cand, WORK.rate, WORK.partitions, 4000, a.prices, m)
+        preds[role] = p
+        off = 1.05 if i == 0 else 1.01
+        base = {"cell_id": f"{role}-000", "rep": 1, "sweep": role, "codec": cand.spec, "messages": 4000}
+        w.append(
+            "C", [{**base, "stored_bytes": p["stored_bytes_with_header"] * off, "ratio": 1.0, "stored_batches": 1}]
+        )
+        w.append("D", [{**base, "role": "producer", "cpu_s_per_gb": p["producer_cpu_s_per_gb"] * 1.2}])
+    vs = av.compare(a, tmp_path, WORK.rate, m)
+    judged = {v.role: {ch.quantity.split(" (")[0]: ch.ok for ch in v.checks if ch.tolerance} for v in vs}
+    assert judged["recommendation"] == {"stored bytes": False, "producer CPU-s per GB": True}
+    assert all(
+        j == {"stored bytes": True, "producer CPU-s per GB": True} for r, j in judged.items() if r != "recommendation"
+    )
+    assert preds["none"]["stored_bytes_with_header"] > preds["none"]["stored_bytes"]  # the header costs bytes
