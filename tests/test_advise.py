@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from kbench.model import advise as adv
+from kbench.model import advise_matrix, mtable
 from kbench.model import corpus as corpus_mod
 from kbench.model.codecs import parse_spec
 
@@ -19,7 +20,7 @@ def swept(tmp_path_factory):
     """One model sweep and one M table, re-priced by every test."""
     c = corpus_mod.generate("json", 1 << 20, seed=3)
     cache = tmp_path_factory.mktemp("mcache")
-    m = adv.measure_m(c, SPECS, cache_dir=cache)
+    m = mtable.measure_m(c, SPECS, cache_dir=cache)
     shapes = adv.sweep_shapes(c, WORK, SPECS, [16 << 10, 256 << 10], [0.0, 5.0, 50.0])
     return c, m, shapes, cache
 
@@ -31,7 +32,7 @@ def _advise(swept, prices: adv.Prices, work: adv.Workload = WORK) -> adv.Advice:
 
 def test_m_cache_is_reused(swept):
     c, _, _, cache = swept
-    again = adv.measure_m(c, SPECS, cache_dir=cache)
+    again = mtable.measure_m(c, SPECS, cache_dir=cache)
     assert again.measured == 0 and again.speeds
 
 
@@ -62,7 +63,7 @@ def test_front_is_pareto_and_matrix_has_every_seed_row(swept):
     a = _advise(swept, adv.Prices())
     for f in a.front:
         assert not any(o.total_usd_month < f.total_usd_month and o.added_p99_ms < f.added_p99_ms for o in a.candidates)
-    rows = adv.decision_matrix(a)
+    rows = advise_matrix.decision_matrix(a)
     assert len(rows) == 5
     assert {r.agrees for r in rows} <= {"yes", "no", "n/a"}
 

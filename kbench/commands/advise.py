@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from kbench.model import advise as adv
+from kbench.model import advise_matrix
 from kbench.model.units import parse_size
 
 NAME = "advise"
@@ -160,7 +161,7 @@ def main(args: argparse.Namespace) -> int:
     print()
     print("seed 001's decision matrix, answered with these numbers:")
     print(f"  {'scenario':<58} {'seed says':<9} {'kbench':<28} {'agrees':<6} evidence")
-    for r in adv.decision_matrix(advice):
+    for r in advise_matrix.decision_matrix(advice):
         print(f"  {r.scenario:<58} {r.seed_choice:<9} {r.ours:<28} {r.agrees:<6} {r.evidence}")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

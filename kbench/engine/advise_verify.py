@@ -25,6 +25,7 @@ from kbench.engine.runner import RunOptions, execute
 from kbench.engine.transports import make
 from kbench.model import advise as adv
 from kbench.model import batch as batch_mod
+from kbench.model import mtable
 from kbench.model import simulator as sim
 from kbench.model.codecs import parse_spec
 from kbench.model.corpus import Corpus
@@ -79,7 +80,7 @@ def _header(seq: int, rate: float, run_id: int) -> tuple[batch_mod.Header, ...]:
 
 
 def predict(
-    corpus: Corpus, cand: adv.Candidate, rate: float, partitions: int, count: int, prices: adv.Prices, m: adv.MTable
+    corpus: Corpus, cand: adv.Candidate, rate: float, partitions: int, count: int, prices: adv.Prices, m: mtable.MTable
 ) -> dict[str, float]:
     """Stored bytes (with and without the instrument's header) and producer CPU-s per GB for one
     real run of ``count`` records."""
@@ -186,7 +187,7 @@ def run_verify(
     bootstrap: str | None = None,
     duration_s: float = 6.0,
     rate: float | None = None,
-    m: adv.MTable | None = None,
+    m: mtable.MTable | None = None,
 ) -> list[Verified]:
     """Run the candidates through the engine into ``run_dir`` and compare."""
     cands = candidates_to_verify(advice)
@@ -201,11 +202,11 @@ def run_verify(
     return compare(advice, engine_dir, rate, m)
 
 
-def compare(advice: adv.Advice, engine_dir: Path, rate: float, m: adv.MTable | None = None) -> list[Verified]:
+def compare(advice: adv.Advice, engine_dir: Path, rate: float, m: mtable.MTable | None = None) -> list[Verified]:
     """Predicted vs measured for the candidates of a finished verification run in ``engine_dir``."""
     cands = candidates_to_verify(advice)
     w = advice.workload
-    m = m or adv.measure_m(advice.corpus, [parse_spec(c.spec) for _, c in cands])
+    m = m or mtable.measure_m(advice.corpus, [parse_spec(c.spec) for _, c in cands])
     c_rows = results.read_rows(engine_dir / "C.csv")
     d_rows = results.read_rows(engine_dir / "D.csv")
     out: list[Verified] = []

@@ -13,14 +13,10 @@ Nothing here talks to Kafka; ``kbench.engine.advise_verify`` runs candidates for
 
 from __future__ import annotations
 
-import bisect
 import csv
-import json
 import math
 import os
-import platform
 import shutil
-import statistics
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,15 +25,15 @@ from pathlib import Path
 
 from kbench.model import codecs as codecs_mod
 from kbench.model import corpus as corpus_mod
-from kbench.model import microbench
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import Corpus
+from kbench.model.mtable import MTable, measure_m
 
 __all__ = [
+    "Advice",
     "Candidate",
     "CostError",
-    "MTable",
     "Prices",
     "Workload",
     "advise",
@@ -88,10 +84,6 @@ CLIENT_SPECS: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (16 << 10, 64 << 10, 256 << 10, 1 << 20)
 DEFAULT_LINGERS_MS: tuple[float, ...] = (0.0, 5.0, 20.0, 50.0)
-#: Block sizes at which M is measured; speeds at other batch sizes are interpolated in log(size).
-M_BLOCKS: tuple[int, ...] = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
-#: Experiment M runs on the first records of the corpus, this many bytes (at least the largest block).
-M_CORPUS = 1 << 20
 
 
 class CostError(ValueError):
@@ -175,105 +167,6 @@ def load_prices(path: Path | str | None, **overrides: float) -> Prices:
             values[k] = v
             source = f"{source} + overrides"
     return replace(Prices(), source=source, **values)  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------- M table
-
-
-@dataclass
-class MTable:
-    """Compress/decompress MB/s of each codec spec at each block size on one corpus (experiment M),
-    cached on disk per machine, library versions and corpus fingerprint."""
-
-    speeds: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
-    measured: int = 0  # cells measured in this process (not from the cache)
-
-    def speed(self, spec: str, raw_bytes: float) -> tuple[float, float]:
-        """(compress, decompress) MB/s at ``raw_bytes``, interpolated in log(size) between blocks."""
-        if spec == "none":
-            return math.inf, math.inf
-        blocks = sorted(b for s, b in self.speeds if s == spec)
-        if not blocks:
-            raise KeyError(f"no M measurement for {spec}")
-        x = max(blocks[0], min(blocks[-1], raw_bytes))
-        i = bisect.bisect_left(blocks, x)
-        if blocks[min(i, len(blocks) - 1)] == x:
-            return self.speeds[(spec, int(x))]
-        lo, hi = blocks[i - 1], blocks[i]
-        t = (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
-        (c0, d0), (c1, d1) = self.speeds[(spec, lo)], self.speeds[(spec, hi)]
-        return c0 + t * (c1 - c0), d0 + t * (d1 - d0)
-
-
-def _machine_key() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    libs = ",".join(f"{k}={v}" for k, v in sorted(codecs_mod.library_versions().items()))
-    return f"{platform.machine()}|{model}|{libs}"
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kbench"
-
-
-def m_corpus(corpus: Corpus, size: int = M_CORPUS) -> Corpus:
-    """The first records of the corpus, ``size`` bytes or a little more: M's input."""
-    acc, n = 0, 0
-    for r in corpus.records:
-        if acc >= size:
-            break
-        acc += len(r)
-        n += 1
-    return corpus if n == len(corpus.records) else Corpus(corpus.name, corpus.records[:n], corpus.source)
-
-
-def measure_m(
-    corpus: Corpus,
-    specs: Sequence[CodecSpec],
-    blocks: Sequence[int] = M_BLOCKS,
-    cache_dir: Path | None = None,
-    min_time: float = 0.01,
-    repeats: int = 3,
-    on_cell: Callable[[str], None] | None = None,
-) -> MTable:
-    """Experiment M for every spec × block on the corpus, reusing cached cells."""
-    cache_dir = cache_dir or default_cache_dir()
-    corpus = m_corpus(corpus, max(blocks))
-    path = cache_dir / "advise-m.json"
-    try:
-        cache: dict[str, list[float]] = json.loads(path.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    prefix = f"{_machine_key()}|{corpus.sha256}|{min_time}|{repeats}"
-    table = MTable()
-    for spec in specs:
-        if spec.codec == "none":
-            continue
-        for b in blocks:
-            if b > corpus.size:
-                continue
-            key = f"{prefix}|{spec}|{b}"
-            if key not in cache:
-                rows = microbench.bench_cell(corpus, spec, b, min_time=min_time, repeats=repeats)
-                (s,) = microbench.summarize(rows)
-                cache[key] = [s.compress_median, s.decompress_median]
-                table.measured += 1
-                if on_cell:
-                    on_cell(f"{spec}@{b}")
-            c, d = cache[key]
-            table.speeds[(str(spec), b)] = (c, d)
-    if table.measured:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(cache))
-        tmp.replace(path)
-    return table
 
 
 # --------------------------------------------------------------------------- workload and batches
@@ -710,76 +603,6 @@ def advise(
     )
 
 
-# --------------------------------------------------------------------------- seed 001's decision matrix
-
-
-@dataclass(frozen=True)
-class MatrixRow:
-    scenario: str
-    seed_choice: str
-    ours: str
-    evidence: str
-    agrees: str  # yes | no | n/a
-
-
-def _best_where(cands: Sequence[Candidate], pred: Callable[[Candidate], bool], key: Callable[[Candidate], float]):
-    pool = [c for c in cands if pred(c) and c.within_budget]
-    return min(pool, key=key) if pool else None
-
-
-def decision_matrix(adv: Advice) -> list[MatrixRow]:
-    """Seed 001's codec decision matrix, each row answered with this sweep's numbers."""
-    cands = adv.candidates
-    rows: list[MatrixRow] = []
-
-    def best_ratio_at(pred: Callable[[Candidate], bool], spec: str) -> Candidate | None:
-        return _best_where(cands, lambda c: pred(c) and c.spec == spec, lambda c: c.total_usd_month)
-
-    def compare(scenario: str, seed: str, pred: Callable[[Candidate], bool], key, what: str) -> None:
-        b = _best_where(cands, pred, key)
-        lz, zs = best_ratio_at(pred, "lz4"), best_ratio_at(pred, "zstd:3")
-        if b is None:
-            rows.append(MatrixRow(scenario, seed, "no candidate", "no swept candidate fits the scenario", "n/a"))
-            return
-        ev = f"{what}: {b.label}"
-        if lz and zs:
-            ev += f"; ratio lz4 {lz.ratio:.2f} vs zstd:3 {zs.ratio:.2f} (same batching rules)"
-        ours = b.spec
-        agree = "yes" if ours.split(":")[0] == seed.split(":")[0] else "no"
-        rows.append(MatrixRow(scenario, seed, ours, ev, agree))
-
-    small = lambda c: c.batch_size <= 16 << 10  # noqa: E731
-    big = lambda c: c.batch_size >= 64 << 10  # noqa: E731
-    compare(
-        "batch <= 16 KiB (seed: records <= 2 KB, >= 10k msg/s)", "lz4", small, lambda c: c.total_usd_month, "cheapest"
-    )
-    compare("batch >= 64 KiB (seed: records >= 4 KB)", "zstd:3", big, lambda c: c.total_usd_month, "cheapest")
-    rows.append(
-        MatrixRow(
-            "clients older than Kafka 1.1 on the path",
-            "lz4",
-            "lz4 (compatibility, not cost)",
-            "not a number question: zstd needs Produce v7 / Fetch v10 (Kafka >= 2.1)",
-            "n/a",
-        )
-    )
-    compare(
-        "consumer CPU tight (> 60 %)",
-        "lz4",
-        lambda c: c.codec != "none",
-        lambda c: c.consumer_cores + 1e-9 * c.total_usd_month,
-        "least consumer CPU among compressing codecs",
-    )
-    compare(
-        "network is the bottleneck and batches are large",
-        "zstd:3",
-        big,
-        lambda c: c.network_gb_month,
-        "fewest bytes on the network",
-    )
-    return rows
-
-
 def write_csv(cands: Sequence[Candidate], path: Path) -> Path:
     rows = [c.row() for c in cands]
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -790,7 +613,3 @@ def write_csv(cands: Sequence[Candidate], path: Path) -> Path:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     tmp.replace(path)
     return path
-
-
-def median_or_nan(xs: Sequence[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
