@@ -4,6 +4,7 @@ checked against the measured service latency on a real cluster."""
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from kbench.kafka import stats
+
+ROOT = Path(__file__).resolve().parent.parent
 
 #: The phases are medians of different distributions (queue wait per message, compression per
 #: batch, request per request), and the service latency adds the delivery report's dispatch, so
@@ -88,8 +91,14 @@ def test_phases_in_a_csv_add_up_to_the_service_latency(tmp_path: Path) -> None:
     plan = tmp_path / "phases.toml"
     plan.write_text(PLAN)
     out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run(
-        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out)], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=env,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     rows = list(csv.DictReader((out / "A.csv").open()))
