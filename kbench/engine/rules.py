@@ -177,6 +177,7 @@ def _rows_a(x: _Run) -> list[dict[str, Any]]:
     row.update(_lat("service", res.latency_service, _ALL))
     row.update(_lat("delay", res.latency_delay, ("p99_us", "max_us")))
     row.update(_lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
+    row.update({f"phase_{k}": res.latency_phases.get(k) for k in ("queue_p50_us", "compress_p50_us", "request_p50_us")})
     row["out_of_range"] = sum(
         h.out_of_range for h in (res.latency_corrected, res.latency_service, res.latency_e2e) if h is not None
     )

@@ -205,6 +205,58 @@ def _section_a(ctx: _Ctx, df: pd.DataFrame) -> None:
         ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),
     )
+    _phases_a(ctx, df)
+
+
+PHASES = (
+    ("phase_queue_p50_us", "queue / linger wait µs"),
+    ("phase_compress_p50_us", "compression µs"),
+    ("phase_request_p50_us", "request (queue + round trip) µs"),
+    ("service_p50_us", "service p50 µs (measured)"),
+)
+
+
+def _phases_a(ctx: _Ctx, df: pd.DataFrame) -> None:
+    """Where producer latency goes: the phases' medians beside the measured service latency."""
+    if "phase_queue_p50_us" not in df.columns or not df["phase_queue_p50_us"].notna().any():
+        return
+    keys = ["machine"] + _label_cols(df)
+    st = stats_many(ctx.ledger, df, "A", {m: "auto" for m, _ in PHASES}, keys)
+    rows = []
+    for k in _rows_keys(df, keys):
+        rows.append([*k, *((st[m].get(k) or _na_stat(ctx, m)).median.text for m, _ in PHASES)])
+    ctx.add(
+        doc.Heading(3, "Where producer latency goes", "exp-a-phases"),
+        doc.Para(
+            "Medians over OK repetitions of each phase, from librdkafka's statistics: the wait in the producer's "
+            "queue until the message is written into a batch (linger.ms and batch fill), the compression of a batch "
+            "of the median size timed on this machine, and the request (transmit queue plus round trip, acks "
+            "included). Their sum approximates the service median (docs/methodology.md states the tolerance).",
+            "note",
+        ),
+        doc.Table(["machine", *_label_cols(df), *(h for _, h in PHASES)], rows),
+    )
+
+
+def _claims(ctx: _Ctx, experiments: Sequence[str]) -> None:
+    """The seed articles' claims these experiments bear on (kbench/data/claims.toml)."""
+    from kbench.reporting import claims as claims_mod
+
+    found = claims_mod.bearing_on(experiments)
+    if not found:
+        return
+    ctx.add(
+        doc.Heading(2, "Claims these experiments bear on", "claims"),
+        doc.Para(
+            "Claims of the seed articles that the tables above can confirm or refute; the verdicts measured on the "
+            "development machine, and the command testing each, are in docs/claims.md under the same id.",
+            "note",
+        ),
+        doc.Table(
+            ["claim (docs/claims.md id)", "in short", "experiments here"],
+            [[c.id, c.topic, ", ".join(e for e in c.experiments if e in experiments)] for c in found],
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- B
@@ -884,6 +936,7 @@ def build(
         doc.Items(ctx.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
     )
     ctx.add(*body.blocks)
+    _claims(ctx, sorted(fr))
     if images:
         ctx.add(doc.Heading(2, "Plots", "plots"), *images)
     _excluded(ctx)

@@ -148,6 +148,9 @@ class RunResult:
     batch_fill: BatchFill | None = None
     client_fill: BatchFill | None = None  # the producer's own view (librdkafka statistics, last interval)
     histograms: Mapping[str, str] = field(default_factory=dict)  # name -> base64 of Histogram.encode()
+    #: Where producer latency goes (µs medians): queue (linger/batch-fill wait), compress, request
+    #: (transmit queue + round trip); kbench.kafka.stats.  Empty when not measured.
+    latency_phases: Mapping[str, float | None] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

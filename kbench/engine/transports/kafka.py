@@ -154,6 +154,24 @@ def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
     )
 
 
+def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
+    """Queue wait, compression and request medians (µs) of one fixed-rate run: the first and last
+    from librdkafka's statistics, compression timed here on a block of the median batch's size."""
+    from kbench.kafka import stats as stats_mod
+    from kbench.model import microbench
+
+    ph = stats_mod.latency_phases(path, req.topic)
+    if ph is None:
+        return {}
+    compress = None
+    if ph.batch_records_p50:
+        per_record = req.corpus.size / max(1, len(req.corpus.records))
+        compress = microbench.batch_compress_us(
+            req.corpus, codecs.parse_spec(req.cell.codec), int(ph.batch_records_p50 * per_record)
+        )
+    return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
+
+
 @dataclass
 class KafkaTransport:
     defn: TransportDef
@@ -398,6 +416,7 @@ class KafkaTransport:
         if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
             steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
         st = _last_stats(stats) or {}
+        phases = _phases(stats, req) if fixed else {}
         delivered = int(pres["delivered"])
         payload = (
             int(pres["bytes"])
@@ -433,6 +452,7 @@ class KafkaTransport:
             topic_compression_readback=readback,
             batch_fill=fill,
             client_fill=_client_fill(st, req.topic),
+            latency_phases=phases,
             histograms={
                 name: h["encoded"]
                 for name, h in (
