@@ -166,9 +166,7 @@ def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     compress = None
     if ph.batch_records_p50:
         per_record = req.corpus.size / max(1, len(req.corpus.records))
-        compress = microbench.batch_compress_us(
-            req.corpus, req.cell.spec, int(ph.batch_records_p50 * per_record)
-        )
+        compress = microbench.batch_compress_us(req.corpus, req.cell.spec, int(ph.batch_records_p50 * per_record))
     return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
 
 
