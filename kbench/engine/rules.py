@@ -141,6 +141,13 @@ def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, s
     return c.usr_s / wall * 100, c.sys_s / wall * 100, c.usr_s + c.sys_s, None, ""
 
 
+def _flag_inferred(v: Verdict, res: RunResult) -> Verdict:
+    """A stored codec that was inferred rather than read from stored batches is said in the reason."""
+    if res.stored_source and "inferred" in res.stored_source:
+        return v.merged(Verdict("OK", [f"stored codec inferred, not read (source: {res.stored_source})"]))
+    return v
+
+
 def rows_for(
     cell: Cell,
     rep: int,
@@ -196,10 +203,11 @@ def rows_for(
                 corpus_near_random=corpus_entropy >= 6.3,
                 stored_batches=res.stored_batches,
                 stored_codecs=sorted(res.stored_codecs),
+                stored_source=res.stored_source,
             )
-            v = verdict
+            v = _flag_inferred(verdict, res)
             if res.stored_bytes is None:
-                v = v.merged(Verdict("NA", ["stored bytes not measured by this transport"]))
+                v = v.merged(Verdict("NA", [f"stored bytes not measured ({res.stored_source or 'this transport'})"]))
             out["C"] = [finish(row, v)]
         elif exp == "D":
             rows = []
@@ -213,6 +221,7 @@ def rows_for(
                 usr, sys_, cpu_s, st, why = _cpu_role(c)
                 r.update(
                     role=c.role,
+                    cpu_source=c.source or ("kbench worker process (/proc/self/stat)" if c.pid is None else ""),
                     pid=c.pid,
                     usr_pct=usr,
                     sys_pct=sys_,
@@ -254,6 +263,7 @@ def rows_for(
                 payload_bytes=res.payload_bytes,
                 stored_bytes=res.stored_bytes,
                 ratio=_ratio(res),
+                stored_source=res.stored_source,
             )
             out["E"] = [finish(row, verdict)]
         elif exp == "F":
@@ -285,8 +295,9 @@ def rows_for(
                 broker_cpu_s_per_gb=(cpu / gb) if (cpu is not None and gb > 0) else None,
                 payload_bytes=res.payload_bytes,
                 stored_bytes=res.stored_bytes,
+                stored_source=res.stored_source,
             )
-            out["F"] = [finish(row, v)]
+            out["F"] = [finish(row, _flag_inferred(v, res))]
     return out
 
 

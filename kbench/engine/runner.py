@@ -131,6 +131,7 @@ def _gate_context(
         java_version=java_version() if info.kind == "local" else None,
         corpus_entropies=dict(entropies),
         sample_s=opts.gate_sample_s,
+        **gate_mod.topology_fields(plan, info),
     )
     for k, v in opts.gate_overrides.items():
         setattr(ctx, k, v)

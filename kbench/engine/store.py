@@ -103,6 +103,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "corpus_near_random",
         "stored_batches",
         "stored_codecs",
+        "stored_source",
     )
     + TAIL_COLUMNS,
     "D": CELL_COLUMNS
@@ -117,6 +118,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "wire_bytes",
         "wire_source",
         "steal_pct",
+        "cpu_source",
     )
     + TAIL_COLUMNS,
     "E": CELL_COLUMNS
@@ -136,6 +138,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "payload_bytes",
         "stored_bytes",
         "ratio",
+        "stored_source",
     )
     + TAIL_COLUMNS,
     "F": CELL_COLUMNS
@@ -148,6 +151,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "broker_cpu_s_per_gb",
         "payload_bytes",
         "stored_bytes",
+        "stored_source",
     )
     + TAIL_COLUMNS,
 }
