@@ -192,6 +192,7 @@ def test_remote_versions_from_metrics_pass_and_differences_block(tmp_path: Path)
     ok = gate.run_gate(ctx(tmp_path, broker_versions=["4.1.2", "4.1.2"], broker_version_sources=["metrics"] * 2, **kw))
     assert by_name(ok)["broker versions equal"].outcome == "pass"
     assert "(metrics)" in by_name(ok)["broker versions equal"].detail
+    (tmp_path / "b").mkdir()
     bad = gate.run_gate(ctx(tmp_path / "b", broker_versions=["4.1.2", "4.0.0"], **kw))
     assert bad.blocked and [r.name for r in bad.blocking_failures] == ["broker versions equal"]
 
