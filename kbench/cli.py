@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.sim",
     "kbench.commands.inspect",
     "kbench.commands.produce",
+    "kbench.commands.corpus",
 )
 
 
