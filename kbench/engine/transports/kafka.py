@@ -389,7 +389,7 @@ class KafkaTransport:
             raise
         stored, batches, unc, stored_codecs, fill = self._segments(req.topic, req.cell.partitions)
         stored_source = "segment files (kbench inspector)" if stored is not None else None
-        if stored is None:
+        if stored is None and not req.warmup and set(req.cell.experiments) & set("CDEF"):
             remote_stored = remote.stored_from_log_dirs(
                 self.bootstrap, req.topic, req.cell.partitions, req.client_properties, req.cell.codec, readback
             )
