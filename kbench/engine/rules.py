@@ -141,6 +141,12 @@ def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, s
     return c.usr_s / wall * 100, c.sys_s / wall * 100, c.usr_s + c.sys_s, None, ""
 
 
+def _sum_counter(samples: list[CpuSample], name: str) -> float | None:
+    """A broker counter summed over brokers; None unless every broker reported it."""
+    vals = [c.broker_counters.get(name) for c in samples]
+    return sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
+
+
 def _flag_inferred(v: Verdict, res: RunResult) -> Verdict:
     """A stored codec that was inferred rather than read from stored batches is said in the reason."""
     if res.stored_source and "inferred" in res.stored_source:
@@ -222,6 +228,9 @@ def rows_for(
                 r.update(
                     role=c.role,
                     cpu_source=c.source or ("kbench worker process (/proc/self/stat)" if c.pid is None else ""),
+                    broker_bytes_in=c.broker_counters.get("bytes_in"),
+                    broker_bytes_out=c.broker_counters.get("bytes_out"),
+                    produce_conversions=c.broker_counters.get("produce_conversions"),
                     pid=c.pid,
                     usr_pct=usr,
                     sys_pct=sys_,
@@ -276,8 +285,9 @@ def rows_for(
                 if bad:
                     v = v.merged(Verdict(bad[0][3] or "NA", [p[4] for p in bad]))
                 else:
-                    usr = sum(p[0] or 0 for p in parts)
-                    sys_ = sum(p[1] or 0 for p in parts)
+                    split = all(p[0] is not None and p[1] is not None for p in parts)  # metrics give usr+sys only
+                    usr = sum(p[0] or 0 for p in parts) if split else None
+                    sys_ = sum(p[1] or 0 for p in parts) if split else None
                     cpu = sum(p[2] or 0 for p in parts)
             else:
                 v = v.merged(Verdict("NA", ["broker CPU not measured (no local broker pids)"]))
@@ -296,6 +306,7 @@ def rows_for(
                 payload_bytes=res.payload_bytes,
                 stored_bytes=res.stored_bytes,
                 stored_source=res.stored_source,
+                produce_conversions=_sum_counter(brokers, "produce_conversions"),
             )
             out["F"] = [finish(row, _flag_inferred(v, res))]
     return out

@@ -119,6 +119,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "wire_source",
         "steal_pct",
         "cpu_source",
+        "broker_bytes_in",
+        "broker_bytes_out",
+        "produce_conversions",
     )
     + TAIL_COLUMNS,
     "E": CELL_COLUMNS
@@ -152,6 +155,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "payload_bytes",
         "stored_bytes",
         "stored_source",
+        "produce_conversions",
     )
     + TAIL_COLUMNS,
 }

@@ -105,6 +105,8 @@ class CpuSample:
     note: str = ""
     total_s: float | None = None  # usr+sys when the source cannot split them (thread CPU clocks)
     source: str = ""  # where the counters came from, e.g. "/proc/<pid>/stat", "metrics: process_cpu_seconds_total"
+    #: a broker's own counters over the window (metrics endpoint): bytes_in, bytes_out, produce_conversions
+    broker_counters: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,11 @@ def cpu_from_metrics(
         note=f"{d.url}",
         total_s=d.cpu_s,
         source=f"{CPU_SOURCE} from {d.url}",
+        broker_counters={
+            "bytes_in": d.bytes_in,
+            "bytes_out": d.bytes_out,
+            "produce_conversions": d.produce_conversions,
+        },
     )
 
 
