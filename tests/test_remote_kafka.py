@@ -113,22 +113,6 @@ def test_stored_bytes_from_describe_log_dirs_match_segment_files(kafka3: Any) ->
     assert stored is not None and abs(stored - segs) <= 0.005 * segs, (stored, segs, note)
 
 
-def test_java_client_properties_carry_security_without_rdkafka_only_keys() -> None:
-    j = logdirs.java_client_properties(
-        {
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanisms": "SCRAM-SHA-512",
-            "sasl.username": "u",
-            "sasl.password": 'p"w',
-            "ssl.ca.location": "/etc/ca.pem",
-            "linger.ms": "5",
-        }
-    )
-    assert j["security.protocol"] == "SASL_SSL" and j["sasl.mechanism"] == "SCRAM-SHA-512"
-    assert "ScramLoginModule" in j["sasl.jaas.config"] and 'password="p\\"w"' in j["sasl.jaas.config"]
-    assert "ssl.ca.location" not in j and "linger.ms" not in j
-
-
 def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_path: Path) -> None:
     props = kafka3.client_props()
     topic = "remote-sample"

@@ -145,3 +145,36 @@ def test_stored_codec_inference_says_how() -> None:
     codec, how = logdirs.infer_stored_codec("lz4", "zstd:3")
     assert codec == "lz4" and "compression.type=lz4" in how
     assert logdirs.infer_stored_codec("uncompressed", "gzip")[0] == "none"
+
+
+def test_java_client_properties_carry_security_without_rdkafka_only_keys() -> None:
+    j = logdirs.java_client_properties(
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": "u",
+            "sasl.password": 'p"w',
+            "ssl.ca.location": "/etc/ca.pem",
+            "linger.ms": "5",
+        }
+    )
+    assert j["security.protocol"] == "SASL_SSL" and j["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert "ScramLoginModule" in j["sasl.jaas.config"] and 'password="p\\"w"' in j["sasl.jaas.config"]
+    assert "ssl.ca.location" not in j and "linger.ms" not in j and "sasl.password" not in j
+    assert (j["ssl.truststore.type"], j["ssl.truststore.location"]) == ("PEM", "/etc/ca.pem")
+
+
+def test_java_client_properties_map_pem_keystores(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "c.pem").write_text("-----BEGIN CERTIFICATE-----\nC\n-----END CERTIFICATE-----\n")
+    (tmp_path / "k.pem").write_text("-----BEGIN PRIVATE KEY-----\nK\n-----END PRIVATE KEY-----\n")
+    j = logdirs.java_client_properties(
+        {
+            "security.protocol": "SSL",
+            "ssl.certificate.location": str(tmp_path / "c.pem"),
+            "ssl.key.location": str(tmp_path / "k.pem"),
+            "ssl.key.password": "kp",
+        }
+    )
+    assert j["ssl.keystore.type"] == "PEM" and "BEGIN PRIVATE KEY" in j["ssl.keystore.key"]
+    assert "BEGIN CERTIFICATE" in j["ssl.keystore.certificate.chain"] and j["ssl.key.password"] == "kp"
+    assert "ssl.key.location" not in j

@@ -63,7 +63,7 @@ TOP_KEYS = {
     "steady_skip_s": "seconds at the start of each repetition left out of the CPU window",
     "seed": "integer seed of the cell order (random when absent; always recorded)",
     "auto_rate_fraction": 'fraction of the minimum saturated rate used for rate = "auto"',
-    "transport": "table: kind, brokers, bootstrap, replication_factor, broker_pids",
+    "transport": "table: kind, brokers, bootstrap, replication_factor, min_insync_replicas, broker_pids, broker_metrics",
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",

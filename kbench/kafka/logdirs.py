@@ -17,6 +17,7 @@ import json
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from kbench.kafka import kafka_dist
 
@@ -35,15 +36,30 @@ __all__ = [
 SOURCE = "DescribeLogDirs (Kafka LogDirsCommand)"
 LOG_DIRS_TOOL = "org.apache.kafka.tools.LogDirsCommand"
 
-#: librdkafka property -> Java client property, where the names differ.  Properties named the
-#: same in both clients (security.protocol, sasl.mechanism, ssl.endpoint.identification.algorithm
-#: ...) are passed as they are; librdkafka-only ones are left out.
-_RDKAFKA_TO_JAVA = {
-    "sasl.mechanisms": "sasl.mechanism",
-    "ssl.ca.location": "ssl.truststore.location",
-}
-_JAVA_PASSTHROUGH_PREFIXES = ("security.", "sasl.mechanism", "sasl.jaas.", "ssl.", "sasl.kerberos.service.name")
-_RDKAFKA_ONLY = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password", "ssl.ca.pem")
+#: Security settings both clients name alike, passed to the Java tool as they are.
+_SHARED_PREFIXES = ("security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name", "ssl.")
+#: librdkafka-only settings: mapped below, never passed through.
+_RDKAFKA_ONLY = (
+    "sasl.mechanisms",
+    "sasl.username",
+    "sasl.password",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.ca.pem",
+    "ssl.certificate.pem",
+    "ssl.key.pem",
+    "ssl.sigalgs.list",
+    "ssl.curves.list",
+    "ssl.engine.location",
+    "ssl.engine.id",
+    "ssl.providers",
+    "ssl.crl.location",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.cipher.suites",
+    "ssl_engine_callback_data",
+)
 
 
 class LogDirsError(RuntimeError):
@@ -67,16 +83,19 @@ def _jaas_quote(v: str) -> str:
 def java_client_properties(props: Mapping[str, str]) -> dict[str, str]:
     """The Java client properties equivalent to librdkafka ``props`` (security settings only).
 
-    ``sasl.username``/``sasl.password`` become a ``sasl.jaas.config`` for PLAIN or SCRAM;
-    PEM-file settings of librdkafka have no Java property and are left out (give
-    ``ssl.truststore.*`` / ``sasl.jaas.config`` directly: Java names pass through).
+    - ``sasl.mechanisms`` becomes ``sasl.mechanism``; ``sasl.username``/``sasl.password`` become
+      a ``sasl.jaas.config`` for PLAIN or SCRAM;
+    - ``ssl.ca.location`` / ``ssl.ca.pem`` become a PEM truststore; ``ssl.certificate.*`` and
+      ``ssl.key.*`` a PEM keystore (its key and chain inline, as Java reads them, KIP-651);
+    - names both clients share (``security.protocol``, ``ssl.endpoint.identification.algorithm``,
+      ``ssl.key.password`` ...) pass through.
     """
     out: dict[str, str] = {}
     for k, v in props.items():
-        if k in _RDKAFKA_TO_JAVA and k != "ssl.ca.location":
-            out[_RDKAFKA_TO_JAVA[k]] = v
-        elif k.startswith(_JAVA_PASSTHROUGH_PREFIXES) and k not in _RDKAFKA_ONLY:
+        if k.startswith(_SHARED_PREFIXES) and k not in _RDKAFKA_ONLY:
             out[k] = v
+    if "sasl.mechanisms" in props and "sasl.mechanism" not in out:
+        out["sasl.mechanism"] = props["sasl.mechanisms"]
     user, pw = props.get("sasl.username"), props.get("sasl.password")
     if user is not None and "sasl.jaas.config" not in out:
         mech = out.get("sasl.mechanism", "PLAIN").upper()
@@ -86,7 +105,24 @@ def java_client_properties(props: Mapping[str, str]) -> dict[str, str]:
             else "org.apache.kafka.common.security.plain.PlainLoginModule"
         )
         out["sasl.jaas.config"] = f"{module} required username={_jaas_quote(user)} password={_jaas_quote(pw or '')};"
+    if "ssl.ca.location" in props:
+        out.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": props["ssl.ca.location"]})
+    elif "ssl.ca.pem" in props:
+        out.update({"ssl.truststore.type": "PEM", "ssl.truststore.certificates": props["ssl.ca.pem"]})
+    cert = props.get("ssl.certificate.pem") or _read_text(props.get("ssl.certificate.location"))
+    key = props.get("ssl.key.pem") or _read_text(props.get("ssl.key.location"))
+    if cert and key:
+        out.update({"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": cert, "ssl.keystore.key": key})
     return out
+
+
+def _read_text(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise LogDirsError(f"cannot read {path} for the log-dirs tool's TLS keystore: {e.strerror}") from None
 
 
 def parse(output: str) -> list[PartitionSize]:
