@@ -318,8 +318,8 @@ class LocalCluster:
         if self.port_base is None or self.port_base == 0:
             ports = _free_ports(2 * self.n)
             return ports[: self.n], ports[self.n :]
-        if not 1024 <= self.port_base <= 65535 - 200:
-            raise ClusterError(f"port base {self.port_base} out of range; use 1024..65335, or 0 for free ports")
+        if not 1024 <= self.port_base <= 65535 - 300:
+            raise ClusterError(f"port base {self.port_base} out of range; use 1024..65235, or 0 for free ports")
         client = [self.port_base + i for i in range(self.n)]
         ctrl = [self.port_base + 100 + i for i in range(self.n)]
         for p in client + ctrl:
@@ -329,6 +329,19 @@ class LocalCluster:
                     f"(kbench cluster down?) or choose other ports with --port-base N (0 = free ports)"
                 )
         return client, ctrl
+
+    def _metrics_ports(self) -> list[int]:
+        """The JMX exporter's port per node: BASE+200+i-1 with pinned ports, else free ones."""
+        if not self.port_base:
+            return _free_ports(self.n)
+        ports = [self.port_base + 200 + i for i in range(self.n)]
+        for p in ports:
+            if not _port_free(p):
+                raise ClusterError(
+                    f"port {p} on 127.0.0.1 (broker metrics) is already in use; choose other ports with --port-base N "
+                    f"(0 = free ports) or start without the exporter (--no-metrics)"
+                )
+        return ports
 
     def _write_node(self, node_id: int, port: int, ctrl_port: int, voters: str) -> tuple[Path, Path, Path]:
         assert self.dir is not None
@@ -371,7 +384,7 @@ class LocalCluster:
         dist = kafka_dist.find()
         java = kafka_dist.java()
         agent = kafka_dist.jmx_exporter_agent() if self.metrics else None
-        metrics_ports = _free_ports(self.n) if self.metrics else [0] * self.n
+        metrics_ports = self._metrics_ports() if self.metrics else [0] * self.n
         self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("node-*"):
             shutil.rmtree(old)
