@@ -37,8 +37,8 @@ static size_t put(kb_sample *s, const void *p, size_t n) {
     return off;
 }
 
-/** Assign every partition at its low watermark; fills hi[] (end offsets); 0 or -1. */
-static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **hi_out) {
+/** Assign every partition at its low watermark; fills lo[] and hi[] (start and end offsets); 0 or -1. */
+static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **lo_out, int64_t **hi_out) {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, s->topic, NULL);
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
@@ -52,9 +52,10 @@ static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **hi
     }
     int np = md->topics[0].partition_cnt;
     int64_t *hi = calloc((size_t)(np > 0 ? np : 1), sizeof(*hi));
+    int64_t *los = calloc((size_t)(np > 0 ? np : 1), sizeof(*los));
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
-    int rc = hi ? 0 : -1;
-    if (!hi)
+    int rc = (hi && los) ? 0 : -1;
+    if (!hi || !los)
         snprintf(s->err, sizeof(s->err), "out of memory for %d partitions", np);
     for (int i = 0; rc == 0 && i < np; i++) {
         int32_t pid = md->topics[0].partitions[i].id;
@@ -65,8 +66,10 @@ static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **hi
             rc = -1;
             break;
         }
-        if (pid >= 0 && pid < np)
+        if (pid >= 0 && pid < np) {
             hi[pid] = h;
+            los[pid] = lo;
+        }
         s->available += h - lo;
         if (h > lo)
             rd_kafka_topic_partition_list_add(l, s->topic, pid)->offset = lo;
@@ -80,9 +83,11 @@ static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **hi
     rd_kafka_topic_partition_list_destroy(l);
     if (rc < 0) {
         free(hi);
+        free(los);
         return -1;
     }
     *hi_out = hi;
+    *lo_out = los;
     return 0;
 }
 
@@ -112,14 +117,9 @@ int kb_sample_run(kb_sample *s) {
         snprintf(s->err, sizeof(s->err), "%s", err);
         goto out;
     }
-    if (assign_from_start(rk, s, tms, &hi) < 0)
+    if (assign_from_start(rk, s, tms, &next, &hi) < 0)
         goto out;
-    int np = s->partitions;
-    next = calloc((size_t)(np > 0 ? np : 1), sizeof(*next));
-    if (!next) {
-        snprintf(s->err, sizeof(s->err), "out of memory");
-        goto out;
-    }
+    int np = s->partitions; /* next[p] starts at the low watermark: the next offset expected */
     int64_t deadline = kb_now_ns() + (int64_t)(s->timeout_s * 1e9);
     for (;;) {
         int done = 1;
