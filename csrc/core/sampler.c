@@ -103,6 +103,8 @@ int kb_sample_run(kb_sample *s) {
         rd_kafka_conf_set(conf, "group.id", "kbench-corpus-sample", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
+    /* end of partition events: a compacted or transactional partition ends below its last offset */
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", NULL, 0);
     rd_kafka_conf_set_error_cb(conf, quiet_error);
     rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
     if (!rk) {
@@ -137,6 +139,9 @@ int kb_sample_run(kb_sample *s) {
         if (!m)
             continue;
         if (m->err) {
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF && m->partition >= 0 && m->partition < np &&
+                m->offset >= hi[m->partition])
+                next[m->partition] = hi[m->partition];
             rd_kafka_message_destroy(m);
             continue;
         }
