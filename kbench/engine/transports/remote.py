@@ -37,7 +37,10 @@ class MetricsProbe:
     def open(cls, urls: Sequence[str], broker_ids: Sequence[int]) -> MetricsProbe:
         """Scrape every endpoint once and match it to a broker id; TransportError when one is
         unreachable or the endpoints cannot be matched (the message says how to fix it)."""
-        full = metrics.parse_urls(urls)
+        try:
+            full = metrics.parse_urls(urls)
+        except metrics.MetricsError as e:
+            raise TransportError(f"--broker-metrics: {e}") from None
         got = metrics.scrape_all(full)
         errors = [str(g) for g in got if isinstance(g, metrics.MetricsError)]
         if errors:
