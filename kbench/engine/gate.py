@@ -277,6 +277,8 @@ def check_broker_observability(ctx: GateContext) -> CheckResult:
     if ctx.transport_kind in ("sim", "dry"):
         return _r(name, WARNING, True, f"transport {ctx.transport_kind}")
     srcs = list(ctx.broker_cpu_sources)
+    if not srcs and not ctx.broker_versions:
+        return _r(name, WARNING, None, "no brokers to look at yet (kbench run starts or reaches them)")
     blind = [i for i, s in enumerate(srcs) if not s]
     stored = ctx.stored_bytes_source or "DescribeLogDirs (codec inferred from topic config)"
     detail = f"broker CPU from {', '.join(s or 'nowhere' for s in srcs) or 'nowhere'}; stored bytes from {stored}"
