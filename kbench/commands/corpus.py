@@ -79,9 +79,7 @@ def run_sample(args: argparse.Namespace) -> int:
     if s.truncated:
         print(f"  stopped at --max-bytes {args.max_bytes}")
     if s.timed_out:
-        print(
-            f"  stopped at --timeout {args.timeout:g} s before reaching --count or the end of every partition"
-        )
+        print(f"  stopped at --timeout {args.timeout:g} s before reaching --count or the end of every partition")
     if s.null_values:
         print(f"  {s.null_values} null values (tombstones) written as empty records")
     print(
