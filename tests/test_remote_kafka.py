@@ -203,6 +203,32 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
     )
     assert s.returncode == 0, s.stderr
     assert f"corpus sample.bin: {len(recs)} records" in s.stdout and digest[:16] in s.stdout
+    b = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kbench",
+            "codecs",
+            "bench",
+            "--corpus",
+            str(out),
+            "--corpus-format",
+            "lenprefixed",
+            "--codecs",
+            "zstd:3",
+            "--block-sizes",
+            "16k",
+            "--min-time",
+            "0.05",
+            "--repeats",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert b.returncode == 0, b.stderr
+    assert "sample.bin" in b.stdout and "zstd:3" in b.stdout
 
 
 SHORT = {"repetitions": "2", "duration_s": "3", "warmup_s": "2", "steady_skip_s": "1"}
