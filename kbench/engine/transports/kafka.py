@@ -37,6 +37,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
+from kbench.kafka import admin as kafka_admin
 from kbench.kafka import procstat
 from kbench.model import codecs
 from kbench.model.corpus import Corpus
@@ -317,7 +318,8 @@ class KafkaTransport:
                 configs=configs,
                 timeout=60.0,
             )
-            readback = _native.describe_topic_configs(admin, req.topic, timeout=30.0).get(
+            # retried while a broker's metadata has not caught up with the new topic (many partitions, RF 3)
+            readback = kafka_admin.describe_topic_configs(admin, req.topic, timeout=30.0).get(
                 "compression.type", (None, "")
             )[0]
         except Exception as e:  # noqa: BLE001 - KafkaError
