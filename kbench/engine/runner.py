@@ -335,6 +335,9 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                 for exp, rs in rows.items():
                     for r in rs:
                         r["reason"] = scrub(str(r.get("reason", "")))
+                        for k in ("stored_source", "cpu_source"):  # may quote a tool's error message
+                            if isinstance(r.get(k), str):
+                                r[k] = scrub(r[k])
                     writer.append(exp, rs)
                     rows_written += len(rs)
                     status = rs[0]["status"] if status == "OK" else status
