@@ -199,3 +199,11 @@ class ProcSampler:
     ) -> list[
         tuple[int, dict[str, float] | None, list[tuple[int, int | None, str | None, float | None, float | None]]]
     ]: ...
+
+# ---------------------------------------------------------------- topic sample (py_sample.c)
+
+def sample_records(
+    props: dict[str, object], topic: str, count: int, max_bytes: int = ..., timeout: float = ...
+) -> dict[str, object]:
+    """Read up to ``count`` records of ``topic`` from the start of each partition: ``records``
+    as (partition, offset, key, value) tuples, ``partitions``, ``available``, ``truncated``, ``timed_out``."""

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.inspect",
     "kbench.commands.produce",
     "kbench.commands.advise",
+    "kbench.commands.corpus",
 )
 
 

@@ -42,6 +42,7 @@ def ctx(tmp: Path, **kw: object) -> gate.GateContext:
         transport_kind="local",
         broker_versions=["4.1.2"],
         broker_default_compression=["producer"],
+        broker_cpu_sources=["/proc"],
         disk_paths=[tmp],
         min_free_bytes=1,
         librdkafka_version="2.0.2",
@@ -84,7 +85,19 @@ def test_steal_is_computed_and_blocks(tmp_path: Path) -> None:
     "kw,name,blocking",
     [
         ({"broker_versions": ["4.1.2", "3.9.0"]}, "broker versions equal", True),
-        ({"broker_default_compression": ["lz4"]}, "topic compression.type", True),
+        (
+            {"broker_versions": ["2.0.1"], "planned_topic_compression": ["zstd"]},
+            "topic compression.type",
+            True,
+        ),
+        ({"replication_factor": 3}, "replication / min.insync / acks", True),
+        (
+            {"broker_versions": ["4.1.2"] * 3, "replication_factor": 3, "min_insync_replicas": 4},
+            "replication / min.insync / acks",
+            True,
+        ),
+        ({"broker_cpu_sources": [""]}, "broker CPU / stored bytes sources", False),
+        ({"planned_brokers": 3}, "broker count", False),
         ({"min_free_bytes": 1 << 60}, "free disk", True),
         ({"open_files_limit": 1024}, "open-file limit", True),
         ({"librdkafka_version": None}, "librdkafka version", True),
@@ -139,3 +152,61 @@ def test_gate_command_prints_its_checks() -> None:
     lines = [x for x in p.stdout.splitlines() if x.startswith("  [")]
     assert len(lines) >= 12
     assert any("blocking" in x for x in lines) and any("warning" in x for x in lines)
+
+
+def test_broker_default_compression_does_not_block_when_the_plan_sets_the_topic(tmp_path: Path) -> None:
+    rep = gate.run_gate(ctx(tmp_path, broker_default_compression=["lz4"], planned_topic_compression=["producer"]))
+    r = by_name(rep)["topic compression.type"]
+    assert r.outcome == "pass" and "broker default lz4 (not used" in r.detail
+    assert not rep.blocked
+
+
+def test_remote_unknowns_warn_with_how_to_supply_them(tmp_path: Path) -> None:
+    """A remote cluster without metrics: unknown versions and broker CPU are warnings naming the fix."""
+    rep = gate.run_gate(
+        ctx(
+            tmp_path,
+            transport_kind="bootstrap",
+            broker_versions=[None, None, None],
+            broker_default_compression=[None, None, None],
+            broker_cpu_sources=["", "", ""],
+            replication_factor=3,
+            min_insync_replicas=2,
+            planned_acks=["all"],
+            planned_brokers=3,
+            java_version=None,
+        )
+    )
+    names = by_name(rep)
+    v = names["broker versions equal"]
+    assert (v.severity, v.outcome) == ("warning", "unknown") and "--broker-version" in v.detail
+    c = names["broker CPU / stored bytes sources"]
+    assert (c.severity, c.outcome) == ("warning", "fail") and "--broker-metrics" in c.detail
+    assert names["replication / min.insync / acks"].outcome == "pass"
+    assert names["broker count"].outcome == "pass"
+    assert not rep.blocked
+
+
+def test_remote_versions_from_metrics_pass_and_differences_block(tmp_path: Path) -> None:
+    kw = dict(transport_kind="bootstrap", broker_cpu_sources=["metrics"] * 2, java_version=None)
+    ok = gate.run_gate(ctx(tmp_path, broker_versions=["4.1.2", "4.1.2"], broker_version_sources=["metrics"] * 2, **kw))
+    assert by_name(ok)["broker versions equal"].outcome == "pass"
+    assert "(metrics)" in by_name(ok)["broker versions equal"].detail
+    (tmp_path / "b").mkdir()
+    bad = gate.run_gate(ctx(tmp_path / "b", broker_versions=["4.1.2", "4.0.0"], **kw))
+    assert bad.blocked and [r.name for r in bad.blocking_failures] == ["broker versions equal"]
+
+
+def test_acks_below_all_with_min_insync_warns(tmp_path: Path) -> None:
+    r = by_name(
+        gate.run_gate(
+            ctx(
+                tmp_path,
+                broker_versions=["4.1.2"] * 3,
+                replication_factor=3,
+                min_insync_replicas=2,
+                planned_acks=["1", "all"],
+            )
+        )
+    )["replication / min.insync / acks"]
+    assert (r.severity, r.outcome) == ("warning", "fail") and "acks" in r.detail

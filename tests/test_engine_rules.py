@@ -160,3 +160,32 @@ def test_topic_compression_none_reads_back_as_uncompressed() -> None:
         assert out["C"][0]["status"] == "OK", (got, out["C"][0]["reason"])
     out = rows(cell(("C",), tc="uncompressed"), result(topic_compression_readback="zstd"))
     assert out["C"][0]["status"] == "FAILED_TOPIC_CONFIG"
+
+
+def test_broker_cpu_from_metrics_and_inferred_stored_codec_are_named() -> None:
+    """A remote broker: CPU as usr+sys from its metrics endpoint, counters beside it; stored
+    bytes from DescribeLogDirs with an inferred codec, flagged in the reason, status untouched."""
+    m = CpuSample(
+        "broker-1",
+        None,
+        None,
+        10.0,
+        total_s=3.0,
+        source="metrics: process_cpu_seconds_total (usr+sys) from http://b1:7071/metrics",
+        broker_counters={"bytes_in": 5e8, "bytes_out": 4e8, "produce_conversions": 0.0},
+    )
+    src = "DescribeLogDirs (Kafka LogDirsCommand); stored codec inferred: topic compression.type=producer stores the producer's codec (zstd)"
+    r = result(cpu=(CpuSample("producer", 2.0, 1.0, 10.0),), stored_source=src)
+    r = dataclasses.replace(r, cpu=r.cpu + (m,))
+    out = rows(cell(("C", "D", "F")), r, rf=3)
+    d = {x["role"]: x for x in out["D"]}
+    b = d["broker-1"]
+    assert b["status"] == "OK" and b["cpu_s"] == 3.0 and b["usr_pct"] is None
+    assert str(b["cpu_source"]).startswith("metrics: process_cpu_seconds_total")
+    assert (b["broker_bytes_in"], b["broker_bytes_out"], b["produce_conversions"]) == (5e8, 4e8, 0.0)
+    assert d["producer"]["cpu_source"] == "kbench worker process (/proc/self/stat)"
+    c = out["C"][0]
+    assert c["status"] == "OK" and c["stored_source"] == src and "stored codec inferred" in str(c["reason"])
+    f = out["F"][0]
+    assert f["broker_usr_pct"] is None and f["broker_cpu_s_per_gb"] == 3.0 and f["produce_conversions"] == 0.0
+    assert f["recompressed"] is False and "inferred" in str(f["reason"])

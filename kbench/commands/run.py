@@ -19,6 +19,7 @@ from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
+from kbench.kafka import metrics
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         help="local pid of a broker of --bootstrap (for broker CPU); repeat",
     )
+    p.add_argument(
+        "--broker-metrics",
+        metavar="URL[,URL...]",
+        help="Prometheus endpoints of the brokers of --bootstrap (JMX exporter): broker CPU, version, bytes",
+    )
+    p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
     p.add_argument("--transport", choices=plan_mod.TRANSPORT_KINDS, help="override the plan's transport kind")
     p.add_argument(
         "-X",
@@ -80,9 +87,20 @@ def run(args: argparse.Namespace) -> int:
         overrides.update(kind="bootstrap", bootstrap=args.bootstrap)
     if args.broker_pid:
         overrides["broker_pids"] = list(args.broker_pid)
+    if args.broker_version:
+        overrides["broker_version"] = args.broker_version
+    secret_free = dict(overrides)  # what the manifest keeps (no credentials of metrics URLs)
+    if args.broker_metrics:
+        try:
+            urls = metrics.parse_urls(args.broker_metrics)
+        except metrics.MetricsError as e:
+            raise plan_mod.PlanError(f"--broker-metrics: {e}") from None
+        overrides["broker_metrics"] = list(urls)
+        secret_free["broker_metrics"] = [metrics.display_url(u) for u in urls]
     if overrides:
         t = dataclasses.replace(
-            plan.transport, **{k: (tuple(v) if k == "broker_pids" else v) for k, v in overrides.items()}
+            plan.transport,
+            **{k: (tuple(v) if k in ("broker_pids", "broker_metrics") else v) for k, v in overrides.items()},
         )
         if t.kind == "bootstrap" and not t.bootstrap:
             raise plan_mod.PlanError("--transport bootstrap: give --bootstrap host:port")
@@ -102,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         client_overrides=client_overrides,
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
-        overrides=overrides,
+        overrides=secret_free,
     )
     try:
         outcome = execute(opts, transport)

@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--corpus", default="json", help="json, logs, random, or a file (one record per line); default json")
+    p.add_argument(
+        "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
+    )
     p.add_argument("--corpus-size", default="16MiB", help="payload size of a built-in corpus (default 16MiB)")
     p.add_argument("--codec", action="append", help="producer codec[:level], repeatable (default none)")
     p.add_argument(
@@ -106,7 +109,7 @@ def _line(r: sim.SimResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     configs = _configs(args)
-    corp = corpus_mod.load(args.corpus, size=parse_size(args.corpus_size), seed=args.seed)
+    corp = corpus_mod.load(args.corpus, size=parse_size(args.corpus_size), seed=args.seed, fmt=args.corpus_format)
     near = " (near random: a control, not real-shaped data)" if corp.near_random else ""
     print(
         f"corpus {corp.name}: {len(corp.records)} records, {corp.size} bytes, entropy {corp.entropy:.3f} bits/byte{near}, "

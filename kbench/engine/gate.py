@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.machine import java_major
+from kbench.engine.plan import Plan
+from kbench.engine.transports.base import TransportInfo
 from kbench.model import codecs
 
 __all__ = ["CheckResult", "GateContext", "GateReport", "CHECKS", "run_gate", "steal_pct", "swap_pages"]
@@ -59,6 +61,15 @@ class GateContext:
     broker_versions: Sequence[str | None] = ()
     broker_default_compression: Sequence[str | None] = ()
     planned_topic_compression: Sequence[str] = ()
+    #: per broker, where its version came from ("local cluster", "metrics", "--broker-version", "")
+    broker_version_sources: Sequence[str] = ()
+    #: per broker, where its CPU will come from ("/proc", "metrics", "" = nowhere)
+    broker_cpu_sources: Sequence[str] = ()
+    planned_brokers: int | None = None  # transport.brokers of the plan (the topology it describes)
+    replication_factor: int = 1
+    min_insync_replicas: int | None = None
+    planned_acks: Sequence[str] = ()
+    stored_bytes_source: str = ""  # "segment files" (local log dirs) or "DescribeLogDirs"
     disk_paths: Sequence[Path] = (Path("."),)
     min_free_bytes: int = 2 * GIB
     min_open_files: int = 4096
@@ -154,38 +165,131 @@ def _r(name: str, sev: str, ok: bool | None, detail: str) -> CheckResult:
 
 
 def check_broker_versions(ctx: GateContext) -> CheckResult:
+    """Equal versions block when they differ; a version nobody reported is a warning saying how
+    to supply it (``--broker-metrics`` or ``--broker-version``), never a silent pass nor a block."""
+    name = "broker versions equal"
     vs = list(ctx.broker_versions)
     if not vs:
         return _r(
-            "broker versions equal",
+            name,
             BLOCKING,
             None if ctx.transport_kind not in ("sim", "dry") else True,
             f"no brokers (transport {ctx.transport_kind})",
         )
-    if any(v is None for v in vs):
-        return _r("broker versions equal", BLOCKING, None, f"a broker did not report its version: {vs}")
-    return _r(
-        "broker versions equal", BLOCKING, len(set(vs)) == 1, ", ".join(f"broker {i}: {v}" for i, v in enumerate(vs))
+    known = [v for v in vs if v is not None]
+    srcs = list(ctx.broker_version_sources) + [""] * len(vs)
+    shown = ", ".join(
+        f"broker {i}: {v or 'unknown'}{f' ({srcs[i]})' if v and srcs[i] else ''}" for i, v in enumerate(vs)
     )
+    if len(set(known)) > 1:
+        return _r(name, BLOCKING, False, shown)
+    if len(known) < len(vs):
+        return _r(
+            name,
+            WARNING,
+            None,
+            f"{shown}; the cluster does not report its version: give --broker-metrics URL,... (a Prometheus "
+            "JMX exporter exporting kafka.server:type=app-info) or --broker-version X.Y.Z",
+        )
+    return _r(name, BLOCKING, True, shown)
 
 
 def check_topic_compression(ctx: GateContext) -> CheckResult:
-    defaults = [d for d in ctx.broker_default_compression if d is not None]
-    planned = sorted(set(ctx.planned_topic_compression))
-    if not ctx.broker_default_compression:
+    """The plan sets ``compression.type`` on every topic it creates and reads it back per cell
+    (a mismatch makes that cell FAILED_TOPIC_CONFIG), so the broker default does not block."""
+    planned = sorted(set(ctx.planned_topic_compression)) or ["producer"]
+    per_topic = f"plan sets compression.type on each topic: {', '.join(planned)}; read back per cell"
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r("topic compression.type", BLOCKING, True, per_topic)
+    defaults = sorted({str(d) for d in ctx.broker_default_compression if d is not None})
+    default = f"broker default {', '.join(defaults)} (not used: the topic sets its own)" if defaults else ""
+    old = [v for v in ctx.broker_versions if v is not None and _version_tuple(v) < (2, 1)]
+    if "zstd" in planned and old:
         return _r(
             "topic compression.type",
             BLOCKING,
-            True if ctx.transport_kind in ("sim", "dry") else None,
-            f"plan: {', '.join(planned) or 'producer'}; each cell's topic is created with it and read back",
+            False,
+            f"{per_topic}; brokers {sorted(set(old))} predate zstd (Kafka 2.1): drop zstd from topic_compression",
         )
-    ok = all(d == "producer" for d in defaults) and len(defaults) == len(ctx.broker_default_compression)
-    return _r(
-        "topic compression.type",
-        BLOCKING,
-        ok,
-        f"broker default {sorted(set(map(str, ctx.broker_default_compression)))} (want producer); plan sets per topic: {', '.join(planned) or 'producer'}, read back per cell",
+    return _r("topic compression.type", BLOCKING, True, per_topic + (f"; {default}" if default else ""))
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def check_replication(ctx: GateContext) -> CheckResult:
+    """Replication factor, min.insync.replicas and acks that fit together and fit the cluster."""
+    name = "replication / min.insync / acks"
+    rf, misr = ctx.replication_factor, ctx.min_insync_replicas
+    acks = sorted(set(ctx.planned_acks))
+    n = len(ctx.broker_versions)
+    desc = (
+        f"RF {rf}, min.insync.replicas {misr if misr is not None else 'broker default'}, acks {', '.join(acks) or '-'}"
     )
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r(name, WARNING, True, f"{desc} (not replicated by transport {ctx.transport_kind})")
+    if n and rf > n:
+        return _r(name, BLOCKING, False, f"{desc}: RF {rf} exceeds the {n} brokers; lower replication_factor")
+    if misr is not None and misr > rf:
+        return _r(
+            name,
+            BLOCKING,
+            False,
+            f"{desc}: min.insync.replicas {misr} > RF {rf}: every acks=all produce would fail; lower it",
+        )
+    weak = [a for a in acks if a not in ("all", "-1")]
+    if misr is not None and misr > 1 and weak:
+        return _r(name, WARNING, False, f"{desc}: min.insync.replicas only applies to acks=all, not acks {weak}")
+    if rf > 1 and misr is None:
+        return _r(
+            name,
+            WARNING,
+            None,
+            f"{desc}: the topics get the cluster's min.insync.replicas; set transport.min_insync_replicas",
+        )
+    return _r(name, BLOCKING, True, desc)
+
+
+def check_broker_count(ctx: GateContext) -> CheckResult:
+    """The cluster's broker count against the topology the plan describes (a warning)."""
+    n = len(ctx.broker_versions)
+    if ctx.transport_kind in ("sim", "dry") or ctx.planned_brokers is None:
+        return _r("broker count", WARNING, True, f"{n} brokers")
+    return _r(
+        "broker count",
+        WARNING,
+        n == ctx.planned_brokers,
+        f"{n} brokers reachable, the plan describes {ctx.planned_brokers}"
+        + ("" if n == ctx.planned_brokers else " (per-broker figures compare only like topologies)"),
+    )
+
+
+def check_broker_observability(ctx: GateContext) -> CheckResult:
+    """Where broker CPU and stored bytes will come from; what cannot be read says how to supply it."""
+    name = "broker CPU / stored bytes sources"
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r(name, WARNING, True, f"transport {ctx.transport_kind}")
+    srcs = list(ctx.broker_cpu_sources)
+    if not srcs and not ctx.broker_versions:
+        return _r(name, WARNING, None, "no brokers to look at yet (kbench run starts or reaches them)")
+    blind = [i for i, s in enumerate(srcs) if not s]
+    stored = ctx.stored_bytes_source or "DescribeLogDirs (codec inferred from topic config)"
+    detail = f"broker CPU from {', '.join(s or 'nowhere' for s in srcs) or 'nowhere'}; stored bytes from {stored}"
+    if blind or not srcs:
+        return _r(
+            name,
+            WARNING,
+            False,
+            f"{detail}: broker CPU will be NA (D, F); give --broker-metrics URL,... (Prometheus JMX exporter) or --broker-pid",
+        )
+    return _r(name, WARNING, True, detail)
 
 
 def check_governor(ctx: GateContext) -> CheckResult:
@@ -366,6 +470,9 @@ def check_corpus_entropy(ctx: GateContext) -> CheckResult:
 CHECKS: tuple[Callable[[GateContext], CheckResult], ...] = (
     check_broker_versions,
     check_topic_compression,
+    check_replication,
+    check_broker_count,
+    check_broker_observability,
     check_governor,
     check_clocksource,
     check_steal,
@@ -380,6 +487,22 @@ CHECKS: tuple[Callable[[GateContext], CheckResult], ...] = (
     check_memory,
     check_corpus_entropy,
 )
+
+
+def topology_fields(plan: Plan, info: TransportInfo) -> dict[str, Any]:
+    """The GateContext fields about the cluster's topology and what can be observed of it."""
+    t = plan.transport
+    return {
+        "broker_version_sources": [
+            b.version_source or ("local cluster" if info.kind == "local" and b.version else "") for b in info.brokers
+        ],
+        "broker_cpu_sources": ["/proc" if b.pid else ("metrics" if b.metrics_url else "") for b in info.brokers],
+        "planned_brokers": t.brokers if (t.kind == "local" or t.brokers > 1) else None,
+        "replication_factor": t.replication_factor,
+        "min_insync_replicas": t.min_insync_replicas,
+        "planned_acks": sorted({a for s in plan.sweeps for a in s.acks}),
+        "stored_bytes_source": "segment files" if info.log_dirs else "",
+    }
 
 
 def run_gate(ctx: GateContext, force: bool = False) -> GateReport:

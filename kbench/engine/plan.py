@@ -60,7 +60,7 @@ TOP_KEYS = {
     "steady_skip_s": "seconds at the start of each repetition left out of the CPU window",
     "seed": "integer seed of the cell order (random when absent; always recorded)",
     "auto_rate_fraction": 'fraction of the minimum saturated rate used for rate = "auto"',
-    "transport": "table: kind, brokers, bootstrap, replication_factor, broker_pids",
+    "transport": "table: kind, brokers, bootstrap, replication_factor, min_insync_replicas, broker_pids, broker_metrics",
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",
@@ -73,6 +73,8 @@ TRANSPORT_KEYS = {
     "replication_factor": "replication factor of each cell's topic",
     "min_insync_replicas": "min.insync.replicas of each cell's topic",
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
+    "broker_metrics": "Prometheus endpoints of the brokers (URL or host:port, one per broker): broker CPU, version, bytes",
+    "broker_version": "the brokers' Kafka version, when neither the cluster nor its metrics report it",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
@@ -109,6 +111,8 @@ class TransportDef:
     replication_factor: int = 1
     min_insync_replicas: int | None = None
     broker_pids: tuple[int, ...] = ()
+    broker_metrics: tuple[str, ...] = ()
+    broker_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -454,7 +458,11 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if misr is not None:
         misr = int(_number("transport.min_insync_replicas", misr, integer=True))
     pids = tuple(int(_number("transport.broker_pids", p, integer=True)) for p in _as_list(t.get("broker_pids", [])))
-    transport = TransportDef(kind, brokers, t.get("bootstrap"), rf, misr, pids)
+    endpoints = tuple(str(u) for u in _as_list(t.get("broker_metrics", [])))
+    bver = t.get("broker_version")
+    transport = TransportDef(
+        kind, brokers, t.get("bootstrap"), rf, misr, pids, endpoints, None if bver is None else str(bver)
+    )
 
     client = data.get("client", {})
     if not isinstance(client, dict):

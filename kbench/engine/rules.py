@@ -139,6 +139,19 @@ def _cpu_role(c: CpuSample) -> tuple[float | None, float | None, float | None, s
     return c.usr_s / wall * 100, c.sys_s / wall * 100, c.usr_s + c.sys_s, None, ""
 
 
+def _sum_counter(samples: list[CpuSample], name: str) -> float | None:
+    """A broker counter summed over brokers; None unless every broker reported it."""
+    vals = [c.broker_counters.get(name) for c in samples]
+    return sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
+
+
+def _flag_inferred(v: Verdict, res: RunResult) -> Verdict:
+    """A stored codec that was inferred rather than read from stored batches is said in the reason."""
+    if res.stored_source and "inferred" in res.stored_source:
+        return v.merged(Verdict("OK", [f"stored codec inferred, not read (source: {res.stored_source})"]))
+    return v
+
+
 @dataclass(frozen=True)
 class _Run:
     """One repetition's inputs to the rows of every experiment its cell feeds."""
@@ -210,8 +223,9 @@ def _rows_c(x: _Run) -> list[dict[str, Any]]:
         corpus_near_random=x.corpus_entropy >= 6.3,
         stored_batches=res.stored_batches,
         stored_codecs=sorted(res.stored_codecs),
+        stored_source=res.stored_source,
     )
-    return [_finish(row, _unmeasured("C", x))]
+    return [_finish(row, _flag_inferred(_unmeasured("C", x), res))]
 
 
 def _rows_d(x: _Run) -> list[dict[str, Any]]:
@@ -226,6 +240,12 @@ def _rows_d(x: _Run) -> list[dict[str, Any]]:
         r = x.base()
         usr, sys_, cpu_s, st, why = _cpu_role(c)
         r.update(role=c.role, pid=c.pid, usr_pct=usr, sys_pct=sys_, cpu_s=cpu_s, payload_gb=gb, steal_pct=res.steal_pct)
+        r.update(
+            cpu_source=c.source or ("kbench worker process (/proc/self/stat)" if c.pid is None else ""),
+            broker_bytes_in=c.broker_counters.get("bytes_in"),
+            broker_bytes_out=c.broker_counters.get("bytes_out"),
+            produce_conversions=c.broker_counters.get("produce_conversions"),
+        )
         r["cpu_s_per_gb"] = (cpu_s / gb) if (cpu_s is not None and gb > 0) else None
         if c.role.startswith("broker"):
             repl = None if res.stored_bytes is None else res.stored_bytes * max(0, x.replication_factor - 1)
@@ -270,6 +290,7 @@ def _rows_e(x: _Run) -> list[dict[str, Any]]:
         payload_bytes=res.payload_bytes,
         stored_bytes=res.stored_bytes,
         ratio=_ratio(res),
+        stored_source=res.stored_source,
     )
     return [_finish(row, x.verdict)]
 
@@ -285,8 +306,9 @@ def _rows_f(x: _Run) -> list[dict[str, Any]]:
         if bad:
             v = v.merged(Verdict(bad[0][3] or "NA", [p[4] for p in bad]))
         else:
-            usr = sum(p[0] or 0 for p in parts)
-            sys_ = sum(p[1] or 0 for p in parts)
+            split = all(p[0] is not None and p[1] is not None for p in parts)  # metrics give usr+sys only
+            usr = sum(p[0] or 0 for p in parts) if split else None
+            sys_ = sum(p[1] or 0 for p in parts) if split else None
             cpu = sum(p[2] or 0 for p in parts)
     else:
         v = v.merged(Verdict("NA", [experiments.get("F").needs["cpu"]]))
@@ -304,8 +326,10 @@ def _rows_f(x: _Run) -> list[dict[str, Any]]:
         broker_cpu_s_per_gb=(cpu / gb) if (cpu is not None and gb > 0) else None,
         payload_bytes=res.payload_bytes,
         stored_bytes=res.stored_bytes,
+        stored_source=res.stored_source,
+        produce_conversions=_sum_counter(brokers, "produce_conversions"),
     )
-    return [_finish(row, v)]
+    return [_finish(row, _flag_inferred(v, res))]
 
 
 #: Per experiment: the rows one repetition contributes to its CSV.

@@ -131,6 +131,7 @@ def _gate_context(
         java_version=java_version() if info.kind == "local" else None,
         corpus_entropies=dict(entropies),
         sample_s=opts.gate_sample_s,
+        **gate_mod.topology_fields(plan, info),
     )
     for k, v in opts.gate_overrides.items():
         setattr(ctx, k, v)
@@ -364,6 +365,9 @@ def _run_cell(
         for exp, rs in rows.items():
             for r in rs:
                 r["reason"] = s.scrub(str(r.get("reason", "")))
+                for k in ("stored_source", "cpu_source"):  # may quote a tool's error message
+                    if isinstance(r.get(k), str):
+                        r[k] = s.scrub(r[k])
             writer.append(exp, rs)
             s.rows_written += len(rs)
             status = rs[0]["status"] if status == "OK" else status

@@ -17,7 +17,7 @@ import hashlib
 import json
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ __all__ = [
     "log_lines",
     "random_printable",
     "read_records",
+    "write_lenprefixed",
 ]
 
 #: Entropy of uniformly random printable ASCII (95 symbols), bits per byte.
@@ -263,5 +264,22 @@ def write_lines(corpus: Corpus, path: Path | str) -> Path:
             if b"\n" in r:
                 raise CorpusError("record contains a newline; write it length-prefixed instead")
             f.write(r + b"\n")
+    tmp.replace(p)
+    return p
+
+
+def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
+    """Write records as 4-byte big-endian length-prefixed binary (any bytes survive), atomically.
+
+    The file's sha256 is the corpus fingerprint (:attr:`Corpus.sha256` hashes the same bytes).
+    """
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("wb") as f:
+        for r in records:
+            if len(r) >= 1 << 32:
+                raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
+            f.write(len(r).to_bytes(4, "big"))
+            f.write(r)
     tmp.replace(p)
     return p

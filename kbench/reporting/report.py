@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -367,11 +368,12 @@ def _section_c(ctx: _Ctx, df: pd.DataFrame) -> None:
     ctx.add(
         doc.Heading(2, TITLES["C"], "exp-c"),
         doc.Para(
-            "Ratio = uncompressed payload / stored bytes (from the broker's log segments). The corpus' Shannon entropy "
+            "Ratio = uncompressed payload / stored bytes (the broker's log segments, or DescribeLogDirs on a remote cluster). The corpus' Shannon entropy "
             "stands beside every ratio: a near-random corpus cannot compress, whatever the codec.",
             "note",
         ),
         doc.Table(headers, rows),
+        *_sources(df, "stored_source", "stored bytes and codecs"),
     )
     # Headline: ratio per corpus and codec over all machines, with entropy.
     hr = stats(ctx.ledger, df, "C", "ratio", ["corpus", "codec"], "x")
@@ -383,6 +385,22 @@ def _section_c(ctx: _Ctx, df: pd.DataFrame) -> None:
         ctx.headline.append(
             f"Ratio, {codec} on corpus {corpus} (entropy {e.median if e else 'NA'} bits/byte): {s.median} (range {s.range()})."
         )
+
+
+def _sources(df: pd.DataFrame, col: str, what: str) -> list[doc.Para]:
+    """A note naming where a measurement came from (CSV column ``col``), endpoints and
+    per-partition details left out (the CSV keeps them)."""
+    if col not in df.columns:
+        return []
+    seen: list[str] = []
+    for v in df[col].dropna().astype(str):
+        parts = [x.strip() for x in v.split(";") if x.strip() and not x.strip().startswith("replicas of partitions")]
+        v = re.sub(r"/proc/\d+/", "/proc/<pid>/", "; ".join(parts).split(" from http")[0].strip())
+        if v and v not in ("NA", "nan") and v not in seen:
+            seen.append(v)
+    if not seen:
+        return []
+    return [doc.Para(f"Source of {what}: " + " | ".join(seen) + ".", "note")]
 
 
 # --------------------------------------------------------------------------- D
@@ -460,6 +478,7 @@ def _section_d(ctx: _Ctx, df: pd.DataFrame) -> None:
             "note",
         ),
         doc.Table(headers, rows),
+        *_sources(df, "cpu_source", "CPU counters"),
     )
 
 

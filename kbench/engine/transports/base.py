@@ -45,6 +45,8 @@ class BrokerInfo:
     pid: int | None = None  # local pid, when known (broker CPU is NA otherwise)
     log_dir: str | None = None
     default_compression: str | None = None  # the broker's compression.type
+    metrics_url: str | None = None  # Prometheus endpoint (broker CPU, version, bytes), credentials removed
+    version_source: str = ""  # where version came from: local cluster, metrics, --broker-version
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,9 @@ class CpuSample:
     pid: int | None = None
     note: str = ""
     total_s: float | None = None  # usr+sys when the source cannot split them (thread CPU clocks)
+    source: str = ""  # where the counters came from, e.g. "/proc/<pid>/stat", "metrics: process_cpu_seconds_total"
+    #: a broker's own counters over the window (metrics endpoint): bytes_in, bytes_out, produce_conversions
+    broker_counters: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,7 @@ class RunResult:
     stored_uncompressed_bytes: int | None = None  # the stored batches' bytes once decompressed
     stored_codecs: tuple[str, ...] = ()  # codecs seen in stored batches
     topic_compression_readback: str | None = None  # topic compression.type read back
+    stored_source: str | None = None  # where stored bytes/codecs came from (segment files, DescribeLogDirs + inference)
     batch_fill: BatchFill | None = None
     client_fill: BatchFill | None = None  # the producer's own view (librdkafka statistics, last interval)
     histograms: Mapping[str, str] = field(default_factory=dict)  # name -> base64 of Histogram.encode()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.plan import TransportDef
+from kbench.engine.transports import remote
 from kbench.engine.transports.base import (
     BatchFill,
     BrokerInfo,
@@ -179,6 +180,7 @@ class KafkaTransport:
     brokers: tuple[BrokerInfo, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _corpus_files: dict[str, Path] = field(default_factory=dict)
+    _probe: remote.MetricsProbe | None = None  # broker metrics over Prometheus (--broker-metrics)
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
@@ -213,17 +215,32 @@ class KafkaTransport:
             except Exception as e:  # noqa: BLE001 - KafkaError carries librdkafka's message
                 raise TransportError(f"cannot reach {self.bootstrap}: {e}") from None
             pids = list(self.defn.broker_pids)
+            ids = [int(b[0]) for b in sorted(md["brokers"])]
+            if self.defn.broker_metrics:
+                self._probe = remote.MetricsProbe.open(self.defn.broker_metrics, ids)
+            probe = self._probe
+            given = self.defn.broker_version
             self.brokers = tuple(
-                BrokerInfo(int(b[0]), None, pids[i] if i < len(pids) else None, None, None)
-                for i, b in enumerate(sorted(md["brokers"]))
+                BrokerInfo(
+                    bid,
+                    (probe.version(bid) if probe else None) or given,
+                    pids[i] if i < len(pids) else None,
+                    None,
+                    None,
+                    probe.display_url(bid) if probe else None,
+                    "metrics" if probe and probe.version(bid) else ("--broker-version" if given else ""),
+                )
+                for i, bid in enumerate(ids)
             )
-            kafka_version = None
+            versions = {b.version for b in self.brokers if b.version}
+            kafka_version = versions.pop() if len(versions) == 1 else None
         return TransportInfo(
             kind=self.defn.kind,
             bootstrap=self.bootstrap,
             brokers=self.brokers,
             kafka_version=kafka_version,
             client=f"librdkafka {drivers.librdkafka_version()}",
+            extra={"metrics_matching": self._probe.matching} if self._probe else {},
         )
 
     def close(self) -> None:
@@ -313,6 +330,7 @@ class KafkaTransport:
                 configs=configs,
                 timeout=60.0,
             )
+            # retried while a broker's metadata has not caught up with the new topic (many partitions, RF 3)
             readback = admin.describe_topic_configs(admin_props, req.topic, timeout=30.0).get(
                 "compression.type", (None, "")
             )[0]
@@ -373,15 +391,27 @@ class KafkaTransport:
             if pause > 0:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
             s0, t0 = self._snapshot(), time.monotonic()
+            m0 = self._probe.edge() if self._probe else {}
             pres = producer.result(req.duration_s + 120.0)
             cres = consumer.result(req.duration_s + 120.0) if consumer else None
             s1, t1 = self._snapshot(), time.monotonic()
+            m1 = self._probe.edge() if self._probe else {}
         except BaseException:
             for w in (producer, consumer):
                 if w is not None and w.proc.poll() is None:
                     w.proc.kill()
             raise
         stored, batches, unc, stored_codecs, fill = self._segments(req.topic, req.cell.partitions)
+        stored_source = "segment files (kbench inspector)" if stored is not None else None
+        if stored is None and not req.warmup and set(req.cell.experiments) & set("CDEF"):
+            remote_stored = remote.stored_from_log_dirs(
+                self.bootstrap, req.topic, req.cell.partitions, req.client_properties, req.cell.codec, readback
+            )
+            stored, stored_codecs, stored_source = (
+                remote_stored.stored_bytes,
+                remote_stored.stored_codecs,
+                remote_stored.source,
+            )
         cpu = []
         for role, res in (("producer", pres), ("consumer", cres)):
             if res is None:
@@ -400,15 +430,27 @@ class KafkaTransport:
             )
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
+            if not b.pid and b.broker_id in m0:
+                cpu.append(remote.cpu_from_metrics(f"broker-{b.broker_id}", m0[b.broker_id], m1.get(b.broker_id)))
+                continue
             d = deltas.get(b.pid) if b.pid else None
-            note = "" if b.pid else "no local pid (give --broker-pid)"
+            note = "" if b.pid else "no local pid (give --broker-metrics or --broker-pid)"
             if b.pid and (d is None or d.status == procstat.NA):
                 note = f"pid {b.pid} unreadable or gone"
             usr = d.user_s if d is not None else None
             sys_ = d.sys_s if d is not None else None
             regressed = d is not None and d.status == procstat.NEGATIVE
             cpu.append(
-                CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note)
+                CpuSample(
+                    f"broker-{b.broker_id}",
+                    usr,
+                    sys_,
+                    t1 - t0,
+                    regressed=regressed,
+                    pid=b.pid,
+                    note=note,
+                    source=f"/proc/{b.pid}/stat" if b.pid else "",
+                )
             )
         steal = None
         if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
@@ -448,6 +490,7 @@ class KafkaTransport:
             stored_uncompressed_bytes=unc,
             stored_codecs=stored_codecs,
             topic_compression_readback=readback,
+            stored_source=stored_source,
             batch_fill=fill,
             client_fill=_client_fill(st, req.topic),
             latency_phases=phases,
