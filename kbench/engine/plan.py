@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, client_level_range
 from kbench.model import codecs
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
@@ -76,6 +77,7 @@ TRANSPORT_KEYS = {
     "replication_factor": "replication factor of each cell's topic",
     "min_insync_replicas": "min.insync.replicas of each cell's topic",
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
+    "header_sample": "one record in this many carries the kb latency header (default 1000)",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
@@ -112,6 +114,7 @@ class TransportDef:
     replication_factor: int = 1
     min_insync_replicas: int | None = None
     broker_pids: tuple[int, ...] = ()
+    header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
 
 
 @dataclass(frozen=True)
@@ -404,6 +407,20 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     )
 
 
+def _check_client_levels(s: Sweep) -> None:
+    """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range."""
+    for text in s.codec:
+        spec = codecs.parse_spec(text)
+        if spec.level is None:
+            continue
+        lo, hi = client_level_range(spec.codec)
+        if not lo <= spec.level <= hi:
+            raise PlanError(
+                f"sweep {s.name}: codec {text}: librdkafka accepts compression.level {lo}..{hi} only; "
+                f"use a level in that range, or the sim transport for higher levels"
+            )
+
+
 def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None = None) -> Plan:
     """Validate a plan's TOML data and build a :class:`Plan`. Raises PlanError."""
     base = base_dir or Path.cwd()
@@ -444,7 +461,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if misr is not None:
         misr = int(_number("transport.min_insync_replicas", misr, integer=True))
     pids = tuple(int(_number("transport.broker_pids", p, integer=True)) for p in _as_list(t.get("broker_pids", [])))
-    transport = TransportDef(kind, brokers, t.get("bootstrap"), rf, misr, pids)
+    hs = int(_number("transport.header_sample", t.get("header_sample", DEFAULT_HEADER_SAMPLE), integer=True))
+    transport = TransportDef(kind, brokers, t.get("bootstrap"), rf, misr, pids, hs)
 
     client = data.get("client", {})
     if not isinstance(client, dict):
@@ -472,6 +490,9 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    if kind in ("local", "bootstrap"):
+        for s in sweeps:
+            _check_client_levels(s)
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")

@@ -102,6 +102,10 @@ class CpuSample:
     pid: int | None = None
     note: str = ""
     total_s: float | None = None  # usr+sys when the source cannot split them (thread CPU clocks)
+    #: producer only: usr+sys of the load generator (every thread but the client library's) and of
+    #: the client library's threads (librdkafka's rdk:*), over the same window; None = not split
+    loadgen_s: float | None = None
+    client_s: float | None = None
 
 
 @dataclass(frozen=True)
