@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, client_level_range
+from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, client_level_range, client_version
 from kbench.model import codecs
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
@@ -407,7 +407,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     )
 
 
-def _check_client_levels(s: Sweep) -> None:
+def _check_client_levels(i: int, s: Sweep) -> None:
     """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range."""
     for text in s.codec:
         spec = codecs.parse_spec(text)
@@ -416,8 +416,9 @@ def _check_client_levels(s: Sweep) -> None:
         lo, hi = client_level_range(spec.codec)
         if not lo <= spec.level <= hi:
             raise PlanError(
-                f"sweep {s.name}: codec {text}: librdkafka accepts compression.level {lo}..{hi} only; "
-                f"use a level in that range, or the sim transport for higher levels"
+                f"sweep[{i}].codec: {text} is refused by the client ({client_version()} accepts "
+                f"compression.level {lo}..{hi}); use {spec.codec}:{max(lo, 1)}..{spec.codec}:{hi} on a Kafka "
+                f'transport, or kind = "sim" for higher levels'
             )
 
 
@@ -491,8 +492,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
     if kind in ("local", "bootstrap"):
-        for s in sweeps:
-            _check_client_levels(s)
+        for i, s in enumerate(sweeps):
+            _check_client_levels(i, s)
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")

@@ -49,6 +49,7 @@ __all__ = [
     "records_buffer",
     "redact",
     "client_level_range",
+    "client_version",
 ]
 
 MODES = ("fixed-rate", "saturated")
@@ -56,7 +57,7 @@ MODES = ("fixed-rate", "saturated")
 #: to the stored bytes even of 130-byte log lines compressed 7x (benchmarks/stored_bytes_vs_kcat.py).
 DEFAULT_HEADER_SAMPLE = 1000
 #: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).
-DEFAULT_TICK_S = 100e-6
+DEFAULT_TICK_S = 200e-6
 KEY_POLICIES = ("none", "round-robin", "random")
 _SECRET_MARKS = ("password", "secret", "key.pem", "private", "sasl.oauthbearer.config", "keytab", "sasl.username")
 
@@ -71,6 +72,11 @@ def client_level_range(codec: str) -> tuple[int, int]:
     librdkafka itself (ValueError with its message when it does not know the codec)."""
     lo, hi = _native.client_level_range(codec)
     return int(lo), int(hi)
+
+
+def client_version() -> str:
+    """The linked client library, e.g. ``librdkafka 2.0.2``."""
+    return f"librdkafka {_native.rdkafka_version}"
 
 
 def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
