@@ -276,6 +276,8 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
             "-X",
             "sasl.password=s3cr3t-value",
             "--consume",
+            "--header-sample",
+            "4",
             "--json",
             str(out),
         ],
@@ -287,7 +289,8 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "sent 400, delivered 400, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
     r = json.loads(out.read_text())
-    assert r["producer"]["service"]["count"] == 400 and r["consumer"]["e2e"]["count"] == 400
+    # every record has its producer-side latency; one in 4 carried the header for the e2e sample
+    assert r["producer"]["service"]["count"] == 400 and r["consumer"]["e2e"]["count"] == 100
     assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout
     bad = subprocess.run(
         [
