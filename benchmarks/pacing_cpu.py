@@ -7,7 +7,11 @@ delivery reports served on that thread, plus connect and flush (the same for eve
 librdkafka's own threads are not in it.  One local 1-node cluster (started here unless
 --bootstrap is given), one-partition topics, the built-in log-lines corpus, codec none.
 
-    flock /tmp/kbench-kafka.lock python benchmarks/pacing_cpu.py --rates 10000,100000 --seconds 10 --reps 3
+    flock /tmp/kbench-kafka.lock python benchmarks/pacing_cpu.py --rates 10000,100000 --seconds 10 --reps 3 \
+        --label after --out after.jsonl
+    python benchmarks/pacing_cpu.py --render before.jsonl after.jsonl   # the README table
+
+Each measured row is one JSON line (printed, and appended to --out).
 """
 
 from __future__ import annotations
@@ -47,6 +51,21 @@ def one_run(bs: str, topic: str, payload: bytes, offsets: object, rate: float, s
     }
 
 
+def markdown(rows: list[dict]) -> str:
+    """The README table from result rows (no figure typed by hand)."""
+    lines = [
+        "| rate (msg/s) | build | loop thread CPU, % of one CPU (median, range) | achieved vs target | delay p99 |",
+        "|---|---|---|---|---|",
+    ]
+    for r in sorted(rows, key=lambda r: (r["rate"], not r["build"].startswith("before"))):
+        lo, hi = r["loop_cpu_pct_range"]
+        lines.append(
+            f"| {r['rate']:,.0f} | {r['build']} | {r['loop_cpu_pct']:.1f} ({lo:.1f}–{hi:.1f}) | "
+            f"{r['rate_dev_pct']:+.4f} % | {r['delay_p99_us'] / 1e3:.1f} ms |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rates", default="10000,100000")
@@ -54,7 +73,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--bootstrap")
     ap.add_argument("--label", default="", help="a name for this build in the output")
+    ap.add_argument("--out", type=Path, help="append each row (a JSON line) to this file")
+    ap.add_argument("--render", type=Path, nargs="+", help="print the README table of result files and exit")
     args = ap.parse_args()
+    if args.render:
+        print(markdown([json.loads(x) for f in args.render for x in f.read_text().splitlines() if x.strip()]))
+        return 0
     import kbench
 
     payload, offsets = records_buffer(corpus.generate("logs", 1 << 20, seed=1).records)
@@ -76,6 +100,9 @@ def main() -> int:
                 row[k] = statistics.median(vals)
                 row[k + "_range"] = [min(vals), max(vals)]
             print(json.dumps(row), flush=True)
+            if args.out:
+                with args.out.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
             out.append(row)
         return out
 

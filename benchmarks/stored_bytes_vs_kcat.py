@@ -71,6 +71,33 @@ def run_kcat(bs: str, topic: str, payload: Path, props: dict[str, str]) -> None:
     subprocess.run([*args, str(payload)], check=True, timeout=600)
 
 
+def markdown(result: dict) -> str:
+    """The README table from a results JSON (no figure typed by hand)."""
+    table = result["table"]
+    cols = [k for k in table[0] if k not in ("corpus", "codec") and not k.endswith(" vs kcat %")]
+    avg = result["avg_record_bytes"]
+    lines = [
+        f"librdkafka {result['librdkafka']}, batch.size={result['batch.size']}, linger.ms={result['linger.ms']}, "
+        f"acks=1, one partition; median of {result['reps']} alternating repetitions.",
+        "",
+        "| corpus | codec | "
+        + " | ".join(f"{t} B/record" for t in cols)
+        + " | "
+        + " | ".join(f"{t} vs kcat" for t in cols[1:])
+        + " |",
+        "|---" * (2 + 2 * len(cols) - 1) + "|",
+    ]
+    for r in table:
+        lines.append(
+            f"| {r['corpus']} ({avg[r['corpus']]:.0f} B/record) | {r['codec']} | "
+            + " | ".join(f"{float(r[t]):.2f}" for t in cols)
+            + " | "
+            + " | ".join(f"{float(r[t + ' vs kcat %']):+.2f} %" for t in cols[1:])
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus-bytes", type=int, default=4 << 20)
@@ -78,7 +105,11 @@ def main() -> int:
     ap.add_argument("--linger-ms", type=int, default=5)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--render", type=Path, help="print the README table of a results JSON and exit")
     args = ap.parse_args()
+    if args.render:
+        print(markdown(json.loads(args.render.read_text())))
+        return 0
     if not shutil.which("kcat"):
         print("kcat not found; install it (scripts/setup.sh)", file=sys.stderr)
         return 2
@@ -147,23 +178,7 @@ def main() -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1))
-    cols = list(tools)
-    print(
-        "| corpus | codec | "
-        + " | ".join(f"{t} B/rec" for t in cols)
-        + " | "
-        + " | ".join(f"{t} vs kcat" for t in cols[1:])
-        + " |"
-    )
-    print("|---" * (2 + len(cols) + len(cols) - 1) + "|")
-    for r in table:
-        print(
-            f"| {r['corpus']} ({avg[str(r['corpus'])]:.0f} B) | {r['codec']} | "
-            + " | ".join(f"{float(r[t]):.2f}" for t in cols)
-            + " | "
-            + " | ".join(f"{float(r[t + ' vs kcat %']):+.2f} %" for t in cols[1:])
-            + " |"
-        )
+    print(markdown(result))
     return 0
 
 
