@@ -67,7 +67,18 @@ def run_kbench(bs: str, topic: str, records: list[bytes], props: dict[str, str],
 
 
 def run_kcat(bs: str, topic: str, payload: Path, props: dict[str, str]) -> None:
-    args = ["kcat", "-P", "-l", "-b", bs, "-t", topic, "-p", "0", *sum((["-X", f"{k}={v}"] for k, v in props.items()), [])]
+    args = [
+        "kcat",
+        "-P",
+        "-l",
+        "-b",
+        bs,
+        "-t",
+        topic,
+        "-p",
+        "0",
+        *sum((["-X", f"{k}={v}"] for k, v in props.items()), []),
+    ]
     subprocess.run([*args, str(payload)], check=True, timeout=600)
 
 
