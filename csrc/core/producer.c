@@ -15,8 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "pacing.h"
@@ -149,17 +152,33 @@ static void sleep_until(int64_t t) {
     }
 }
 
-/** Wait until the absolute time t, serving callbacks while the wait is long; never spins. */
-static void wait_until(rd_kafka_t *rk, int64_t t) {
+/**
+ * Wait until the absolute time t, never spinning.  With an event fd (librdkafka
+ * writes to it when a delivery report reaches the empty main queue), sleep in
+ * ppoll() and serve reports the moment they arrive, so an ack's time is not
+ * rounded up to the next wake; without one, sleep and serve them at the wake.
+ */
+static void wait_until(rd_kafka_t *rk, int efd, int64_t t) {
     for (;;) {
         int64_t left = t - kb_now_ns();
         if (left <= 0)
             return;
-        if (left > 2000000) {
-            rd_kafka_poll(rk, (int)(left / 1000000) - 1);
-        } else {
+        if (efd < 0) {
+            if (left > 2000000) {
+                rd_kafka_poll(rk, (int)(left / 1000000) - 1);
+                continue;
+            }
             sleep_until(t);
             return;
+        }
+        struct pollfd pfd = {.fd = efd, .events = POLLIN};
+        struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+        if (ppoll(&pfd, 1, &ts, NULL) > 0) {
+            uint64_t v;
+            if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+                /* nothing to do: the next poll serves whatever is queued */
+            }
+            rd_kafka_poll(rk, 0); /* drains the queue, so the next report signals again */
         }
     }
 }
@@ -335,9 +354,20 @@ int kb_producer_run(kb_producer *p) {
                         .tick_ns = p->tick_ns > 0 ? p->tick_ns : KB_DEFAULT_TICK_NS,
                         .count = p->count,
                         .end_ns = end_ns};
+        /* delivery reports wake the loop through an event fd (no fd: served at the wakes) */
+        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        rd_kafka_queue_t *mainq = efd >= 0 ? rd_kafka_queue_get_main(rk) : NULL;
+        if (mainq) {
+            static const uint64_t one = 1;
+            rd_kafka_queue_io_event_enable(mainq, efd, &one, sizeof(one));
+            rd_kafka_poll(rk, 0); /* the queue must be empty for the next report to signal */
+        } else if (efd >= 0) {
+            close(efd);
+            efd = -1;
+        }
         int64_t wake = p->t0;
         while (!halt && !atomic_load_explicit(&p->stop, memory_order_relaxed) && !kb_pace_done(&pace, seq)) {
-            wait_until(rk, wake);
+            wait_until(rk, efd, wake);
             p->wakes++;
             int64_t now = kb_now_ns();
             cpu_mark(p, now);
@@ -355,6 +385,11 @@ int kb_producer_run(kb_producer *p) {
             }
             rd_kafka_poll(rk, 0); /* delivery reports between ticks */
             wake = kb_pace_wake(&pace, seq, wake);
+        }
+        if (mainq) {
+            rd_kafka_queue_io_event_enable(mainq, -1, NULL, 0);
+            rd_kafka_queue_destroy(mainq);
+            close(efd);
         }
     } else {
         while (!halt && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {

@@ -21,7 +21,7 @@
 #define KB_KEYS_ROUND_ROBIN 1
 #define KB_KEYS_RANDOM 2
 #define KB_MAX_ERR_CODES 32
-#define KB_DEFAULT_TICK_NS 200000 /* minimum time between two wakes of the fixed-rate loop */
+#define KB_DEFAULT_TICK_NS 500000 /* minimum time between two wakes of the fixed-rate loop */
 #define KB_CLIENT_THREAD_PREFIX "rdk:" /* librdkafka names its threads rdk:main, rdk:broker<id>, ... */
 
 /**

@@ -57,7 +57,7 @@ MODES = ("fixed-rate", "saturated")
 #: to the stored bytes even of 130-byte log lines compressed 7x (benchmarks/stored_bytes_vs_kcat.py).
 DEFAULT_HEADER_SAMPLE = 1000
 #: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).
-DEFAULT_TICK_S = 200e-6
+DEFAULT_TICK_S = 500e-6
 KEY_POLICIES = ("none", "round-robin", "random")
 _SECRET_MARKS = ("password", "secret", "key.pem", "private", "sasl.oauthbearer.config", "keytab", "sasl.username")
 
