@@ -153,6 +153,16 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
     for r in csvs["D"][1]:
         if r["status"] == "OK":
             assert float(r["cpu_s"]) > 0 and float(r["cpu_s_per_gb"]) > 0
+    # D: the producer's CPU split into the load generator's threads and librdkafka's (rdk:*), both
+    # measured over the same window as the total, so they sum to it within /proc's tick rounding
+    split = [r for r in csvs["D"][1] if r["role"] == "producer" and r["loadgen_cpu_s"] not in ("NA", "")]
+    assert split, "producer rows carry the load-generator / client split"
+    for r in split:
+        gen, lib, tot = float(r["loadgen_cpu_s"]), float(r["client_cpu_s"]), float(r["cpu_s"])
+        assert gen > 0 and lib > 0, r
+        assert abs(gen + lib - tot) <= 0.03, r  # three 10 ms ticks of rounding
+        assert float(r["client_cpu_s_per_gb"]) > 0 and float(r["loadgen_cpu_s_per_gb"]) > 0
+    assert all(r["loadgen_cpu_s"] in ("NA", "") for r in csvs["D"][1] if r["role"] != "producer")
     # E: batch fill from the inspector
     assert all(float(r["records_per_batch_p50"]) >= 1 for r in csvs["E"][1])
     assert any(

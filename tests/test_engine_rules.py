@@ -189,3 +189,17 @@ def test_broker_cpu_from_metrics_and_inferred_stored_codec_are_named() -> None:
     f = out["F"][0]
     assert f["broker_usr_pct"] is None and f["broker_cpu_s_per_gb"] == 3.0 and f["produce_conversions"] == 0.0
     assert f["recompressed"] is False and "inferred" in str(f["reason"])
+
+
+def test_producer_cpu_splits_load_generator_and_client_library() -> None:
+    prod = CpuSample("producer", 2.0, 1.0, 10.0, pid=1, loadgen_s=0.5, client_s=2.5)
+    out = rows(cell(("D",)), result(cpu=(prod, CpuSample("broker-0", 1.0, 0.5, 10.0, pid=2))))
+    d = {r["role"]: r for r in out["D"]}
+    p = d["producer"]
+    assert (p["loadgen_cpu_s"], p["client_cpu_s"], p["cpu_s"]) == (0.5, 2.5, 3.0)
+    assert p["loadgen_cpu_s_per_gb"] == pytest.approx(0.5) and p["client_cpu_s_per_gb"] == pytest.approx(2.5)
+    assert d["broker-0"]["loadgen_cpu_s"] is None and d["broker-0"]["client_cpu_s_per_gb"] is None
+    # an unreadable total leaves the split NA too: parts never stand in for a missing whole
+    bad = CpuSample("producer", None, None, 10.0, loadgen_s=0.5, client_s=2.5)
+    p2 = rows(cell(("D",)), result(cpu=(bad,)))["D"][0]
+    assert p2["status"] == "NA" and p2["loadgen_cpu_s"] is None and p2["client_cpu_s"] is None

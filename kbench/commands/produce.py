@@ -12,7 +12,15 @@ from kbench.commands.args import key_value
 from kbench.engine.experiments import SATURATED_FLAG
 from kbench.kafka import admin
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
-from kbench.kafka.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
+from kbench.kafka.drivers import (
+    DEFAULT_HEADER_SAMPLE,
+    KafkaError,
+    ProducerResult,
+    ProducerSpec,
+    produce,
+    produce_and_consume,
+    redact,
+)
 from kbench.model import corpus
 from kbench.model.stats import histogram_us
 
@@ -48,6 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         metavar="PROP=VAL",
         help="librdkafka property, passed verbatim (repeatable)",
+    )
+    p.add_argument(
+        "--header-sample",
+        type=int,
+        default=DEFAULT_HEADER_SAMPLE,
+        metavar="N",
+        help=f"one message in N carries the kb latency header (e2e latency sample; default {DEFAULT_HEADER_SAMPLE})",
     )
     p.add_argument("--keys", choices=("none", "round-robin", "random"), default="none")
     p.add_argument("--nkeys", type=int, default=0)
@@ -107,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         nkeys=args.nkeys,
         stats_path=args.stats,
         connect_timeout=args.connect_timeout,
+        header_sample=args.header_sample,
     )
     corp = corpus.load(args.corpus, size=args.corpus_size)
     try:

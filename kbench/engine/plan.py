@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine import experiments
-from kbench.kafka.drivers import KEY_POLICIES
+from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.model import codecs
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
@@ -75,6 +75,7 @@ TRANSPORT_KEYS = {
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
     "broker_metrics": "Prometheus endpoints of the brokers (URL or host:port, one per broker): broker CPU, version, bytes",
     "broker_version": "the brokers' Kafka version, when neither the cluster nor its metrics report it",
+    "header_sample": "one record in this many carries the kb latency header (default 1000)",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
@@ -113,6 +114,7 @@ class TransportDef:
     broker_pids: tuple[int, ...] = ()
     broker_metrics: tuple[str, ...] = ()
     broker_version: str | None = None
+    header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
 
 
 @dataclass(frozen=True)
@@ -418,6 +420,21 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     )
 
 
+def _check_client_levels(i: int, s: Sweep) -> None:
+    """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range."""
+    for spec in s.codec:
+        text = str(spec)
+        if spec.level is None:
+            continue
+        lo, hi = client_level_range(spec.codec)
+        if not lo <= spec.level <= hi:
+            raise PlanError(
+                f"sweep[{i}].codec: {text} is refused by the client ({client_version()} accepts "
+                f"compression.level {lo}..{hi}); use {spec.codec}:{max(lo, 1)}..{spec.codec}:{hi} on a Kafka "
+                f'transport, or kind = "sim" for higher levels'
+            )
+
+
 def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None = None) -> Plan:
     """Validate a plan's TOML data and build a :class:`Plan`. Raises PlanError."""
     base = base_dir or Path.cwd()
@@ -460,8 +477,17 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     pids = tuple(int(_number("transport.broker_pids", p, integer=True)) for p in _as_list(t.get("broker_pids", [])))
     endpoints = tuple(str(u) for u in _as_list(t.get("broker_metrics", [])))
     bver = t.get("broker_version")
+    hs = int(_number("transport.header_sample", t.get("header_sample", DEFAULT_HEADER_SAMPLE), integer=True))
     transport = TransportDef(
-        kind, brokers, t.get("bootstrap"), rf, misr, pids, endpoints, None if bver is None else str(bver)
+        kind,
+        brokers,
+        t.get("bootstrap"),
+        rf,
+        misr,
+        pids,
+        broker_metrics=endpoints,
+        broker_version=None if bver is None else str(bver),
+        header_sample=hs,
     )
 
     client = data.get("client", {})
@@ -490,6 +516,9 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    if kind in ("local", "bootstrap"):
+        for i, s in enumerate(sweeps):
+            _check_client_levels(i, s)
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")

@@ -247,6 +247,11 @@ def _rows_d(x: _Run) -> list[dict[str, Any]]:
             produce_conversions=c.broker_counters.get("produce_conversions"),
         )
         r["cpu_s_per_gb"] = (cpu_s / gb) if (cpu_s is not None and gb > 0) else None
+        # producer: the load generator's threads apart from the client library's (same window)
+        split = cpu_s is not None and c.loadgen_s is not None and c.client_s is not None
+        for part, val in (("loadgen", c.loadgen_s), ("client", c.client_s)):
+            r[f"{part}_cpu_s"] = val if split else None
+            r[f"{part}_cpu_s_per_gb"] = (val / gb) if (split and val is not None and gb > 0) else None
         if c.role.startswith("broker"):
             repl = None if res.stored_bytes is None else res.stored_bytes * max(0, x.replication_factor - 1)
             r.update(wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={x.replication_factor}")

@@ -2,8 +2,11 @@
 kbench.kafka.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
 or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
 
-The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop thread and librdkafka's
-threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
+The consumer process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop
+thread and librdkafka's threads, live and exited) from ``skip_s`` after it starts working to the end of its
+run.  The producer's loop reads its process's CPU per thread itself (C, ``/proc/self/task/<tid>``), from
+``skip_s`` after its first due time to the end of its flush: the whole process, librdkafka's threads
+(``rdk:*``: the client) and every other thread (the load generator, nearly all of it the loop thread).
 """
 
 from __future__ import annotations
@@ -92,12 +95,11 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         keys=job.get("keys", "none"),
         nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
+        header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
+        cpu_skip=float(job.get("skip_s", 0.0)),
     )
-    w = _Window(float(job.get("skip_s", 0.0)))
     _say("STARTED")
-    w.start()
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
-    cpu = w.stop()
     return {
         **r.counts(),
         "send_seconds": r.send_seconds,
@@ -106,7 +108,24 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         "service": _hist(r.service),
         "delay": _hist(r.delay),
         "corrected": _hist(r.corrected),
-        "cpu": cpu,
+        "sampled": r.sampled,
+        "cpu": _producer_cpu(r.cpu),
+    }
+
+
+def _producer_cpu(c: dict[str, Any] | None) -> dict[str, Any]:
+    """The producer's CPU window in the shape the transport reads, with the per-thread split."""
+    if c is None:
+        return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip"}
+    return {
+        "usr_s": c["usr_s"],
+        "sys_s": c["sys_s"],
+        "wall_s": c["wall_s"],
+        "loadgen_s": c["loadgen_usr_s"] + c["loadgen_sys_s"],
+        "client_s": c["client_usr_s"] + c["client_sys_s"],
+        "loop_s": c["loop_usr_s"] + c["loop_sys_s"],
+        "client_threads": c["client_threads"],
+        "note": "",
     }
 
 
@@ -119,6 +138,7 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         max_records=0,
         timeout=float(job["timeout"]),
         connect_timeout=float(job.get("connect_timeout", 10.0)),
+        header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
     )
     bg = drivers.Background(c, "kbench-consumer")
     while not c.ready and not bg.done.is_set():
@@ -136,6 +156,9 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         "unique": r.unique,
         "duplicates": r.duplicates,
         "lost": r.lost,
+        "sampled": r.sampled,
+        "samples_missing": r.samples_missing,
+        "stored_records": r.stored_records,
         "timed_out": r.timed_out,
         "errors": r.errors,
         "e2e": _hist(r.e2e),

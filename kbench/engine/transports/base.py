@@ -107,6 +107,10 @@ class CpuSample:
     source: str = ""  # where the counters came from, e.g. "/proc/<pid>/stat", "metrics: process_cpu_seconds_total"
     #: a broker's own counters over the window (metrics endpoint): bytes_in, bytes_out, produce_conversions
     broker_counters: Mapping[str, float | None] = field(default_factory=dict)
+    #: producer only: usr+sys of the load generator (every thread but the client library's) and of
+    #: the client library's threads (librdkafka's rdk:*), over the same window; None = not split
+    loadgen_s: float | None = None
+    client_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,9 @@ __all__ = ["KafkaTransport"]
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
 WORKER_START_TIMEOUT = 60.0
+#: librdkafka properties set for producer and consumer where librdkafka's default differs from
+#: the Java client's (docs/methodology.md); a plan's [client] table may override them.
+_JAVA_PARITY = {"socket.nagle.disable": "true"}  # the Java client sends with TCP_NODELAY
 
 
 def _lat(d: Mapping[str, Any] | None) -> LatencySummary | None:
@@ -270,6 +273,7 @@ class KafkaTransport:
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
         spec = req.cell.spec
         props = {
+            **_JAVA_PARITY,
             **req.client_properties,
             "bootstrap.servers": self.bootstrap,
             "compression.type": spec.codec,
@@ -355,10 +359,11 @@ class KafkaTransport:
             consumer = _spawn(
                 "consumer",
                 {
-                    "props": {**req.client_properties, "bootstrap.servers": self.bootstrap},
+                    "props": {**_JAVA_PARITY, **req.client_properties, "bootstrap.servers": self.bootstrap},
                     "topic": req.topic,
                     "run_id": run_id,
                     "expected": count,
+                    "header_sample": self.defn.header_sample,
                     "timeout": req.duration_s + 60.0,
                     "skip_s": req.steady_skip_s,
                 },
@@ -380,6 +385,7 @@ class KafkaTransport:
                 "nkeys": 0 if req.cell.key_policy == "none" else 1024,
                 "stats_path": str(stats),
                 "skip_s": req.steady_skip_s,
+                "header_sample": self.defn.header_sample,
             },
             Path(self._tmp.name) / f"{req.topic}.producer.err",
         )
@@ -426,6 +432,8 @@ class KafkaTransport:
                     regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
                     pid=None,
                     note=c.get("note", ""),
+                    loadgen_s=c.get("loadgen_s"),
+                    client_s=c.get("client_s"),
                 )
             )
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
