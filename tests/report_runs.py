@@ -143,6 +143,45 @@ def _run(
     return out
 
 
+#: Real-Kafka runs for the report tests: A latencies and a p99 verdict (none vs zstd:3 at a
+#: rate this machine holds), and a cell whose target no single producer on it can reach
+#: (2,000,000 msgs/s for 0.5 s, about 5x what it can even enqueue: REJECTED, with the
+#: achieved rate in its reason).
+KAFKA = """
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = 2000
+
+[[sweep]]
+name = "impossible"
+experiments = ["A"]
+codec = ["none"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = 2000000
+"""
+
+#: The impossible cell's target, msgs/s.
+IMPOSSIBLE_RATE = 2000000
+
+
+def kafka_runs(root: Path) -> Path:
+    """One short run of :data:`KAFKA` on a local Kafka cluster (3 repetitions of 0.5 s per cell).
+
+    Run the tests that use it under ``flock /tmp/kbench-kafka.lock`` (one cluster at a time)."""
+    key = f"kafka:{root}"
+    if key not in _CACHE:
+        root.mkdir(parents=True, exist_ok=True)
+        _CACHE[key] = _run(root, "kafka-report", KAFKA, transport="local", duration=0.5)
+    return _CACHE[key]  # type: ignore[return-value]
+
+
 def zstd_vs_none_run(root: Path, transport: str | None = None) -> Path:
     """One run of the zstd-vs-none plan's matrix (A–D); ``transport="local"``: real Kafka."""
     key = f"zvn:{root}:{transport}"

@@ -1,6 +1,6 @@
 /*
  * test_kafka_clients.c - the producer and consumer loops (csrc/core/producer.c,
- * consumer.c) against a real broker, built with ASan+UBSan (and TSan) by
+ * consumer.c) against a real broker, built with ASan+UBSan by
  * tests/test_native_sanitized.py: the consumer runs in its own thread, the
  * producer sends a short fixed-rate run from the main thread once the consumer
  * is assigned; every record is delivered once and seen once.
