@@ -78,6 +78,11 @@ def test_a_stalled_producer_shows_in_delay_and_corrected_not_in_service(kafka1: 
     assert (res["sent"], res["delivered"], res["failed"], res["undelivered"]) == (count, count, 0, 0)
     delay, corrected, service = res["delay"], res["corrected"], res["service"]
     assert delay["count"] == corrected["count"] == service["count"] == count
+    print(
+        f"pause {pause_us / 1e3:.0f} ms; max delay {delay['max_us'] / 1e3:.0f} ms, corrected {corrected['max_us'] / 1e3:.0f} ms, "
+        f"service {service['max_us'] / 1e3:.0f} ms; p95 corrected {corrected['p95_us'] / 1e3:.1f} ms, "
+        f"service {service['p95_us'] / 1e3:.1f} ms; rate {res['achieved_rate']:.1f}/s"
+    )
     # Every record due during the stall was sent after it: the largest delay is the stall
     # (less the signal's delivery, well under 5 %).
     assert delay["max_us"] >= 0.95 * pause_us, (delay, pause_us)
