@@ -3,7 +3,9 @@
 - fixed rate: achieved rate off the target by more than :data:`RATE_TOLERANCE` → ``REJECTED``;
 - saturated (B): latencies flagged ``latency-NOT-comparable-saturated``;
 - CPU (D): unreadable counters → ``NA`` (never 0), a negative delta → ``FAILED_CPU_REGRESSED``,
-  steal above :data:`STEAL_LIMIT_PCT` → ``INVALID`` (for every row of that run);
+  steal above :data:`STEAL_LIMIT_PCT` → ``INVALID`` (for every row of that run); steal that
+  could not be measured (``None``) on a measuring transport → ``NA`` for every row of that run
+  (the run cannot be shown within the limit; a synthetic run's timings are labelled as such);
 - lost or duplicated records, or delivery errors → ``FAILED_LOSS``;
 - a topic whose ``compression.type`` does not read back as planned → ``FAILED_TOPIC_CONFIG``.
 """
@@ -76,6 +78,8 @@ def judge(cell: Cell, res: RunResult) -> Verdict:
             )
     if res.steal_pct is not None and res.steal_pct > STEAL_LIMIT_PCT:
         v.add("INVALID", f"CPU steal {res.steal_pct:.2f}% > {STEAL_LIMIT_PCT:.0f}% during the run")
+    elif res.steal_pct is None and not res.synthetic:
+        v.add("NA", f"CPU steal not measurable during the run: cannot show it within {STEAL_LIMIT_PCT:.0f}%")
     if res.lost or res.duplicated:
         v.add("FAILED_LOSS", f"consumer saw {res.lost or 0} lost and {res.duplicated or 0} duplicated records")
     if res.delivery_errors:

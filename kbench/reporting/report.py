@@ -310,7 +310,11 @@ def _section_b(ctx: _Ctx, df: pd.DataFrame) -> None:
         )
     flagged = df[df.get("latency_flag", "") == SATURATED_FLAG] if "latency_flag" in df.columns else df.iloc[0:0]
     nflag = ctx.ledger.agg(
-        "count", [0.0] * len(flagged), ctx.ledger.row_set("B", flagged["_gid"].to_numpy()), "latency_flag", "int"
+        "count",
+        [0.0] * len(flagged),
+        ctx.ledger.row_set("B", flagged["_gid"].to_numpy(), {"latency_flag": SATURATED_FLAG}),
+        "latency_flag",
+        "int",
     )
     ctx.add(
         doc.Heading(2, TITLES["B"], "exp-b"),
@@ -630,7 +634,9 @@ def _excluded(ctx: _Ctx) -> None:
         if bad.empty:
             continue
         for (machine, status, reason), g in bad.groupby(["machine", "status", "reason"], sort=True):
-            sid = ctx.ledger.row_set(exp, g["_gid"].to_numpy())
+            sid = ctx.ledger.row_set(
+                exp, g["_gid"].to_numpy(), {"machine": str(machine), "status": str(status), "reason": str(reason)}
+            )
             n = ctx.ledger.agg("count", [0.0] * len(g), sid, "status", "int")
             cells = (
                 sorted({str(c) for c in g["cell_id"]})
@@ -784,14 +790,20 @@ def _threats(ctx: _Ctx) -> None:
     if b is not None and "latency_flag" in b.columns:
         fl = b[b["latency_flag"] == SATURATED_FLAG]
         if len(fl):
-            n = L.agg("count", [0.0] * len(fl), L.row_set("B", fl["_gid"].to_numpy()), "latency_flag", "int")
+            n = L.agg(
+                "count",
+                [0.0] * len(fl),
+                L.row_set("B", fl["_gid"].to_numpy(), {"latency_flag": SATURATED_FLAG}),
+                "latency_flag",
+                "int",
+            )
             items.append(
                 f"Saturated latency excluded: {n} B rows are flagged {SATURATED_FLAG}; the report uses no B latency."
             )
     d = ctx.frames.get("D")
     if d is not None and "steal_pct" in d.columns and d["steal_pct"].notna().any():
         sel = d[d["steal_pct"].notna()]
-        sid = L.row_set("D", sel["_gid"].to_numpy())
+        sid = L.row_set("D", sel["_gid"].to_numpy(), {})
         mx = L.agg("max", [float(x) for x in sel["steal_pct"]], sid, "steal_pct", "f2")
         items.append(
             f"CPU steal: at most {mx}% during the D runs (a run above the limit in the manifest's rules is INVALID)."
@@ -807,7 +819,9 @@ def _threats(ctx: _Ctx) -> None:
         ):
             g = df[df["status"] == status]
             if len(g):
-                n = L.agg("count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy()), "status", "int")
+                n = L.agg(
+                    "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
+                )
                 items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
     for r in ctx.runs:
         man = r.manifest
