@@ -82,7 +82,7 @@ BAD = [
     ("[corpora.mine]\nsource = 'file'\npath = 'missing.txt'\n" + BASE, "corpora.mine.path", "not found"),
     (BASE.replace('experiments = ["A"]', 'experiments = ["B"]'), "sweep[0].rate", "saturated"),
     (BASE.replace("rate = 1000", 'rate = "auto"'), "sweep.rate", "saturated"),
-    ("repetitions = 0\n" + BASE, "repetitions", "> 0"),
+    ("repetitions = 0\n" + BASE, "repetitions", "at least 1"),
     ('[client]\n"compression.type" = "lz4"\n' + BASE, "client.compression.type", "sweep"),
 ]
 

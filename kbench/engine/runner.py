@@ -59,6 +59,15 @@ class RunOutcome:
     state: str
     rows_written: int
     gate: gate_mod.GateReport | None
+    already_complete: bool = False  # a --resume of a complete run: nothing was run
+    restored: int = 0  # journal entries rebuilt from the CSVs by this resume
+
+
+def _remaining(plan: Plan, done: set[tuple[str, int]]) -> int:
+    """Repetitions of the plan not yet in the journal."""
+    return sum(
+        (c.cell_id, r) not in done for c in plan_mod.expand(plan) for r in range(1, plan.repetitions + 1)
+    )
 
 
 def _now() -> str:
@@ -167,9 +176,17 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
             raise PlanError(
                 f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
             )
-        dropped = results.reconcile(run_dir)
-        if dropped:
-            log(f"resume: dropped incomplete rows {dropped}")
+        fixed = results.reconcile(run_dir, {c.cell_id: c.experiments for c in plan_mod.expand(plan)})
+        if fixed.dropped:
+            log(f"resume: dropped incomplete rows {fixed.dropped}")
+        if fixed.restored:
+            log(f"resume: journal rebuilt from the CSVs: {len(fixed.restored)} complete repetitions restored")
+        if not _remaining(plan, results.read_done(run_dir)):
+            # Every repetition is in the CSVs: nothing to run, and nothing (gate, manifest) to rewrite.
+            if prior.get("state") != "complete":
+                man_done = dict(prior, state="complete", finished_at=prior.get("finished_at") or _now())
+                manifest_mod.write(run_dir, man_done, scrub)
+            return RunOutcome(run_dir, "complete", 0, None, already_complete=True, restored=len(fixed.restored))
     else:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise FileExistsError(
@@ -242,6 +259,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     manifest_mod.write(run_dir, man, scrub)
 
     rows_written = 0
+    refused = False
     try:
         info = transport.open()
         man["transport"] = {
@@ -260,7 +278,9 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         man["forced"] = bool(man.get("forced")) or (opts.force and report.blocked)
         print("environment gate:\n" + report.table(), file=opts.progress_stream)
         if report.blocked and not opts.force:
-            man["state"] = "refused-by-gate"
+            # A resume refused by the gate leaves the state of the work already done as it was.
+            man["state"] = str(prior.get("state", "interrupted")) if opts.resume else "refused-by-gate"
+            refused = True
             manifest_mod.write(run_dir, man, scrub)
             names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
             raise GateRefused(
@@ -344,7 +364,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         man["finished_at"] = _now()
         manifest_mod.write(run_dir, man, scrub)
     except (KeyboardInterrupt, Exception) as e:
-        if man.get("state") not in ("refused-by-gate",):
+        if not refused:
             man["state"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
             man["stopped_at"] = _now()
             if not isinstance(e, KeyboardInterrupt):
