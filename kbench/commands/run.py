@@ -12,6 +12,7 @@ import dataclasses
 import datetime as _dt
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from kbench.engine import manifest as manifest_mod
@@ -81,8 +82,12 @@ def _check_new_run_dir(run_dir: Path) -> None:
         parent = parent.parent
     if not parent.is_dir():
         raise plan_mod.PlanError(f"-o {run_dir}: {parent} is a file, not a directory; choose another -o")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise plan_mod.PlanError(f"-o {run_dir}: cannot create it, {parent} is not writable; choose another -o")
+    try:  # a probe: catches read-only mounts, /proc, /sys
+        os.rmdir(tempfile.mkdtemp(prefix=".kbench-probe", dir=parent))
+    except OSError as e:
+        raise plan_mod.PlanError(
+            f"-o {run_dir}: cannot create it in {parent} ({e.strerror}); choose another -o"
+        ) from None
 
 
 def _check_resume_dir(run_dir: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from kbench.model import codecs, limits
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
+from kbench.model.paths import not_a_regular_file
 
 __all__ = [
     "Cell",
@@ -234,11 +235,20 @@ def load(spec: str | Path, base_dir: Path | None = None) -> Plan:
             )
         text, source, base = res.read_text(), f"builtin:{spec}", Path.cwd()
     else:
-        if not p.is_file():
+        why = not_a_regular_file(p)
+        if why == "does not exist":
             raise PlanError(
                 f"plan file not found: {p}; give an existing .toml file or one of {', '.join(builtin_plans())}"
             )
-        text, source, base = p.read_text(), str(p.resolve()), p.resolve().parent
+        if why is not None:
+            raise PlanError(f"plan {p} {why}; give a .toml file")
+        try:
+            text = p.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PlanError(
+                f"plan file {p} is not UTF-8 text (byte {e.start}); is it really a .toml plan?"
+            ) from None
+        source, base = str(p.resolve()), p.resolve().parent
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -387,8 +397,10 @@ def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> d
                 raise PlanError(f'{where}path: missing; a file corpus needs path = "..."')
             fp = Path(str(tbl["path"]))
             fp = fp if fp.is_absolute() else base_dir / fp
-            if not fp.is_file():
-                raise PlanError(f"{where}path: corpus file not found: {fp}; give an existing file")
+            why = not_a_regular_file(fp)
+            if why is not None:
+                what = "corpus file not found" if why == "does not exist" else f"corpus {why}"
+                raise PlanError(f"{where}path: {what}: {fp}; give an existing regular file")
             path = str(fp)
         fmt = str(tbl.get("format", "lines"))
         if fmt not in ("lines", "lenprefixed"):
@@ -414,9 +426,11 @@ def _resolve_corpus(where: str, name: str, corpora: dict[str, CorpusDef], base_d
         return name
     fp = Path(name)
     fp = fp if fp.is_absolute() else base_dir / fp
-    if not fp.is_file():
+    why = not_a_regular_file(fp)
+    if why is not None:
+        what = "corpus file not found" if why == "does not exist" else f"corpus {why}"
         raise PlanError(
-            f"{where}: corpus file not found: {fp}; give an existing file, a [corpora] name, or one of {', '.join(BUILTIN_CORPORA)}"
+            f"{where}: {what}: {fp}; give an existing file, a [corpora] name, or one of {', '.join(BUILTIN_CORPORA)}"
         )
     corpora[name] = CorpusDef(name=name, source="file", path=str(fp))
     return name
