@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from kbench.model import codecs, corpus, limits, microbench
-from kbench.model.paths import output_file_problem
 from kbench.model.codecs import CodecSpec
+from kbench.model.paths import output_file_problem
 
 DEFAULT_CODECS = "zstd:1,zstd:3,lz4,snappy,gzip:6"
 DEFAULT_BLOCKS = "16384,65536,1048576"

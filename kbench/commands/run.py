@@ -161,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"kbench: interrupted; continue with: kbench run --resume {run_dir}", file=sys.stderr)
         return 130
     if outcome.already_complete:
-        fixed = f"journal rebuilt from the CSVs ({outcome.restored} repetitions)" if outcome.restored else "nothing changed"
+        fixed = (
+            f"journal rebuilt from the CSVs ({outcome.restored} repetitions)" if outcome.restored else "nothing changed"
+        )
         print(f"kbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
         return 0
     print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")

@@ -245,9 +245,7 @@ def load(spec: str | Path, base_dir: Path | None = None) -> Plan:
         try:
             text = p.read_bytes().decode("utf-8")
         except UnicodeDecodeError as e:
-            raise PlanError(
-                f"plan file {p} is not UTF-8 text (byte {e.start}); is it really a .toml plan?"
-            ) from None
+            raise PlanError(f"plan file {p} is not UTF-8 text (byte {e.start}); is it really a .toml plan?") from None
         source, base = str(p.resolve()), p.resolve().parent
     try:
         data = tomllib.loads(text)

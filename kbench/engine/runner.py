@@ -65,9 +65,7 @@ class RunOutcome:
 
 def _remaining(plan: Plan, done: set[tuple[str, int]]) -> int:
     """Repetitions of the plan not yet in the journal."""
-    return sum(
-        (c.cell_id, r) not in done for c in plan_mod.expand(plan) for r in range(1, plan.repetitions + 1)
-    )
+    return sum((c.cell_id, r) not in done for c in plan_mod.expand(plan) for r in range(1, plan.repetitions + 1))
 
 
 def _now() -> str:

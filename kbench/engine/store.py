@@ -336,7 +336,7 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
         for cid, _ in keys:
             cells.setdefault(cid, set()).add(exp)
     complete: dict[tuple[str, int], str] = {}
-    for exp, keys in present.items():
+    for keys in present.values():
         for key, status in keys.items():
             need = set(expected[key[0]]) if expected is not None and key[0] in expected else cells[key[0]]
             if all(key in present.get(e, {}) for e in need):
