@@ -53,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         import json
 
-        problems = provenance.verify(json.loads(files.provenance.read_text()), args.run_dirs)
+        from kbench.reporting.frames import unique_dirs
+
+        problems = provenance.verify(json.loads(files.provenance.read_text()), unique_dirs(args.run_dirs))
         if problems:
             for p in problems[:20]:
                 print(f"kbench: provenance: {p}", file=sys.stderr)
