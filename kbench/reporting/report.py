@@ -940,9 +940,14 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     atomic_write(
         prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode()
     )
-    atomic_write(md, doc.to_markdown(blocks).encode())
-    atomic_write(html_, doc.to_html(blocks, title).encode())
+    atomic_write(md, _utf8(doc.to_markdown(blocks)))
+    atomic_write(html_, _utf8(doc.to_html(blocks, title)))
     return ReportFiles(md, html_, prov, tuple(paths))
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 of a text that may hold a non-UTF-8 file name (surrogate escapes): shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode()
 
 
 def provenance_texts(prov: Mapping[str, Any]) -> set[str]:
