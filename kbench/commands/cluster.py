@@ -18,6 +18,7 @@ from kbench.kafka.cluster import (
     status,
 )
 from kbench.kafka.kafka_dist import KafkaDistError
+from kbench.model import limits
 
 
 def _kv(text: str) -> tuple[str, str]:
@@ -84,6 +85,7 @@ def _print_state(d: Path, alive: dict[int, bool] | None = None) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         c = LocalCluster(
@@ -120,6 +122,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         pids = down(d, timeout=args.timeout)

@@ -70,6 +70,8 @@ BOUNDS: dict[str, Bound] = {
     "repeats": Bound(1, 1000, True, "timed repetitions per figure; each lasts at least --min-time"),
     "keys": Bound(0, 100_000_000, True, "distinct keys are held in memory"),
     "gate_sample_s": Bound(0, 600, False, "seconds over which the gate samples steal (0: no sampling)"),
+    "count": Bound(1, 10**12, True, "messages to send: 10^12 is days at the highest rate one producer reaches"),
+    "timeout_s": Bound(0.01, 3600, False, "seconds to wait: at least 10 ms, at most an hour"),
     "pid": Bound(1, 4_194_304, True, "Linux pids are at most 4194304 (pid_max)"),
 }
 
