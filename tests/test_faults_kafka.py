@@ -162,12 +162,12 @@ def test_broker_sigkill_mid_cell(tmp_path: Path) -> None:
 
 @pytest.fixture
 def small_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A 96 MiB tmpfs mounted for the test (root only)."""
+    """A 1 GiB tmpfs mounted for the test (root only): room for one saturated repetition."""
     if os.geteuid() != 0:
         pytest.fail("the full-disk test mounts a tmpfs: run it as root")
     mnt = tmp_path / "small"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1g", "tmpfs", str(mnt)], check=True)
     try:
         yield mnt
     finally:

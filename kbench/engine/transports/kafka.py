@@ -327,6 +327,11 @@ class KafkaTransport:
         """One run; a broker that died or a full log-dir disk during it fails the repetition with
         that reason (its figures are not measurements)."""
         alive = self._alive()
+        if self.brokers and all(b.pid for b in self.brokers) and not any(alive.values()):
+            # every broker is gone (killed, or halted on a full disk): fail now, not after timeouts
+            gone = ", ".join(f"broker {b.broker_id} (pid {b.pid})" for b in self.brokers)
+            full = self._faults({})
+            raise TransportError(f"no broker is alive: {gone} gone" + (f"; {full}" if full else ""))
         try:
             res = self._run(req)
         except TransportError as e:
