@@ -82,11 +82,11 @@ BAD = [
     ("[corpora.mine]\nsource = 'file'\npath = 'missing.txt'\n" + BASE, "corpora.mine.path", "not found"),
     (BASE.replace('experiments = ["A"]', 'experiments = ["B"]'), "sweep[0].rate", "saturated"),
     (BASE.replace("rate = 1000", 'rate = "auto"'), "sweep.rate", "saturated"),
-    ("repetitions = 0\n" + BASE, "repetitions", "> 0"),
+    ("repetitions = 0\n" + BASE, "repetitions", "at least 1"),
     ('[client]\n"compression.type" = "lz4"\n' + BASE, "client.compression.type", "sweep"),
     # zstd allows 1..22, but the linked librdkafka refuses compression.level above 12 at run time
     (BASE.replace('codec = ["none"]', 'codec = ["zstd:15"]'), "sweep[0].codec", "compression.level -1..12"),
-    ("[transport]\nheader_sample = 0\n" + BASE, "transport.header_sample", "> 0"),
+    ("[transport]\nheader_sample = 0\n" + BASE, "transport.header_sample", "at least 1"),
 ]
 
 

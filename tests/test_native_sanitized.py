@@ -188,14 +188,29 @@ def _segment_seeds() -> list[bytes]:
     return [whole, whole[:-7], bs[0] + b"\x00" * 13, bs[4]]
 
 
-@pytest.mark.parametrize("harness", ["batch", "segment"])
+def _codec_seeds() -> list[bytes]:
+    from kbench.model import codecs
+
+    samples = [b"", b"a", b"hello kafka " * 40, bytes(range(256)) * 8]
+    return [
+        bytes([i | (nib << 4)]) + codecs.compress(s, name)
+        for i, name in enumerate(["none", "gzip", "snappy", "lz4", "zstd"])
+        for s in samples
+        for nib in (0, 12)
+    ]
+
+
+SEEDS = {"batch": _batch_seeds, "segment": _segment_seeds, "codecs": _codec_seeds}
+
+
+@pytest.mark.parametrize("harness", ["batch", "segment", "codecs"])
 def test_fuzz(harness: str, tmp_path: Path) -> None:
     exe = _clang(
         tmp_path / f"fuzz_{harness}", ROOT / "tests" / "fuzz" / f"fuzz_{harness}.c", "fuzzer,address,undefined"
     )
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i, s in enumerate((_batch_seeds() if harness == "batch" else _segment_seeds()) + REGRESSIONS[harness]):
+    for i, s in enumerate(SEEDS[harness]() + REGRESSIONS.get(harness, [])):
         (corpus / f"seed{i:03d}").write_bytes(s)
     proc = subprocess.run(
         [

@@ -19,6 +19,7 @@ from kbench.kafka.cluster import (
     status,
 )
 from kbench.kafka.kafka_dist import KafkaDistError
+from kbench.model import limits
 
 _KV = key_value("--broker-config num.io.threads=4")
 
@@ -87,6 +88,7 @@ def _print_state(d: Path, alive: dict[int, bool] | None = None) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         c = LocalCluster(
@@ -124,6 +126,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         pids = down(d, timeout=args.timeout)

@@ -11,6 +11,7 @@ from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
+from kbench.model import limits
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    limits.check("--sample-s", args.sample_s, "gate_sample_s")
     kind = "bootstrap" if args.bootstrap else "local"
     ctx = gate_mod.GateContext(transport_kind=kind, disk_paths=[Path(args.dir)], sample_s=args.sample_s)
     if args.plan:

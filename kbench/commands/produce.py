@@ -21,7 +21,8 @@ from kbench.kafka.drivers import (
     produce_and_consume,
     redact,
 )
-from kbench.model import corpus
+from kbench.model import corpus, limits
+from kbench.model.paths import output_file_problem
 from kbench.model.stats import histogram_us
 
 _KV = key_value("-X linger.ms=5")
@@ -101,7 +102,27 @@ def _summary(r: ProducerResult) -> dict[str, Any]:
     }
 
 
+def _check_bounds(args: argparse.Namespace) -> None:
+    """Counts, sizes, rates and durations within kbench.model.limits, before connecting."""
+    if args.mode == "fixed-rate" or args.rate:
+        limits.check("--rate", args.rate, "rate")
+    if args.count:
+        limits.check("--count", args.count, "count")
+    if args.duration or not args.count:
+        limits.check("--duration", args.duration, "duration_s")
+    limits.check("--partitions", args.partitions, "partitions")
+    limits.check("--replication-factor", args.replication_factor, "replication_factor")
+    limits.check("--nkeys", args.nkeys, "keys")
+    limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
+    limits.check_corpus_size("--corpus-size", args.corpus_size)
+    if args.json is not None:
+        why = output_file_problem(args.json)
+        if why is not None:
+            raise ValueError(f"--json {args.json}: {why}; give a file path in a writable directory")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_bounds(args)
     try:
         bs = args.bootstrap or read_state(args.cluster_dir or default_dir()).bootstrap_servers
     except ClusterError as e:

@@ -35,8 +35,11 @@ def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path]) -> 
     import json
 
     from kbench.reporting import provenance
+    from kbench.reporting.frames import unique_dirs
 
-    problems = provenance.verify(json.loads(provenance_path.read_text()), run_dirs, markdown_path.read_text())
+    problems = provenance.verify(
+        json.loads(provenance_path.read_text()), unique_dirs(run_dirs), markdown_path.read_text()
+    )
     if problems:
         for p in problems[:20]:
             print(f"kbench: provenance: {p}", file=sys.stderr)

@@ -59,6 +59,13 @@ class RunOutcome:
     state: str
     rows_written: int
     gate: gate_mod.GateReport | None
+    already_complete: bool = False  # a --resume of a complete run: nothing was run
+    restored: int = 0  # journal entries rebuilt from the CSVs by this resume
+
+
+def _remaining(plan: Plan, done: set[tuple[str, int]]) -> int:
+    """Repetitions of the plan not yet in the journal."""
+    return sum((c.cell_id, r) not in done for c in plan_mod.expand(plan) for r in range(1, plan.repetitions + 1))
 
 
 def _now() -> str:
@@ -154,6 +161,9 @@ class _Session:
     entropies: dict[str, float]
     man: dict[str, Any] = field(default_factory=dict)
     rows_written: int = 0
+    resumed_state: str | None = None  # --resume: the manifest state the run had before
+    refused: bool = False  # the gate refused this call
+    restored: int = 0  # --resume: journal entries rebuilt from the CSVs
 
     @property
     def plan(self) -> Plan:
@@ -192,9 +202,13 @@ def _prepare_dir(s: _Session, machine: Mapping[str, Any]) -> dict[str, Any]:
         raise PlanError(
             f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
         )
-    dropped = results.reconcile(run_dir)
-    if dropped:
-        s.log(f"resume: dropped incomplete rows {dropped}")
+    fixed = results.reconcile(run_dir, {c.cell_id: c.experiments for c in plan_mod.expand(plan)})
+    if fixed.dropped:
+        s.log(f"resume: dropped incomplete rows {fixed.dropped}")
+    if fixed.restored:
+        s.log(f"resume: journal rebuilt from the CSVs: {len(fixed.restored)} complete repetitions restored")
+    s.resumed_state = str(prior.get("state", "interrupted"))
+    s.restored = len(fixed.restored)
     return prior
 
 
@@ -286,7 +300,9 @@ def _open_and_gate(s: _Session) -> gate_mod.GateReport:
     man["forced"] = bool(man.get("forced")) or (opts.force and report.blocked)
     print("environment gate:\n" + report.table(), file=opts.progress_stream)
     if report.blocked and not opts.force:
-        man["state"] = "refused-by-gate"
+        # A resume refused by the gate leaves the state of the work already done as it was.
+        man["state"] = s.resumed_state if s.resumed_state is not None else "refused-by-gate"
+        s.refused = True
         s.save()
         names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
         raise GateRefused(
@@ -385,6 +401,13 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     )
     machine = describe().as_dict()
     prior = _prepare_dir(s, machine)
+    if opts.resume and not _remaining(plan, results.read_done(s.run_dir)):
+        # Every repetition is in the CSVs: nothing to run, and nothing (gate, manifest) to rewrite.
+        if prior.get("state") != "complete":
+            manifest_mod.write(
+                s.run_dir, dict(prior, state="complete", finished_at=prior.get("finished_at") or _now()), s.scrub
+            )
+        return RunOutcome(s.run_dir, "complete", 0, None, already_complete=True, restored=s.restored)
     seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
     run_id = str(prior.get("run_id", _secrets.token_hex(4)))
     cells = plan_mod.expand(plan)
@@ -410,7 +433,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         s.man["finished_at"] = _now()
         s.save()
     except (KeyboardInterrupt, Exception) as e:
-        if s.man.get("state") not in ("refused-by-gate",):
+        if not s.refused:
             s.man["state"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
             s.man["stopped_at"] = _now()
             if not isinstance(e, KeyboardInterrupt):
@@ -421,7 +444,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         transport.close()
     if opts.print_tables is not None:
         opts.print_tables.write(tables(s.run_dir, plan.experiments) + "\n")
-    return RunOutcome(s.run_dir, s.man["state"], s.rows_written, report)
+    return RunOutcome(s.run_dir, s.man["state"], s.rows_written, report, restored=s.restored)
 
 
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:

@@ -268,6 +268,8 @@ class _Tables:
         return out
 
     def table(self, exp: str) -> list[dict[str, str]]:
+        from kbench.reporting.frames import bad_values
+
         if exp not in self.rows:
             rows: list[dict[str, str]] = []
             origin: list[tuple[int, int]] = []
@@ -280,8 +282,12 @@ class _Tables:
                     text = text[: text.rfind("\n") + 1]
                 extra = self._machine(i)
                 rates = json.loads(extra.pop("_rates", "{}"))
-                for j, r in enumerate(csv.DictReader(io.StringIO(text, newline=""))):
+                raw = list(csv.DictReader(io.StringIO(text, newline="")))
+                bad = bad_values(raw, p.name)  # the loader's rule: stray text excludes its row
+                for j, r in enumerate(raw):
                     row = {k: ("NA" if v is None else v) for k, v in r.items() if k is not None}
+                    if j in bad:
+                        row.update(status="INVALID", reason=bad[j])
                     if "rate" not in row:  # a CSV written before the rate column: the plan's rate
                         row["rate"] = rates.get(row.get("cell_id", ""), "NA")
                     row.update(extra)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kbench.engine.experiments import LABELS, M_LABELS, SATURATED_FLAG
 from kbench.engine.store import atomic_write
 from kbench.reporting import document as doc
-from kbench.reporting.frames import Run, frames, load_runs
+from kbench.reporting.frames import Run, frames, load_runs, unique_dirs
 from kbench.reporting.provenance import Fig, Ledger
 from kbench.reporting.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
 
@@ -978,15 +978,44 @@ def build(
     return ctx.blocks, ctx.ledger, plots, title
 
 
-def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = True) -> ReportFiles:
-    """Build the report, then write it under ``out`` (each file atomically)."""
-    out = Path(out)
+#: The ownership marker in a report directory: the files ``kbench report`` wrote there.
+OWNED = ".kbench-report.json"
+
+
+def _owned(out: Path) -> set[str]:
+    try:
+        data = json.loads((out / OWNED).read_text())
+        return {str(f) for f in data.get("files", [])}
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def check_output(out: Path, names: Sequence[str]) -> None:
+    """Refuse to write into ``out`` if a file we would write is there and kbench report did not
+    write it (not listed in ``out``'s ownership marker): a user's report.md is never overwritten."""
     if out.exists() and not out.is_dir():
         raise ValueError(
             f"{out}: exists and is not a directory; give -o a directory for report.md, report.html and plots/"
         )
+    owned = _owned(out)
+    for name in names:
+        if (out / name).exists() and name not in owned:
+            raise ValueError(
+                f"{out / name} exists and was not written by kbench report; choose another -o or move that file"
+            )
+
+
+def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = True) -> ReportFiles:
+    """Build the report, then write it under ``out`` (each file atomically).  Only files listed in
+    ``out/.kbench-report.json`` (written by an earlier report) are ever replaced."""
+    out = Path(out)
+    run_dirs = unique_dirs(run_dirs)
+    check_output(out, ["report.md", "report.html", "provenance.json", "plots"])
     blocks, ledger, plots, title = build(run_dirs, with_plots)
+    names = ["report.md", "report.html", "provenance.json", "plots", *(f"plots/{n}" for n in plots)]
+    check_output(out, names)
     (out / "plots").mkdir(parents=True, exist_ok=True)
+    atomic_write(out / OWNED, (json.dumps({"files": sorted(_owned(out) | set(names))}) + "\n").encode())
     paths = []
     for name, data in plots.items():
         p = out / "plots" / name
@@ -996,6 +1025,11 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     atomic_write(
         prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode()
     )
-    atomic_write(md, doc.to_markdown(blocks).encode())
-    atomic_write(html_, doc.to_html(blocks, title).encode())
+    atomic_write(md, _utf8(doc.to_markdown(blocks)))
+    atomic_write(html_, _utf8(doc.to_html(blocks, title)))
     return ReportFiles(md, html_, prov, tuple(paths))
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 of a text that may hold a non-UTF-8 file name (surrogate escapes): shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode()

@@ -174,6 +174,10 @@ def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
 
 
+#: A broker log dir with less free space than this is reported as full.
+LOG_DIR_FULL_BYTES = 1 << 20
+
+
 @dataclass
 class KafkaTransport:
     defn: TransportDef
@@ -318,8 +322,64 @@ class KafkaTransport:
         """Broker pids' and the system's CPU counters (C /proc sampler)."""
         return procstat.snapshot([b.pid for b in self.brokers if b.pid])
 
+    # ------------------------------------------------------------------ faults
+    def _alive(self) -> dict[int, bool]:
+        from kbench.kafka.cluster import _pid_alive
+
+        return {b.broker_id: bool(b.pid) and _pid_alive(int(b.pid)) for b in self.brokers}
+
+    def _faults(self, alive_before: Mapping[int, bool], settle_s: float = 0.0) -> str:
+        """What went wrong with the cluster during a run, in words: a broker that died, a log
+        dir whose disk is full ("" when neither).  ``settle_s``: after a failure, how long a
+        broker that is still exiting (killed, not yet reaped) is given to show as gone."""
+        now = self._alive()
+        deadline = time.monotonic() + settle_s
+        while all(now.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the brokers' state until a deadline
+            now = self._alive()
+        why = [
+            f"broker {b.broker_id} (pid {b.pid}) died during the run"
+            for b in self.brokers
+            if alive_before.get(b.broker_id) and not now.get(b.broker_id)
+        ]
+        for b in self.brokers:
+            if not b.log_dir:
+                continue
+            try:
+                st = os.statvfs(b.log_dir)
+            except OSError:
+                continue
+            free = st.f_bavail * st.f_frsize
+            if free < LOG_DIR_FULL_BYTES:
+                why.append(
+                    f"broker {b.broker_id}'s log dir {b.log_dir} is full ({free} bytes free): Kafka takes a "
+                    "log dir offline when a write fails; free disk space there"
+                )
+        return "; ".join(why)
+
     # ------------------------------------------------------------------ one run
     def run(self, req: RunRequest) -> RunResult:
+        """One run; a broker that died or a full log-dir disk during it fails the repetition with
+        that reason (its figures are not measurements)."""
+        alive = self._alive()
+        if self.brokers and all(b.pid for b in self.brokers) and not any(alive.values()):
+            # every broker is gone (killed, or halted on a full disk): fail now, not after timeouts
+            gone = ", ".join(f"broker {b.broker_id} (pid {b.pid})" for b in self.brokers)
+            full = self._faults({})
+            raise TransportError(f"no broker is alive: {gone} gone" + (f"; {full}" if full else ""))
+        try:
+            res = self._run(req)
+        except TransportError as e:
+            why = self._faults(alive, settle_s=2.0)
+            raise TransportError(f"{why}; {e}" if why else str(e)) from None
+        why = self._faults(alive, settle_s=2.0 if res.delivery_errors else 0.0)
+        if why:
+            raise TransportError(
+                f"{why} ({res.delivery_errors} delivery errors, {res.messages_acked} of {res.messages_sent} acked)"
+            )
+        return res
+
+    def _run(self, req: RunRequest) -> RunResult:
         cell = req.cell
         admin_props = self._admin_props(req.client_properties)
         configs = {**cell.topic_config, "compression.type": cell.topic_compression}
