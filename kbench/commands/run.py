@@ -18,6 +18,7 @@ from kbench.engine import plan as plan_mod
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
+from kbench.kafka import procstat
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
         overrides=overrides,
+        steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
     )
     try:
         outcome = execute(opts, transport)

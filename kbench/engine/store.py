@@ -1,8 +1,8 @@
 """Tidy CSV results: one file per experiment, rows appended only when complete.
 
 Crash safety: every completed repetition's rows are appended to the experiment CSVs
-(write, flush, fsync), then its key ``(cell_id, rep)`` is appended to the journal
-``done.jsonl`` (flush, fsync).  A repetition is done only once it is in the journal.
+(write, flush, fsync), then its key ``(cell_id, rep, attempt)`` and status are appended to the
+journal ``done.jsonl`` (flush, fsync).  An attempt is done only once it is in the journal.
 :func:`reconcile` (run by ``--resume``) drops rows whose key is not in the journal and
 any truncated trailing line, rewriting a CSV atomically only when something is dropped.
 The columns of each experiment are documented in ``docs/csv-schema.md``.
@@ -26,8 +26,10 @@ __all__ = [
     "JOURNAL",
     "ResultsWriter",
     "STATUSES",
+    "attempt_of",
     "format_value",
     "read_done",
+    "read_journal",
     "read_rows",
     "reconcile",
 ]
@@ -100,8 +102,9 @@ class ResultsWriter:
             data += _csv_line([format_value(row.get(c)) for c in cols])
         _fsync_append(path, data)
 
-    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str]) -> Path | None:
-        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows."""
+    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str], attempt: int = 1) -> Path | None:
+        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows; a
+        retried repetition's file holds its latest attempt (the one that counts), named inside."""
         if not histograms:
             return None
         d = self.run_dir / "histograms"
@@ -110,6 +113,7 @@ class ResultsWriter:
         body = {
             "cell_id": cell_id,
             "rep": rep,
+            "attempt": attempt,
             "unit": "ns",
             "encoding": "kbench.Histogram.encode, base64",
             "histograms": dict(histograms),
@@ -117,25 +121,36 @@ class ResultsWriter:
         atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
         return path
 
-    def mark_done(self, cell_id: str, rep: int, status: str) -> None:
-        _fsync_append(
-            self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode()
-        )
+    def mark_done(self, cell_id: str, rep: int, status: str, attempt: int = 1) -> None:
+        line = {"cell_id": cell_id, "rep": rep, "attempt": attempt, "status": status}
+        _fsync_append(self.run_dir / JOURNAL, (json.dumps(line) + "\n").encode())
 
 
-def read_done(run_dir: Path) -> set[tuple[str, int]]:
-    """Keys of the repetitions in the journal (a truncated last line is ignored)."""
+def attempt_of(row: Mapping[str, str]) -> int:
+    """A row's attempt number (1 when the column is absent or NA: a first attempt)."""
+    v = row.get("attempt", "")
+    return int(v) if v not in ("", "NA", None) else 1
+
+
+def read_journal(run_dir: Path) -> list[tuple[str, int, int, str]]:
+    """``(cell_id, rep, attempt, status)`` of every journalled attempt, in run order (a
+    truncated last line is ignored; a line without ``attempt`` is attempt 1)."""
     path = run_dir / JOURNAL
-    out: set[tuple[str, int]] = set()
+    out: list[tuple[str, int, int, str]] = []
     if not path.exists():
         return out
     for line in path.read_bytes().split(b"\n"):
         try:
             d = json.loads(line)
-            out.add((str(d["cell_id"]), int(d["rep"])))
-        except (ValueError, KeyError, TypeError):
+            out.append((str(d["cell_id"]), int(d["rep"]), int(d.get("attempt", 1)), str(d.get("status", ""))))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # empty or truncated line
     return out
+
+
+def read_done(run_dir: Path) -> set[tuple[str, int]]:
+    """Keys ``(cell_id, rep)`` of the repetitions with at least one journalled attempt."""
+    return {(c, r) for c, r, _, _ in read_journal(run_dir)}
 
 
 def _complete_lines(data: bytes) -> tuple[list[bytes], bool]:
@@ -176,7 +191,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def reconcile(run_dir: Path) -> dict[str, int]:
     """Make a run directory consistent with its journal; returns rows dropped per file."""
-    done = read_done(run_dir)
+    done = {(c, r, a) for c, r, a, _ in read_journal(run_dir)}
     dropped: dict[str, int] = {}
     jpath = run_dir / JOURNAL
     if jpath.exists():
@@ -200,7 +215,7 @@ def reconcile(run_dir: Path) -> dict[str, int]:
             fields = next(csv.reader([line.decode()]), [])
             row = dict(zip(names, fields))
             try:
-                key = (row["cell_id"], int(row["rep"]))
+                key = (row["cell_id"], int(row["rep"]), attempt_of(row))
             except (KeyError, ValueError):
                 n_drop += 1
                 continue

@@ -3,7 +3,9 @@ kbench.kafka.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assi
 or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
 
 The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop thread and librdkafka's
-threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
+threads, live and exited) from ``skip_s`` after it starts working to the end of its run, and
+reports where that window starts (``window_start_ns``, CLOCK_MONOTONIC) with the producer's
+schedule (``t0_ns``, first and last send), so the parent takes the payload of exactly that window.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ class _Window:
         self.skip_s = skip_s
         self.a: procstat.ProcCpu | None = None
         self.t_a = 0.0
+        self.t_a_ns: int | None = None
         self._timer: threading.Timer | None = None
 
     def _mark(self) -> None:
         self.a, self.t_a = _self_cpu(), time.monotonic()
+        self.t_a_ns = time.monotonic_ns()
 
     def start(self) -> None:
         if self.skip_s <= 0:
@@ -66,6 +70,7 @@ class _Window:
             "usr_s": b.user_s - self.a.user_s,
             "sys_s": b.sys_s - self.a.sys_s,
             "wall_s": t_b - self.t_a,
+            "window_start_ns": self.t_a_ns,
             "note": "",
         }
 
@@ -108,6 +113,9 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         "delay": _hist(r.delay),
         "corrected": _hist(r.corrected),
         "cpu": cpu,
+        "t0_ns": r.t0_ns,
+        "first_send_ns": r.first_send_ns,
+        "last_send_ns": r.last_send_ns,
     }
 
 
