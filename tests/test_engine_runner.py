@@ -350,3 +350,27 @@ def test_cpu_regressed_role(tmp_path: Path, plan: plan_mod.Plan) -> None:
     assert {r["status"] for r in d if r["role"] == "consumer"} == {"FAILED_CPU_REGRESSED"}
     assert {r["status"] for r in d if r["role"] == "producer"} == {"OK"}
     assert {r["cpu_s"] for r in d if r["role"] == "consumer"} == {"NA"}
+
+
+def test_resume_runs_a_retry_that_was_due_and_each_attempt_once(tmp_path: Path, plan: plan_mod.Plan) -> None:
+    def steal(req: RunRequest) -> float:
+        return 5.0 if req.topic.endswith("fixed-001-r2") else 0.0
+
+    # where the INVALID attempt falls in the run (the order is seeded: the same every time)
+    probe = FakeTransport(steal_for=steal)
+    execute(opts(tmp_path / "probe", plan), probe)
+    i = next(k for k, r in enumerate(probe.requests) if r.topic.endswith("fixed-001-r2"))
+    # stop the run at the request right after it: the retry is due but has not run
+    with pytest.raises(KeyboardInterrupt):
+        execute(opts(tmp_path, plan), FakeTransport(steal_for=steal, interrupt_after=i + 2))
+    run = tmp_path / "run"
+    assert ("fixed-001", 2, 1, "INVALID") in results.read_journal(run)
+    t2 = FakeTransport(steal_for=steal)
+    execute(opts(tmp_path, plan, resume=True), t2)
+    assert any(r.topic.endswith("fixed-001-r2a2") for r in t2.requests)
+    journal = results.read_journal(run)
+    keys = [(c, r, a) for c, r, a, _ in journal]
+    assert len(keys) == len(set(keys))
+    assert ("fixed-001", 2, 2, "OK") in journal
+    a = results.read_rows(run / "A.csv")
+    assert len({(r["cell_id"], r["rep"], r["attempt"]) for r in a}) == len(a) == 4 * 3 + 1
