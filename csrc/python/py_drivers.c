@@ -50,17 +50,17 @@ static PyObject *take_hist(kb_hist **h) {
  * The per-thread CPU window of a run as a dict of seconds (None when it was
  * not taken): usr_s/sys_s of the whole process, client_* of the client
  * library's threads, loadgen_* of every other thread, loop_* of the loop
- * thread alone, wall_s.
+ * thread alone, wall_s; start_ns (CLOCK_MONOTONIC) where the window begins.
  */
 static PyObject *thread_cpu_window(const kb_thread_cpu *a, const kb_thread_cpu *b) {
     if (!a->ok || !b->ok)
         Py_RETURN_NONE;
-    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i}", "usr_s", b->proc_usr - a->proc_usr, "sys_s",
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:L}", "usr_s", b->proc_usr - a->proc_usr, "sys_s",
                          b->proc_sys - a->proc_sys, "wall_s", (double)(b->t_ns - a->t_ns) / 1e9, "client_usr_s",
                          b->client_usr - a->client_usr, "client_sys_s", b->client_sys - a->client_sys,
                          "loadgen_usr_s", b->other_usr - a->other_usr, "loadgen_sys_s", b->other_sys - a->other_sys,
                          "loop_usr_s", b->loop_usr - a->loop_usr, "loop_sys_s", b->loop_sys - a->loop_sys,
-                         "client_threads", b->client_threads);
+                         "client_threads", b->client_threads, "start_ns", (long long)a->t_ns);
 }
 
 typedef struct {

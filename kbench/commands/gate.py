@@ -11,6 +11,7 @@ from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
+from kbench.kafka import procstat
 from kbench.model import limits
 
 
@@ -31,12 +32,14 @@ def run(args: argparse.Namespace) -> int:
     limits.check("--sample-s", args.sample_s, "gate_sample_s")
     kind = "bootstrap" if args.bootstrap else "local"
     ctx = gate_mod.GateContext(transport_kind=kind, disk_paths=[Path(args.dir)], sample_s=args.sample_s)
+    ctx.steal_source = procstat.injected_steal()  # tests only: a steal figure instead of /proc/stat
     if args.plan:
         from kbench.engine.runner import load_corpora
 
         p = plan_mod.load(args.plan)
         ctx.planned_topic_compression = sorted({t for s in p.sweeps for t in s.topic_compression})
         ctx.corpus_entropies = {n: c.entropy for n, c in load_corpora(p).items()}
+        ctx.steal_limit_pct = p.max_steal_pct
     if args.bootstrap:
         defn = plan_mod.TransportDef(
             kind="bootstrap",

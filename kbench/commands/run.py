@@ -21,7 +21,7 @@ from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
-from kbench.kafka import metrics
+from kbench.kafka import metrics, procstat
 from kbench.model import limits
 
 
@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
         overrides=secret_free,
+        steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
     )
     try:
         outcome = execute(opts, transport)

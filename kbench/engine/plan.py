@@ -69,6 +69,8 @@ TOP_KEYS = {
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",
     "corpus_size": "bytes of each built-in corpus",
+    "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
+    "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
 }
 TRANSPORT_KEYS = {
     "kind": "local, bootstrap, sim or dry",
@@ -212,6 +214,8 @@ class Plan:
     sweeps: tuple[Sweep, ...]
     source: str = ""  # where it came from: builtin:<name> or a path
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    max_steal_pct: float = 1.0  # a run with more CPU steal is INVALID (seed 000: 1 %)
+    retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
 
     @property
     def experiments(self) -> list[str]:
@@ -560,6 +564,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         seed = int(_bounded("seed", seed, "seed"))
     frac = float(_bounded("auto_rate_fraction", data.get("auto_rate_fraction", 0.5), "auto_rate_fraction"))
     corpus_size = _corpus_size("corpus_size", data.get("corpus_size", 4 << 20))
+    max_steal = float(_number("max_steal_pct", data.get("max_steal_pct", 1.0)))
+    if max_steal > 100:
+        raise PlanError(f"max_steal_pct: {max_steal} must be in (0, 100]; the method's default is 1")
+    retries = int(_number("retries", data.get("retries", reps), integer=True, allow_zero=True))
 
     t = data.get("transport", {})
     if not isinstance(t, dict):
@@ -640,6 +648,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         sweeps=sweeps,
         source=source,
         raw=dict(data),
+        max_steal_pct=max_steal,
+        retries=retries,
     )
     check_budget(plan)
     return plan

@@ -1,8 +1,8 @@
 """Tidy CSV results: one file per experiment, rows appended only when complete.
 
 Crash safety: every completed repetition's rows are appended to the experiment CSVs
-(write, flush, fsync), then its key ``(cell_id, rep)`` is appended to the journal
-``done.jsonl`` (flush, fsync).  A repetition is done only once it is in the journal.
+(write, flush, fsync), then its key ``(cell_id, rep, attempt)`` and status are appended to the
+journal ``done.jsonl`` (flush, fsync).  An attempt is done only once it is in the journal.
 :func:`reconcile` (run by ``--resume``) treats the CSVs as the record: a missing or damaged
 journal is rebuilt from complete CSV rows (never the other way round); rows of an incomplete
 repetition and a truncated trailing line are dropped, each file rewritten atomically and only
@@ -31,6 +31,8 @@ __all__ = [
     "format_value",
     "read_done",
     "Reconciled",
+    "attempt_of",
+    "read_journal",
     "read_rows",
     "reconcile",
 ]
@@ -104,8 +106,9 @@ class ResultsWriter:
             data += _csv_line([format_value(row.get(c)) for c in cols])
         _fsync_append(path, data)
 
-    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str]) -> Path | None:
-        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows."""
+    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str], attempt: int = 1) -> Path | None:
+        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows; a
+        retried repetition's file holds its latest attempt (the one that counts), named inside."""
         if not histograms:
             return None
         d = self.run_dir / "histograms"
@@ -114,6 +117,7 @@ class ResultsWriter:
         body = {
             "cell_id": cell_id,
             "rep": rep,
+            "attempt": attempt,
             "unit": "ns",
             "encoding": "kbench.Histogram.encode, base64",
             "histograms": dict(histograms),
@@ -121,25 +125,36 @@ class ResultsWriter:
         atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
         return path
 
-    def mark_done(self, cell_id: str, rep: int, status: str) -> None:
-        _fsync_append(
-            self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode()
-        )
+    def mark_done(self, cell_id: str, rep: int, status: str, attempt: int = 1) -> None:
+        line = {"cell_id": cell_id, "rep": rep, "attempt": attempt, "status": status}
+        _fsync_append(self.run_dir / JOURNAL, (json.dumps(line) + "\n").encode())
 
 
-def read_done(run_dir: Path) -> set[tuple[str, int]]:
-    """Keys of the repetitions in the journal (a truncated last line is ignored)."""
+def attempt_of(row: Mapping[str, str]) -> int:
+    """A row's attempt number (1 when the column is absent or NA: a first attempt)."""
+    v = row.get("attempt", "")
+    return int(v) if v not in ("", "NA", None) else 1
+
+
+def read_journal(run_dir: Path) -> list[tuple[str, int, int, str]]:
+    """``(cell_id, rep, attempt, status)`` of every journalled attempt, in run order (a
+    truncated last line is ignored; a line without ``attempt`` is attempt 1)."""
     path = run_dir / JOURNAL
-    out: set[tuple[str, int]] = set()
+    out: list[tuple[str, int, int, str]] = []
     if not path.exists():
         return out
     for line in path.read_bytes().split(b"\n"):
         try:
             d = json.loads(line)
-            out.add((str(d["cell_id"]), int(d["rep"])))
-        except (ValueError, KeyError, TypeError):
+            out.append((str(d["cell_id"]), int(d["rep"]), int(d.get("attempt", 1)), str(d.get("status", ""))))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # empty or truncated line
     return out
+
+
+def read_done(run_dir: Path) -> set[tuple[str, int]]:
+    """Keys ``(cell_id, rep)`` of the repetitions with at least one journalled attempt."""
+    return {(c, r) for c, r, _, _ in read_journal(run_dir)}
 
 
 def _complete_lines(data: bytes) -> tuple[list[bytes], bool]:
@@ -183,15 +198,15 @@ class Reconciled:
     """What :func:`reconcile` changed: rows dropped per file, journal entries restored from CSVs."""
 
     dropped: dict[str, int]
-    restored: list[tuple[str, int]]
+    restored: list[tuple[str, int, int]]
 
     @property
     def changed(self) -> bool:
         return bool(self.dropped or self.restored)
 
 
-def _csv_keys(path: Path) -> tuple[bytes, list[tuple[bytes, tuple[str, int] | None, str]], int]:
-    """A CSV's header, its complete lines with their (cell_id, rep) key (None when unusable) and
+def _csv_keys(path: Path) -> tuple[bytes, list[tuple[bytes, tuple[str, int, int] | None, str]], int]:
+    """A CSV's header, its complete lines with their (cell_id, rep, attempt) key (None when unusable) and
     status, and the number of truncated trailing lines (0 or 1).  A line cut inside a quoted field
     is a truncated trailing line too."""
     lines, truncated = _complete_lines(path.read_bytes())
@@ -199,12 +214,12 @@ def _csv_keys(path: Path) -> tuple[bytes, list[tuple[bytes, tuple[str, int] | No
         return b"", [], int(truncated)
     header = lines[0]
     names = next(csv.reader([header.decode("utf-8", "replace")]), [])
-    out: list[tuple[bytes, tuple[str, int] | None, str]] = []
+    out: list[tuple[bytes, tuple[str, int, int] | None, str]] = []
     for line in lines[1:]:
         try:
             fields = next(csv.reader([line.decode()]), [])
             row = dict(zip(names, fields))
-            key = (row["cell_id"], int(row["rep"])) if len(fields) == len(names) else None
+            key = (row["cell_id"], int(row["rep"]), attempt_of(row)) if len(fields) == len(names) else None
         except (KeyError, ValueError, csv.Error):
             key, row = None, {}
         out.append((line, key, row.get("status", "")))
@@ -225,14 +240,14 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
         path = run_dir / f"{exp}.csv"
         if path.exists():
             parsed[exp] = _csv_keys(path)
-    present: dict[str, dict[tuple[str, int], str]] = {
+    present: dict[str, dict[tuple[str, int, int], str]] = {
         exp: {k: st for _, k, st in rows if k is not None} for exp, (_, rows, _) in parsed.items()
     }
     cells: dict[str, set[str]] = {}
     for exp, keys in present.items():
-        for cid, _ in keys:
+        for cid, _, _ in keys:
             cells.setdefault(cid, set()).add(exp)
-    complete: dict[tuple[str, int], str] = {}
+    complete: dict[tuple[str, int, int], str] = {}
     for keys in present.values():
         for key, status in keys.items():
             need = set(expected[key[0]]) if expected is not None and key[0] in expected else cells[key[0]]
@@ -256,7 +271,7 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
             dropped[path.name] = n_drop
     # The journal: exactly the complete repetitions, in the order they were journaled.
     jpath = run_dir / JOURNAL
-    journaled: list[tuple[str, int]] = []
+    journaled: list[tuple[str, int, int]] = []
     bad = 0
     if jpath.exists():
         for line in jpath.read_bytes().split(b"\n"):
@@ -264,7 +279,7 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
                 continue
             try:
                 d = json.loads(line)
-                journaled.append((str(d["cell_id"]), int(d["rep"])))
+                journaled.append((str(d["cell_id"]), int(d["rep"]), int(d.get("attempt", 1))))
             except (ValueError, KeyError, TypeError):
                 bad += 1
     seen = set(journaled)
@@ -273,7 +288,8 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
     if bad or restored or stale or len(seen) != len(journaled):
         order = [k for k in dict.fromkeys(journaled) if k in complete] + restored
         body = b"".join(
-            (json.dumps({"cell_id": c, "rep": r, "status": complete[(c, r)]}) + "\n").encode() for c, r in order
+            (json.dumps({"cell_id": c, "rep": r, "attempt": a, "status": complete[(c, r, a)]}) + "\n").encode()
+            for c, r, a in order
         )
         atomic_write(jpath, body)
         if bad or stale:

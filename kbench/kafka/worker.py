@@ -7,6 +7,8 @@ thread and librdkafka's threads, live and exited) from ``skip_s`` after it start
 run.  The producer's loop reads its process's CPU per thread itself (C, ``/proc/self/task/<tid>``), from
 ``skip_s`` after its first due time to the end of its flush: the whole process, librdkafka's threads
 (``rdk:*``: the client) and every other thread (the load generator, nearly all of it the loop thread).
+It reports where its CPU window starts (``window_start_ns``, CLOCK_MONOTONIC) with the producer's
+schedule (``t0_ns``, first and last send), so the parent takes the payload of exactly that window.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ class _Window:
         self.skip_s = skip_s
         self.a: procstat.ProcCpu | None = None
         self.t_a = 0.0
+        self.t_a_ns: int | None = None
         self._timer: threading.Timer | None = None
 
     def _mark(self) -> None:
         self.a, self.t_a = _self_cpu(), time.monotonic()
+        self.t_a_ns = time.monotonic_ns()
 
     def start(self) -> None:
         if self.skip_s <= 0:
@@ -68,6 +72,7 @@ class _Window:
             "usr_s": b.user_s - self.a.user_s,
             "sys_s": b.sys_s - self.a.sys_s,
             "wall_s": t_b - self.t_a,
+            "window_start_ns": self.t_a_ns,
             "note": "",
         }
 
@@ -110,6 +115,9 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         "corrected": _hist(r.corrected),
         "sampled": r.sampled,
         "cpu": _producer_cpu(r.cpu),
+        "t0_ns": r.t0_ns,
+        "first_send_ns": r.first_send_ns,
+        "last_send_ns": r.last_send_ns,
     }
 
 
@@ -121,6 +129,7 @@ def _producer_cpu(c: dict[str, Any] | None) -> dict[str, Any]:
         "usr_s": c["usr_s"],
         "sys_s": c["sys_s"],
         "wall_s": c["wall_s"],
+        "window_start_ns": c["start_ns"],
         "loadgen_s": c["loadgen_usr_s"] + c["loadgen_sys_s"],
         "client_s": c["client_usr_s"] + c["client_sys_s"],
         "loop_s": c["loop_usr_s"] + c["loop_sys_s"],

@@ -627,6 +627,42 @@ SECTIONS: dict[str, Callable[[_Ctx, pd.DataFrame], None]] = {
 # --------------------------------------------------------------------------- excluded, environment, threats
 
 
+#: The method's steal limit (seed 000); a plan may accept more, and the report then says so.
+METHOD_STEAL_LIMIT_PCT = 1.0
+
+
+def _run_notes(ctx: _Ctx, exp: str, df: pd.DataFrame) -> None:
+    """Next to an experiment's numbers: a steal limit above the method's, a common rate that
+    fell back, and the repetitions that were run again (column ``attempt``)."""
+    import pandas as pd
+
+    L, notes = ctx.ledger, []
+    for r in ctx.runs:
+        rules_ = r.manifest.get("rules") if isinstance(r.manifest.get("rules"), Mapping) else {}
+        lim = rules_.get("steal_limit_pct")
+        if isinstance(lim, (int, float)) and not isinstance(lim, bool) and lim > METHOD_STEAL_LIMIT_PCT:
+            fig = L.manifest(lim, r.index, "rules/steal_limit_pct", "int" if float(lim).is_integer() else "f2")
+            notes.append(
+                f"Run {r.path.name} accepted CPU steal up to {fig.text}% per repetition, above the method's "
+                "default limit; its numbers carry that much more noise."
+            )
+        rd = r.manifest.get("rate_derivation") if isinstance(r.manifest.get("rate_derivation"), Mapping) else {}
+        if rd.get("fallback") and exp in ("A", "C", "D", "E", "F"):
+            notes.append(f'Run {r.path.name}: rate = "auto" fell back: {rd["fallback"]}.')
+    if "attempt" in df.columns:
+        att = pd.to_numeric(df["attempt"], errors="coerce").fillna(1)
+        retried = df[att > 1]
+        if not retried.empty:
+            sid = L.row_set(exp, retried["_gid"].to_numpy())
+            n = L.agg("count", [0.0] * len(retried), sid, "attempt", "int")
+            notes.append(
+                f"{n.text} rows come from repetitions run again after an INVALID or REJECTED attempt "
+                "(column attempt > 1; the excluded attempts are listed below)."
+            )
+    if notes:
+        ctx.add(doc.Items(notes))
+
+
 def _excluded(ctx: _Ctx) -> None:
     rows = []
     for exp, df in ctx.frames.items():
@@ -953,6 +989,8 @@ def build(
     for exp in ("A", "B", "C", "D", "E", "F", "M"):
         if exp in fr:
             SECTIONS[exp](body, fr[exp])
+            if exp != "M":
+                _run_notes(body, exp, fr[exp])
     ctx.headline = body.headline
     plots = pending() if pending is not None else {}
     from kbench.reporting.plots import PLOTS

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kbench.engine.plan import Cell
+from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus
 
 __all__ = [
@@ -77,6 +78,8 @@ class RunRequest:
     min_insync_replicas: int | None = None
     client_properties: Mapping[str, str] = field(default_factory=dict)
     warmup: bool = False
+    #: Where the run's steal counters come from (None: the live ``/proc/stat``); tests inject one.
+    steal_source: StealSource | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,11 @@ class LatencySummary:
 
 @dataclass(frozen=True)
 class CpuSample:
-    """CPU of one role over the steady window; ``None`` fields mean unreadable (NA)."""
+    """CPU of one role over its steady window; ``None`` fields mean unreadable (NA).
+
+    ``window_payload_bytes`` is the uncompressed payload of exactly that window (producer:
+    delivered in it; consumer: fetched in it; broker: stored in it): what CPU-s/GB divides by.
+    """
 
     role: str  # producer, consumer, broker-<id>
     usr_s: float | None
@@ -111,6 +118,7 @@ class CpuSample:
     #: the client library's threads (librdkafka's rdk:*), over the same window; None = not split
     loadgen_s: float | None = None
     client_s: float | None = None
+    window_payload_bytes: int | None = None  # payload of the role's CPU window (None: not measured)
 
 
 @dataclass(frozen=True)

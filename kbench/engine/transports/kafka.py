@@ -3,15 +3,17 @@
 Per run: a fresh topic (partitions, replication factor, ``compression.type`` as planned,
 read back); a consumer process assigned at the start offsets, then a producer process
 (:mod:`kbench.kafka.worker`: one process per role, so each role's CPU is its own);
-broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal from
-``/proc/stat`` over the steady window (from ``steady_skip_s`` after the producer starts to
-the end of the run); stored bytes, stored codecs and batch fill from the partitions' segment
+broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal (the request's
+steal source, by default ``/proc/stat``) over the steady window (from ``steady_skip_s`` after
+the producer starts to the end of the run); each role's CPU window's payload from the
+producer's schedule (:mod:`kbench.engine.transports.window`); stored bytes, stored codecs and batch fill from the partitions' segment
 files (one replica each) read by :mod:`kbench.model.segment`; bytes on the wire from the
 producer's librdkafka statistics.  The topic is deleted after it is measured.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -36,6 +38,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
+from kbench.engine.transports.window import Schedule
 from kbench.kafka import admin, drivers, procstat
 from kbench.model.corpus import Corpus
 
@@ -456,11 +459,12 @@ class KafkaTransport:
             pause = t_start + req.steady_skip_s - time.monotonic()
             if pause > 0:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
-            s0, t0 = self._snapshot(), time.monotonic()
+            steal_source = req.steal_source or procstat.system_cpu
+            s0, sys0, t0, t0_ns = self._snapshot(), steal_source(), time.monotonic(), time.monotonic_ns()
             m0 = self._probe.edge() if self._probe else {}
             pres = producer.result(req.duration_s + 120.0)
             cres = consumer.result(req.duration_s + 120.0) if consumer else None
-            s1, t1 = self._snapshot(), time.monotonic()
+            s1, sys1, t1 = self._snapshot(), steal_source(), time.monotonic()
             m1 = self._probe.edge() if self._probe else {}
         except BaseException:
             for w in (producer, consumer):
@@ -478,11 +482,25 @@ class KafkaTransport:
                 remote_stored.stored_codecs,
                 remote_stored.source,
             )
+        sched = Schedule.of(
+            [len(r) for r in req.corpus.records],
+            int(pres["sent"]),
+            int(pres["delivered"]),
+            int(pres["t0_ns"] if fixed else pres["first_send_ns"]),
+            int(pres["last_send_ns"]),
+            req.rate,
+        )
+
+        def lag_ns(h: Mapping[str, Any] | None) -> int:
+            return int(float(h["p50_us"]) * 1000) if h and h.get("count") else 0
+
+        lags = {"producer": 0, "consumer": lag_ns(cres.get("e2e") if cres else None)}
         cpu = []
         for role, res in (("producer", pres), ("consumer", cres)):
             if res is None:
                 continue
             c = res["cpu"]
+            start = c.get("window_start_ns")
             cpu.append(
                 CpuSample(
                     role,
@@ -494,12 +512,15 @@ class KafkaTransport:
                     note=c.get("note", ""),
                     loadgen_s=c.get("loadgen_s"),
                     client_s=c.get("client_s"),
+                    window_payload_bytes=None if start is None else sched.window_payload(int(start), lags[role]),
                 )
             )
+        broker_bytes = sched.window_payload(t0_ns, lag_ns(pres.get("service")))
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
             if not b.pid and b.broker_id in m0:
-                cpu.append(remote.cpu_from_metrics(f"broker-{b.broker_id}", m0[b.broker_id], m1.get(b.broker_id)))
+                sample = remote.cpu_from_metrics(f"broker-{b.broker_id}", m0[b.broker_id], m1.get(b.broker_id))
+                cpu.append(dataclasses.replace(sample, window_payload_bytes=broker_bytes))
                 continue
             d = deltas.get(b.pid) if b.pid else None
             note = "" if b.pid else "no local pid (give --broker-metrics or --broker-pid)"
@@ -518,11 +539,10 @@ class KafkaTransport:
                     pid=b.pid,
                     note=note,
                     source=f"/proc/{b.pid}/stat" if b.pid else "",
+                    window_payload_bytes=broker_bytes,
                 )
             )
-        steal = None
-        if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
-            steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
+        steal = procstat.steal_pct(sys0, sys1)
         st = _last_stats(stats) or {}
         phases = _phases(stats, req) if fixed else {}
         delivered = int(pres["delivered"])
