@@ -16,7 +16,7 @@ from kbench.engine import gate, rules
 from kbench.engine import plan as plan_mod
 from kbench.engine import store as results
 from kbench.engine.plan import Cell
-from kbench.engine.runner import RunOptions, derive_rate, execute, order_cells
+from kbench.engine.runner import RunOptions, derive_rate, execute, order_runs
 from kbench.engine.transports.base import CpuSample, RunResult
 from kbench.model import corpus
 
@@ -44,10 +44,10 @@ def result(**kw: object) -> RunResult:
         duplicated=0,
         delivery_errors=0,
         cpu=(
-            CpuSample("producer", 3.0, 1.0, 10.0, pid=1),
-            CpuSample("consumer", 1.0, 1.0, 10.0, pid=2),
-            CpuSample("broker-0", 2.0, 2.0, 8.0, pid=3),
-            CpuSample("broker-1", 1.0, 1.0, 8.0, pid=4),
+            CpuSample("producer", 3.0, 1.0, 10.0, pid=1, window_payload_bytes=16 * 10**8),
+            CpuSample("consumer", 1.0, 1.0, 10.0, pid=2, window_payload_bytes=18 * 10**8),
+            CpuSample("broker-0", 2.0, 2.0, 8.0, pid=3, window_payload_bytes=15 * 10**8),
+            CpuSample("broker-1", 1.0, 1.0, 8.0, pid=4, window_payload_bytes=15 * 10**8),
         ),
         steal_pct=0.0,
         producer_wire_bytes=10**8,
@@ -172,25 +172,29 @@ def test_steal_that_cannot_be_measured_makes_every_row_na() -> None:
 # --------------------------------------------------------------------------- CPU window
 
 
-def test_cpu_s_per_gb_divides_each_roles_cpu_by_the_runs_payload() -> None:
-    # The rule on this branch: each role's CPU seconds (usr + sys of its own sample, whose
-    # wall_s gives the %) over the run's payload_bytes (the same steady window).
+def test_cpu_s_per_gb_divides_each_roles_cpu_by_its_own_windows_payload() -> None:
+    # One window: each role's CPU seconds (usr + sys of its own sample, whose wall_s gives the %)
+    # over the payload of that role's own CPU window, never the run's payload_bytes (2 GB here).
     out = rows(cell(("D", "F")), result())
     d = {r["role"]: r for r in out["D"]}
-    gb = 2.0
-    assert d["producer"]["cpu_s_per_gb"] == pytest.approx(4.0 / gb)
-    assert d["consumer"]["cpu_s_per_gb"] == pytest.approx(2.0 / gb)
-    assert d["broker-0"]["cpu_s_per_gb"] == pytest.approx(4.0 / gb)
+    assert d["producer"]["cpu_s_per_gb"] == pytest.approx(4.0 / 1.6)
+    assert d["consumer"]["cpu_s_per_gb"] == pytest.approx(2.0 / 1.8)
+    assert d["broker-0"]["cpu_s_per_gb"] == pytest.approx(4.0 / 1.5)
     assert d["broker-0"]["usr_pct"] == pytest.approx(2.0 / 8.0 * 100)  # the broker's own window
     assert d["producer"]["usr_pct"] == pytest.approx(3.0 / 10.0 * 100)
-    assert all(r["payload_gb"] == pytest.approx(gb) for r in out["D"])
+    assert [d[r]["payload_gb"] for r in ("producer", "consumer", "broker-0")] == pytest.approx([1.6, 1.8, 1.5])
     f = out["F"][0]
-    assert f["broker_cpu_s_per_gb"] == pytest.approx((4.0 + 2.0) / gb)
+    assert f["broker_cpu_s_per_gb"] == pytest.approx((4.0 + 2.0) / 1.5)
 
 
-def test_no_payload_means_no_cpu_per_gb() -> None:
-    d = rows(cell(("D",)), result(payload_bytes=0))["D"]
-    assert len(d) == 4 and all(r["cpu_s_per_gb"] is None for r in d)
+def test_no_window_payload_means_no_cpu_per_gb() -> None:
+    # a role whose window payload was not measured is NA, never divided by the run's payload
+    cpu = tuple(
+        CpuSample(c.role, c.usr_s, c.sys_s, c.wall_s, pid=c.pid, window_payload_bytes=None) for c in result().cpu
+    )
+    d = rows(cell(("D",)), result(cpu=cpu))["D"]
+    assert len(d) == 4 and all(r["cpu_s_per_gb"] is None and r["status"] == "NA" for r in d)
+    assert all("payload of its CPU window not measured" in r["reason"] for r in d)
 
 
 # --------------------------------------------------------------------------- resume
@@ -216,7 +220,7 @@ def opts(tmp: Path, plan: plan_mod.Plan, **kw: object) -> RunOptions:
 
 
 def _rep(req: object) -> tuple[str, int]:
-    return (req.cell.cell_id, int(req.topic.rsplit("-r", 1)[-1]))  # type: ignore[attr-defined]
+    return (req.cell.cell_id, int(req.topic.rsplit("-r", 1)[-1].split("a")[0]))  # type: ignore[attr-defined]
 
 
 def test_resume_without_a_plan_seed_reuses_the_seed_drawn_at_first_run(tmp_path: Path) -> None:
@@ -233,11 +237,11 @@ def test_resume_without_a_plan_seed_reuses_the_seed_drawn_at_first_run(tmp_path:
     t2 = FakeTransport()
     assert execute(opts(tmp_path, plan, resume=True), t2).state == "complete"
     assert json.loads((run / "manifest.json").read_text())["seed"] == seed
-    # the remaining cells ran in the order the first run's seed gives
-    order = [c.cell_id for c in order_cells(plan_mod.expand(plan), seed)]
-    ran = list(dict.fromkeys(r.cell.cell_id for r in t2.requests))
-    assert ran == [c for c in order if c in ran]
-    assert len(ran) >= 3  # enough cells that another seed would (almost surely) order them differently
+    # the remaining (cell, repetition) pairs ran in the order the first run's seed gives
+    order = [(c.cell_id, r) for c, r in order_runs(plan_mod.expand(plan), plan.repetitions, seed)]
+    ran = [_rep(r) for r in t2.requests if not r.warmup]
+    assert ran == [k for k in order if k in ran]
+    assert len(ran) >= 3  # enough pairs that another seed would (almost surely) order them differently
     assert not any(_rep(r) in done for r in t2.requests if not r.warmup)
 
 
