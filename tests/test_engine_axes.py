@@ -40,7 +40,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     plan = root / f"{name}.toml"
     plan.write_text(plan_text(name, sweeps))
     out = root / "run"
-    p = kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", "--force")
+    p = kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", "--force", steal="0")
     return name, out, p.stdout, exps
 
 

@@ -45,7 +45,7 @@ def test_reconcile_drops_truncated_and_unjournaled_rows(tmp_path: Path) -> None:
     assert results.read_done(tmp_path) == {("c-000", 1), ("c-000", 2)}
     fixed = results.reconcile(tmp_path, {"c-000": ["A"], "c-001": ["A"], "c-002": ["A", "C"]})
     # the CSVs are the record: c-001 rep 1 is complete there, so the journal gets it back
-    assert fixed.restored == [("c-001", 1)]
+    assert fixed.restored == [("c-001", 1, 1)]
     assert fixed.dropped == {"done.jsonl": 1, "A.csv": 1, "C.csv": 1}
     data = (tmp_path / "A.csv").read_bytes()
     assert data.endswith(b"\n")
@@ -68,7 +68,7 @@ def test_reconcile_rebuilds_a_deleted_journal_and_keeps_every_row(tmp_path: Path
     before = (tmp_path / "A.csv").read_bytes()
     (tmp_path / "done.jsonl").unlink()
     fixed = results.reconcile(tmp_path, {"c-000": ["A"]})
-    assert fixed.restored == [("c-000", 1), ("c-000", 2), ("c-000", 3)] and not fixed.dropped
+    assert fixed.restored == [("c-000", 1, 1), ("c-000", 2, 1), ("c-000", 3, 1)] and not fixed.dropped
     assert (tmp_path / "A.csv").read_bytes() == before
     assert results.read_done(tmp_path) == {("c-000", 1), ("c-000", 2), ("c-000", 3)}
 

@@ -150,9 +150,11 @@ def test_steal_limit_is_the_plans() -> None:
     assert out["A"][0]["status"] == "OK"
     out = rules.rows_for(cell(("A",)), 1, result(steal_pct=5.0), CORPUS, CORPUS.entropy, 1, steal_limit_pct=4.0)
     assert out["A"][0]["status"] == "INVALID" and "CPU steal 5.00% > 4% during the run" in str(out["A"][0]["reason"])
-    # steal not measurable (None) never invalidates; the row keeps no steal figure
+    # steal not measurable (None) never invalidates, but a measuring run cannot be shown within
+    # the limit: NA with the reason; the row keeps no steal figure
     out = rows(cell(("A", "D")), result(steal_pct=None))
-    assert out["A"][0]["status"] == "OK" and out["D"][0]["steal_pct"] is None
+    assert out["A"][0]["status"] == "NA" and "not measurable" in str(out["A"][0]["reason"])
+    assert out["D"][0]["steal_pct"] is None
 
 
 def test_unreadable_cpu_is_na_never_zero() -> None:
@@ -240,8 +242,8 @@ def test_broker_cpu_from_metrics_and_inferred_stored_codec_are_named() -> None:
         broker_counters={"bytes_in": 5e8, "bytes_out": 4e8, "produce_conversions": 0.0},
     )
     src = "DescribeLogDirs (Kafka LogDirsCommand); stored codec inferred: topic compression.type=producer stores the producer's codec (zstd)"
-    r = result(cpu=(CpuSample("producer", 2.0, 1.0, 10.0),), stored_source=src)
-    r = dataclasses.replace(r, cpu=r.cpu + (m,))
+    r = result(cpu=(CpuSample("producer", 2.0, 1.0, 10.0, window_payload_bytes=10**9),), stored_source=src)
+    r = dataclasses.replace(r, cpu=r.cpu + (dataclasses.replace(m, window_payload_bytes=10**9),))
     out = rows(cell(("C", "D", "F")), r, rf=3)
     d = {x["role"]: x for x in out["D"]}
     b = d["broker-1"]
@@ -257,8 +259,9 @@ def test_broker_cpu_from_metrics_and_inferred_stored_codec_are_named() -> None:
 
 
 def test_producer_cpu_splits_load_generator_and_client_library() -> None:
-    prod = CpuSample("producer", 2.0, 1.0, 10.0, pid=1, loadgen_s=0.5, client_s=2.5)
-    out = rows(cell(("D",)), result(cpu=(prod, CpuSample("broker-0", 1.0, 0.5, 10.0, pid=2))))
+    prod = CpuSample("producer", 2.0, 1.0, 10.0, pid=1, loadgen_s=0.5, client_s=2.5, window_payload_bytes=10**9)
+    broker = CpuSample("broker-0", 1.0, 0.5, 10.0, pid=2, window_payload_bytes=10**9)
+    out = rows(cell(("D",)), result(cpu=(prod, broker)))
     d = {r["role"]: r for r in out["D"]}
     p = d["producer"]
     assert (p["loadgen_cpu_s"], p["client_cpu_s"], p["cpu_s"]) == (0.5, 2.5, 3.0)

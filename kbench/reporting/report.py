@@ -653,11 +653,14 @@ def _run_notes(ctx: _Ctx, exp: str, df: pd.DataFrame) -> None:
         att = pd.to_numeric(df["attempt"], errors="coerce").fillna(1)
         retried = df[att > 1]
         if not retried.empty:
-            sid = L.row_set(exp, retried["_gid"].to_numpy())
-            n = L.agg("count", [0.0] * len(retried), sid, "attempt", "int")
+            parts = []
+            for a, g in retried.groupby(att[att > 1].astype(int), sort=True):
+                sid = L.row_set(exp, g["_gid"].to_numpy(), {"attempt": str(a)})
+                nth = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(a, "later")
+                parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int').text} from a {nth} attempt")
             notes.append(
-                f"{n.text} rows come from repetitions run again after an INVALID or REJECTED attempt "
-                "(column attempt > 1; the excluded attempts are listed below)."
+                f"Rows from repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
+                "(column attempt; the excluded attempts are listed below)."
             )
     if notes:
         ctx.add(doc.Items(notes))
