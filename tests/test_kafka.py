@@ -110,7 +110,8 @@ def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_p
     stats = tmp_path / "stats.jsonl"
     spec = ProducerSpec(
         topic="sat",
-        props=kafka1.client_props(**{"compression.type": "lz4", "statistics.interval.ms": "100"}),
+        # 10 ms: with one header in 1000 a 50,000-message run can finish within 100 ms
+        props=kafka1.client_props(**{"compression.type": "lz4", "statistics.interval.ms": "10"}),
         mode="saturated",
         count=50_000,
         keys="round-robin",
