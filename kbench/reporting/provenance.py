@@ -456,7 +456,10 @@ def verify(
                 v = None if raw is None else float(raw)
             else:
                 args = [values[a] for a in f["args"]]
-                v = None if any(a is None for a in args) else _derive(op, args, f.get("unit"))  # type: ignore[arg-type]
+                try:
+                    v = None if any(a is None for a in args) else _derive(op, args, f.get("unit"))  # type: ignore[arg-type]
+                except ZeroDivisionError:
+                    v = None  # as the ledger does: a change from 0 is NA, not a number
         except (KeyError, IndexError, ValueError, ZeroDivisionError, OSError, TypeError) as e:
             problems.append(f"figure {i} ({f['t']}): cannot recompute ({e})")
             values.append(None)
