@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbench.engine import advise_verify as av
+from kbench.kafka.procstat import FixedSteal
 from kbench.model import advise as adv
 from kbench.model.codecs import parse_spec
 
@@ -20,7 +21,8 @@ def test_verify_stored_bytes_within_3pct_and_producer_cpu_within_30pct(tmp_path:
     specs = [parse_spec(s) for s in ("none", "lz4", "zstd:3")]
     corpus, _ = adv.corpus_for("json", work, [5.0])
     advice = adv.advise(corpus, work, adv.Prices(), specs=specs, batch_sizes=[64 << 10], lingers=[5.0])
-    vs = av.run_verify(advice, tmp_path, duration_s=5.0)
+    # steal injected at 0 %: the gate and the rows must not depend on this host's hypervisor
+    vs = av.run_verify(advice, tmp_path, duration_s=5.0, steal_source=FixedSteal(0.0))
     print("\n".join(av.format_checks(vs)))
     assert [v.role for v in vs] == ["recommendation", "runner-up", "none"]
     assert {v.candidate.codec for v in vs} >= {"none", advice.best.codec}
@@ -28,7 +30,11 @@ def test_verify_stored_bytes_within_3pct_and_producer_cpu_within_30pct(tmp_path:
         assert v.status == "OK", (v.role, v.reason)
         judged = {c.quantity: c for c in v.checks if c.tolerance is not None}
         stored = next(c for q, c in judged.items() if q.startswith("stored bytes"))
-        cpu = next(c for q, c in judged.items() if q.startswith("producer CPU"))
-        assert stored.measured and cpu.measured
+        assert stored.measured
         assert abs(stored.error) <= av.STORED_TOLERANCE, (v.role, stored)
+        if v.candidate.codec == "none":  # none's producer CPU calibrates the per-record cost: not judged
+            assert not any(q.startswith("producer CPU") for q in judged)
+            continue
+        cpu = next(c for q, c in judged.items() if q.startswith("producer CPU"))
+        assert cpu.measured
         assert abs(cpu.error) <= av.PRODUCER_CPU_TOLERANCE, (v.role, cpu)
