@@ -237,7 +237,7 @@ int kb_producer_run(kb_producer *p) {
                 if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
                     break;
             } else {
-                rd_kafka_headers_t *hdrs = make_headers(sent, seq, p->run_id);
+                rd_kafka_headers_t *hdrs = make_headers(sent, p->seq_base + seq, p->run_id);
                 e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition),
                                       RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE((void *)val, vlen),
                                       RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(hdrs),

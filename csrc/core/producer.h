@@ -36,6 +36,7 @@ typedef struct {
     int64_t nkeys;           /* size of the key set */
     int32_t partition;       /* -1 = librdkafka's partitioner */
     uint64_t run_id;
+    int64_t seq_base;        /* first sequence number in the kb header (several producers of one run: disjoint ranges) */
     const char *stats_path;  /* NULL = no statistics file */
     int no_headers;          /* saturated only: send no kb header (peer-equal bytes; no e2e, no sequence check) */
     double flush_timeout_s;

@@ -73,16 +73,16 @@ static void producer_dealloc(ProducerObject *o) {
 static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
                              "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
-                             "stats_path", "flush_timeout", "connect_timeout", "headers", NULL};
+                             "stats_path", "flush_timeout", "connect_timeout", "headers", "seq_base", NULL};
     PyObject *props;
     const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
     PyObject *payload, *offsets;
     double rate = 0, duration = 0, flush_to = 30, conn_to = 10;
-    long long count = 0, nkeys = 0, run_id = 0;
+    long long count = 0, nkeys = 0, run_id = 0, seq_base = 0;
     int partition = -1, headers = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddp:Producer", kwlist, &PyDict_Type, &props, &topic,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddpL:Producer", kwlist, &PyDict_Type, &props, &topic,
                                      &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
-                                     &run_id, &stats, &flush_to, &conn_to, &headers))
+                                     &run_id, &stats, &flush_to, &conn_to, &headers, &seq_base))
         return NULL;
     ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
     if (!o)
@@ -164,6 +164,11 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     p->nkeys = nkeys;
     p->partition = partition;
     p->run_id = (uint64_t)run_id;
+    if (seq_base < 0) {
+        PyErr_SetString(PyExc_ValueError, "seq_base must be >= 0");
+        goto fail;
+    }
+    p->seq_base = seq_base;
     p->flush_timeout_s = flush_to;
     p->connect_timeout_s = conn_to;
     p->service = kb_hist_new();
@@ -227,7 +232,7 @@ static PyTypeObject ProducerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
               "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
-              "connect_timeout=10, headers=True): the C producer loop (see kbench.drivers).",
+              "connect_timeout=10, headers=True, seq_base=0): the C producer loop (see kbench.drivers).",
     .tp_methods = producer_methods,
     .tp_new = producer_new,
 };

@@ -73,6 +73,10 @@ TRANSPORT_KEYS = {
     "replication_factor": "replication factor of each cell's topic",
     "min_insync_replicas": "min.insync.replicas of each cell's topic",
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
+    "workers": "Dask scheduler address (tcp://host:8786): run each cell's drivers on Dask workers",
+    "producers": "producer drivers per cell on Dask workers (the rate is split among them)",
+    "consumers": "consumer drivers per cell on Dask workers (each reads every record)",
+    "drivers_per_worker": "drivers placed on one Dask worker process (default 1)",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
@@ -109,6 +113,10 @@ class TransportDef:
     replication_factor: int = 1
     min_insync_replicas: int | None = None
     broker_pids: tuple[int, ...] = ()
+    workers: str | None = None  # Dask scheduler address (docs/distributed.md)
+    producers: int = 1
+    consumers: int = 1
+    drivers_per_worker: int = 1
 
 
 @dataclass(frozen=True)
@@ -454,7 +462,16 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if misr is not None:
         misr = int(_number("transport.min_insync_replicas", misr, integer=True))
     pids = tuple(int(_number("transport.broker_pids", p, integer=True)) for p in _as_list(t.get("broker_pids", [])))
-    transport = TransportDef(kind, brokers, t.get("bootstrap"), rf, misr, pids)
+    workers = t.get("workers")
+    if workers is not None and (not isinstance(workers, str) or not workers):
+        raise PlanError('transport.workers: give the Dask scheduler address, e.g. workers = "tcp://10.0.0.5:8786"')
+    dist = {
+        k: int(_number(f"transport.{k}", t.get(k, 1), integer=True))
+        for k in ("producers", "consumers", "drivers_per_worker")
+    }
+    if workers is not None and kind not in ("local", "bootstrap"):
+        raise PlanError(f"transport.workers: Dask workers drive real Kafka; use kind local or bootstrap, not {kind}")
+    transport = TransportDef(kind, brokers, t.get("bootstrap"), rf, misr, pids, workers, **dist)
 
     client = data.get("client", {})
     if not isinstance(client, dict):

@@ -87,6 +87,9 @@ class ProducerSpec:
     #: False (saturated only): no ``kb`` header, so the bytes equal a header-less peer's; no
     #: end-to-end latency or sequence check is then possible downstream.
     headers: bool = True
+    #: First sequence number in the ``kb`` header: several producers of one run send disjoint
+    #: ranges so one consumer's bitmap counts lost/duplicated records across all of them.
+    seq_base: int = 0
 
     def __post_init__(self) -> None:
         if not self.headers and self.mode != "saturated":
@@ -284,6 +287,7 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         flush_timeout=float(spec.flush_timeout),
         connect_timeout=float(spec.connect_timeout),
         headers=spec.headers,
+        seq_base=int(spec.seq_base),
     )
 
 

@@ -80,6 +80,12 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
+def _wait_until(start_at_unix: float | None) -> None:
+    """Sleep until a wall-clock instant (several producers on several hosts start together)."""
+    while start_at_unix is not None and (left := float(start_at_unix) - time.time()) > 0:
+        time.sleep(min(left, 0.05) if left > 0.002 else left)
+
+
 def producer(job: dict[str, Any]) -> dict[str, Any]:
     records = read_records(job["corpus_file"], "lenprefixed")
     spec = drivers.ProducerSpec(
@@ -92,8 +98,10 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         keys=job.get("keys", "none"),
         nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
+        seq_base=int(job.get("seq_base", 0)),
     )
     w = _Window(float(job.get("skip_s", 0.0)))
+    _wait_until(job.get("start_at_unix"))
     _say("STARTED")
     w.start()
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
@@ -101,6 +109,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
     return {
         **r.counts(),
         "send_seconds": r.send_seconds,
+        "t0_ns": r.t0_ns,
         "delivery_errors": r.delivery_errors,
         "client_errors": r.client_errors,
         "service": _hist(r.service),

@@ -1,0 +1,140 @@
+"""Drivers on Dask workers (``kbench run --workers``) against a local Kafka broker.
+
+A Dask ``LocalCluster`` of 3 worker processes on 127.0.0.1; kbench starts its own one-broker
+Kafka (run the file under ``flock /tmp/kbench-kafka.lock``).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbench.kafka.drivers import Histogram
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+distributed = pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PLAN = """
+name = "dask-cell"
+repetitions = {reps}
+warmup = false
+duration_s = {duration}
+steady_skip_s = 0.2
+corpus_size = 300000
+
+[transport]
+kind = "local"
+producers = {producers}
+consumers = 1
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "D"]
+codec = ["lz4"]
+partitions = 2
+rate = {rate}
+"""
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[Any]:
+    env = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), env]) if env else str(ROOT)
+    with distributed.LocalCluster(
+        n_workers=3, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as c:
+        yield c
+
+
+def _run(tmp: Path, plan: str, scheduler: str, wait: bool = True) -> subprocess.Popen[str]:
+    (tmp / "plan.toml").write_text(plan)
+    cmd = [sys.executable, "-m", "kbench", "run", str(tmp / "plan.toml"), "-o", str(tmp / "run")]
+    cmd += ["--force", "--gate-sample-s", "0.1", "--workers", scheduler]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path: Path, dask_cluster: Any) -> None:
+    rate = 3000.0
+    p = _run(tmp_path, PLAN.format(reps=1, duration=3, producers=2, rate=rate), dask_cluster.scheduler_address)
+    out, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, out
+    (a,) = _rows(tmp_path / "run" / "A.csv")
+    assert a["status"] == "OK", a["reason"]
+    assert int(a["messages"]) == int(rate * 3)
+    assert (a["lost"], a["duplicated"], a["delivery_errors"]) == ("0", "0", "0")
+    # The merged achieved rate (sum of the producers' rates) is the target within 0.1 %.
+    assert abs(float(a["achieved_rate_msgs"]) - rate) / rate < 0.001, a["achieved_rate_msgs"]
+    assert a["e2e_p99_us"] != "" and a["corrected_p99_us"] != ""
+    # CPU rows per host and role; the manifest lists every worker's host.
+    roles = {r["role"] for r in _rows(tmp_path / "run" / "D.csv")}
+    assert {"producer@127.0.0.1", "consumer@127.0.0.1", "broker-1"} <= roles
+    man = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    hosts = json.loads(man["transport"]["extra"]["dask"])["hosts"]
+    assert len(hosts) == 3
+    for h in hosts.values():
+        assert {"arch", "cpu_model", "kernel", "clocksource", "boot_id"} <= set(h)
+    # The merged histograms hold every producer's samples (one per acknowledged record).
+    (hist,) = (tmp_path / "run" / "histograms").glob(f"{a['cell_id']}-r1.json")
+    encoded = json.loads(hist.read_text())["histograms"]
+    for name in ("corrected", "service", "e2e"):
+        assert Histogram.decode(base64.b64decode(encoded[name])).count == int(a["messages"]), name
+
+
+def _driver_child(worker_pids: dict[str, int], role: str) -> tuple[str, int] | None:
+    """The Dask worker whose child is a kbench driver of ``role`` (a running cell)."""
+    for addr, pid in worker_pids.items():
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                cmd = Path(f"/proc/{k}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"kbench.kafka.worker" in cmd:
+                return addr, pid
+    return None
+
+
+def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_path: Path, dask_cluster: Any) -> None:
+    with distributed.Client(dask_cluster.scheduler_address) as client:
+        pids = client.run(os.getpid)
+    # 1 producer + 1 consumer per cell: after a kill, two workers remain for the next repetition.
+    plan = PLAN.format(reps=2, duration=4, producers=1, rate=1000)
+    p = _run(tmp_path, plan, dask_cluster.scheduler_address)
+    victim = None
+    deadline = time.monotonic() + 300
+    while victim is None and time.monotonic() < deadline and p.poll() is None:
+        # the producer is placed on the last worker in address order; wait until its driver runs
+        producer_worker = sorted(pids)[-1]
+        victim = _driver_child({producer_worker: pids[producer_worker]}, "producer")
+        time.sleep(0.05)  # polling /proc for the driver process, not a synchronisation by delay
+    assert victim is not None, "no driver process appeared"
+    os.kill(victim[1], signal.SIGKILL)
+    out, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, out
+    a = sorted(_rows(tmp_path / "run" / "A.csv"), key=lambda r: r["rep"])
+    assert [r["rep"] for r in a] == ["1", "2"]
+    failed = [r for r in a if r["status"] == "FAILED_RUN"]
+    ok = [r for r in a if r["status"] == "OK"]
+    assert len(failed) == 1 and len(ok) == 1, a
+    assert victim[0] in failed[0]["reason"] and "lost mid-cell" in failed[0]["reason"], failed[0]["reason"]
