@@ -98,21 +98,18 @@ def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path
         assert Histogram.decode(base64.b64decode(encoded[name])).count == int(a["messages"]), name
 
 
-def _driver_child(worker_pids: dict[str, int], role: str) -> tuple[str, int] | None:
-    """The Dask worker whose child is a kbench driver of ``role`` (a running cell)."""
-    for addr, pid in worker_pids.items():
-        try:
-            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except OSError:
+def _has_driver_child(pid: int) -> bool:
+    """Whether process ``pid`` (a Dask worker) has a kbench driver child, i.e. a cell is running on it."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
             continue
-        for k in kids:
-            try:
-                cmd = Path(f"/proc/{k}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"kbench.kafka.worker" in cmd:
-                return addr, pid
-    return None
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and b"kbench.kafka.worker" in (d / "cmdline").read_bytes():
+                return True
+        except (OSError, IndexError, ValueError):
+            continue
+    return False
 
 
 def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_path: Path, dask_cluster: Any) -> None:
@@ -121,15 +118,15 @@ def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_
     # 1 producer + 1 consumer per cell: after a kill, two workers remain for the next repetition.
     plan = PLAN.format(reps=2, duration=4, producers=1, rate=1000)
     p = _run(tmp_path, plan, dask_cluster.scheduler_address)
-    victim = None
+    # Wait until a driver runs on some worker (a cell is under way), then kill that worker.
     deadline = time.monotonic() + 300
-    while victim is None and time.monotonic() < deadline and p.poll() is None:
-        # the producer is placed on the last worker in address order; wait until its driver runs
-        producer_worker = sorted(pids)[-1]
-        victim = _driver_child({producer_worker: pids[producer_worker]}, "producer")
-        time.sleep(0.05)  # polling /proc for the driver process, not a synchronisation by delay
-    assert victim is not None, "no driver process appeared"
-    os.kill(victim[1], signal.SIGKILL)
+    busy: list[str] = []
+    while not busy:
+        assert p.poll() is None and time.monotonic() < deadline, "no driver process appeared"
+        busy = [w for w, pid in sorted(pids.items()) if _has_driver_child(pid)]
+        time.sleep(0.02)  # polling /proc for the driver process, not a synchronisation by delay
+    victim = busy[0]
+    os.kill(pids[victim], signal.SIGKILL)
     out, _ = p.communicate(timeout=600)
     assert p.returncode == 0, out
     a = sorted(_rows(tmp_path / "run" / "A.csv"), key=lambda r: r["rep"])
@@ -137,4 +134,4 @@ def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_
     failed = [r for r in a if r["status"] == "FAILED_RUN"]
     ok = [r for r in a if r["status"] == "OK"]
     assert len(failed) == 1 and len(ok) == 1, a
-    assert victim[0] in failed[0]["reason"] and "lost mid-cell" in failed[0]["reason"], failed[0]["reason"]
+    assert victim in failed[0]["reason"] and "lost mid-cell" in failed[0]["reason"], failed[0]["reason"]
