@@ -120,3 +120,35 @@ def test_unsynchronised_clock_makes_e2e_na_with_the_worker_named() -> None:
     assert ClockReading("w", CLOCK_LIMIT_S + 0.0004, 0.0005).synchronised
     # Different boots: CLOCK_MONOTONIC send times are not comparable.
     assert "monotonic" in e2e_invalid_reason(ok, {"tcp://a:1": "x", "tcp://b:1": "y"}, roles)
+
+
+def test_a_row_keeps_producer_latency_and_says_why_e2e_is_na() -> None:
+    from engine_fakes import lat
+
+    from kbench.engine import rules
+    from kbench.engine.plan import Cell
+    from kbench.engine.transports.base import RunResult
+    from kbench.model import corpus
+
+    c = corpus.generate("json", 5000)
+    cell = Cell("x-000", "x", ("A",), "lz4", "json", 16384, 5.0, 1, "all", 1000.0, "producer")
+    res = RunResult(
+        messages_sent=1000,
+        messages_acked=1000,
+        payload_bytes=10**6,
+        elapsed_s=1.0,
+        target_rate=1000.0,
+        achieved_rate=1000.0,
+        latency_service=lat(10),
+        latency_delay=lat(1),
+        latency_corrected=lat(12),
+        latency_e2e=None,
+        latency_e2e_na="worker tcp://127.0.0.1:1 clock off the coordinator's by +5.000 ms: not synchronised",
+        consumed=1000,
+        lost=0,
+        duplicated=0,
+    )
+    (row,) = rules.rows_for(cell, 1, res, c, c.entropy, 1)["A"]
+    assert row["status"] == "OK"
+    assert row["corrected_p99_us"] is not None and row["e2e_p99_us"] is None
+    assert "e2e latency NA: worker tcp://127.0.0.1:1 clock off" in row["reason"]

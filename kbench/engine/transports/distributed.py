@@ -113,7 +113,9 @@ class DaskPool:
             self.client = None
 
     def workers(self) -> list[str]:
-        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        """The scheduler's live workers, asked directly (the client's cached identity may be a
+        summary without workers)."""
+        return sorted(self.client.run_on_scheduler(_worker_addresses))
 
     def clocks(self, workers: Sequence[str]) -> list[ClockReading]:
         out = []
@@ -218,7 +220,7 @@ class DaskPool:
                     raise TransportError(f"{role} {i + 1} on Dask worker {w}: {f.exception()}")
             now = time.monotonic()
             if now - last_check > 0.5:
-                live = set(self.client.scheduler_info(n_workers=-1)["workers"])
+                live = set(self.workers())
                 for _f, (role, w, i) in futures.items():
                     if w not in live:
                         raise TransportError(f"Dask worker {w} ({role} {i + 1}) was lost mid-cell")
@@ -285,6 +287,11 @@ class DaskPool:
                 ],
             },
         }
+
+
+def _worker_addresses(dask_scheduler: Any) -> list[str]:
+    """Run on the scheduler: the addresses of the workers it knows now."""
+    return list(dask_scheduler.workers)
 
 
 def _host(address: str) -> str:
