@@ -135,3 +135,29 @@ def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_
     ok = [r for r in a if r["status"] == "OK"]
     assert len(failed) == 1 and len(ok) == 1, a
     assert victim in failed[0]["reason"] and "lost mid-cell" in failed[0]["reason"], failed[0]["reason"]
+
+
+def test_a_worker_clock_off_by_more_than_the_limit_makes_e2e_na(dask_cluster: Any) -> None:
+    from kbench.engine import plan as plan_mod
+    from kbench.engine.plan import TransportDef
+    from kbench.engine.transports.base import RunRequest
+    from kbench.engine.transports.kafka import KafkaTransport
+    from kbench.model import corpus
+
+    plan = plan_mod.parse(
+        {"name": "clock", "sweep": [{"experiments": ["A"], "codec": "lz4", "rate": 1000}]}, source="t", base_dir=ROOT
+    )
+    cell = plan_mod.expand(plan)[0]
+    t = KafkaTransport(TransportDef(kind="local", workers=dask_cluster.scheduler_address))
+    t.open()
+    try:
+        assert t.dask is not None
+        # The injected noise: every worker's clock reads 5 ms ahead of the coordinator's.
+        t.dask.clock_bias_s = {w: 0.005 for w in t.dask.workers()}
+        res = t.run(RunRequest(cell, "kbench-clock", corpus.generate("json", 100_000), 1000.0, 1.0, 0.0))
+    finally:
+        t.close()
+    assert res.lost == 0 and res.duplicated == 0
+    assert res.latency_e2e is None and "e2e" not in res.histograms
+    assert "not synchronised" in res.latency_e2e_na and "+5." in res.latency_e2e_na
+    assert res.latency_corrected is not None and res.latency_corrected.count == 1000
