@@ -205,7 +205,7 @@ class DaskPool:
             self.client.cancel(list(futures), force=True)
             raise
         finally:
-            abort.set()  # nothing left to abort; frees nothing but keeps stragglers honest
+            abort.set()  # every driver of this cell has finished or is told to stop
         return self._merge(outs, clocks, start_at, t_collected - t_done, t_done - t_order)
 
     def _wait(
