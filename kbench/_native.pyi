@@ -137,7 +137,9 @@ class Producer:
         stats_path: str | None = None,
         flush_timeout: float = 30,
         connect_timeout: float = 10,
-        headers: bool = True,
+        header_sample: int = 1,
+        tick: float = 0.0005,
+        cpu_skip: float = -1.0,
         seq_base: int = 0,
     ) -> None: ...
     def run(self) -> dict[str, Any]: ...
@@ -155,11 +157,15 @@ class Consumer:
         max_records: int = 0,
         timeout: float = 60,
         connect_timeout: float = 10,
+        header_sample: int = 1,
     ) -> None: ...
     def run(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...
     @property
     def ready(self) -> bool: ...
+
+def client_level_range(codec: str, /) -> tuple[int, int]:
+    """The compression.level values the linked librdkafka accepts for codec (ValueError if unknown)."""
 
 def metadata(props: dict[str, object], timeout: float = 10.0) -> dict[str, Any]: ...
 def create_topic(
@@ -200,3 +206,11 @@ class ProcSampler:
     ) -> list[
         tuple[int, dict[str, float] | None, list[tuple[int, int | None, str | None, float | None, float | None]]]
     ]: ...
+
+# ---------------------------------------------------------------- topic sample (py_sample.c)
+
+def sample_records(
+    props: dict[str, object], topic: str, count: int, max_bytes: int = ..., timeout: float = ...
+) -> dict[str, object]:
+    """Read up to ``count`` records of ``topic`` from the start of each partition: ``records``
+    as (partition, offset, key, value) tuples, ``partitions``, ``available``, ``truncated``, ``timed_out``."""

@@ -39,6 +39,7 @@ corpus_size = 300000
 kind = "local"
 producers = {producers}
 consumers = 1
+header_sample = 7  # the second producer's range starts at 4500, not a multiple of 7
 
 [[sweep]]
 name = "fixed"
@@ -94,8 +95,13 @@ def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path
     # The merged histograms hold every producer's samples (one per acknowledged record).
     (hist,) = (tmp_path / "run" / "histograms").glob(f"{a['cell_id']}-r1.json")
     encoded = json.loads(hist.read_text())["histograms"]
-    for name in ("corrected", "service", "e2e"):
+    for name in ("corrected", "service"):
         assert Histogram.decode(base64.b64decode(encoded[name])).count == int(a["messages"]), name
+    # e2e: exactly the records whose global sequence number is a multiple of header_sample.
+    assert Histogram.decode(base64.b64decode(encoded["e2e"])).count == len(range(0, int(a["messages"]), 7))
+    # Each driver role's CPU row has the payload of its own window (main's one-window rule).
+    for r in _rows(tmp_path / "run" / "D.csv"):
+        assert r["payload_gb"] not in ("", "NA") and float(r["payload_gb"]) > 0, r
 
 
 def _has_driver_child(pid: int) -> bool:

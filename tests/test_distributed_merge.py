@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import random
+from typing import Any
 
 import pytest
 
@@ -147,8 +148,34 @@ def test_a_row_keeps_producer_latency_and_says_why_e2e_is_na() -> None:
         consumed=1000,
         lost=0,
         duplicated=0,
+        steal_pct=0.0,  # main's rule: a run without measured steal is NA
     )
     (row,) = rules.rows_for(cell, 1, res, c, c.entropy, 1)["A"]
     assert row["status"] == "OK"
     assert row["corrected_p99_us"] is not None and row["e2e_p99_us"] is None
     assert "e2e latency NA: worker tcp://127.0.0.1:1 clock off" in row["reason"]
+
+
+def _driver(role: str, boot: str, result: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "worker": f"tcp://{boot}:1", "host": {"boot_id": boot}, "result": result}
+
+
+def test_window_payloads_per_producer_schedule_and_consumer_clock() -> None:
+    from kbench.engine.transports.distributed import window_payloads
+
+    sizes = [10, 30]  # cycled: 10, 30, 10, 30, ...
+    rate = 1000.0  # per producer: one message per ms
+    prod = {"sent": 100, "delivered": 100, "t0_ns": 0, "first_send_ns": 0, "last_send_ns": 99_000_000}
+    outs = [
+        _driver("producer", "a", {**prod, "cpu": {"window_start_ns": 50_000_000}}),  # messages 50..99
+        _driver("producer", "a", {**prod, "cpu": {"window_start_ns": 0}}),  # all 100
+        _driver("consumer", "a", {"e2e": {"count": 5, "p50_us": 10_000.0}, "cpu": {"window_start_ns": 60_000_000}}),
+        _driver("producer", "a", {**prod, "cpu": {}}),  # no window start: unknown
+    ]
+    got = window_payloads(outs, sizes, rate)
+    assert got[0] == 25 * 40 and got[1] == 50 * 40 and got[3] is None
+    # consumer: its window start less its median e2e (10 ms) = 50 ms on each producer's schedule
+    assert got[2] == 3 * 25 * 40
+    # a consumer on another boot than the producers cannot place its window on their clocks
+    outs[2] = _driver("consumer", "b", outs[2]["result"])
+    assert window_payloads(outs, sizes, rate)[2] is None

@@ -82,8 +82,11 @@ BAD = [
     ("[corpora.mine]\nsource = 'file'\npath = 'missing.txt'\n" + BASE, "corpora.mine.path", "not found"),
     (BASE.replace('experiments = ["A"]', 'experiments = ["B"]'), "sweep[0].rate", "saturated"),
     (BASE.replace("rate = 1000", 'rate = "auto"'), "sweep.rate", "saturated"),
-    ("repetitions = 0\n" + BASE, "repetitions", "> 0"),
+    ("repetitions = 0\n" + BASE, "repetitions", "at least 1"),
     ('[client]\n"compression.type" = "lz4"\n' + BASE, "client.compression.type", "sweep"),
+    # zstd allows 1..22, but the linked librdkafka refuses compression.level above 12 at run time
+    (BASE.replace('codec = ["none"]', 'codec = ["zstd:15"]'), "sweep[0].codec", "compression.level -1..12"),
+    ("[transport]\nheader_sample = 0\n" + BASE, "transport.header_sample", "at least 1"),
 ]
 
 
@@ -97,6 +100,20 @@ def test_bad_plan_names_key_and_fix(tmp_path: Path, text: str, key: str, fix: st
     assert "\n" not in msg
     assert msg.startswith(key), msg
     assert fix in msg, msg
+
+
+def test_client_level_range_is_asked_of_librdkafka_and_sim_keeps_high_levels(tmp_path: Path) -> None:
+    from kbench.kafka import drivers
+
+    assert drivers.client_level_range("zstd") == (-1, 12)  # librdkafka 2.0.2's compression.level
+    with pytest.raises(ValueError, match="compression.codec"):
+        drivers.client_level_range("brotli")
+    f = tmp_path / "p.toml"
+    f.write_text('[transport]\nkind = "sim"\nheader_sample = 50\n' + BASE.replace('["none"]', '["zstd:15"]'))
+    p = plan_mod.load(str(f))
+    assert [str(c) for c in p.sweeps[0].codec] == ["zstd:15"] and p.transport.header_sample == 50
+    f.write_text(BASE.replace('["none"]', '["zstd:12"]'))
+    assert plan_mod.load(str(f)).transport.header_sample == drivers.DEFAULT_HEADER_SAMPLE
 
 
 def test_unknown_builtin_plan_lists_the_builtins() -> None:

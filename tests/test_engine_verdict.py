@@ -105,7 +105,7 @@ def test_report_verdicts_use_the_same_rule() -> None:
     ledger = Ledger()
 
     def stat(lo: float, hi: float, n: int) -> Stat:
-        return Stat(ledger, ledger.row_set("A", list(range(n))), "m", "auto", (lo + hi) / 2, lo, hi, n)
+        return Stat(ledger, ledger.row_set("A", list(range(n)), {}), "m", "auto", (lo + hi) / 2, lo, hi, n)
 
     assert overlap_verdict(stat(10, 10, 1), stat(100, 100, 1)) == verdict.TOO_FEW  # one OK rep per side
     assert overlap_verdict(stat(10, 20, 3), stat(20, 30, 3)) == verdict.NO_DIFF  # touching

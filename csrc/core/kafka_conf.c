@@ -113,3 +113,30 @@ int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, cha
              bootstrap ? bootstrap : "?", timeout_ms / 1000.0, rd_kafka_err2str(e));
     return -1;
 }
+
+int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    if (rd_kafka_conf_set(conf, "compression.codec", codec, err, errlen) == RD_KAFKA_CONF_OK) {
+        *lo = 1;
+        *hi = 0;
+        char v[16];
+        for (int level = -100; level <= 100; level++) {
+            snprintf(v, sizeof(v), "%d", level);
+            if (rd_kafka_conf_set(conf, "compression.level", v, NULL, 0) != RD_KAFKA_CONF_OK)
+                continue;
+            if (*lo > *hi)
+                *lo = level;
+            *hi = level;
+        }
+        rc = *lo <= *hi ? 0 : -1;
+        if (rc < 0)
+            snprintf(err, errlen, "librdkafka accepts no compression.level for codec %s", codec);
+    }
+    rd_kafka_conf_destroy(conf);
+    return rc;
+}

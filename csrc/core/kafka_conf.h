@@ -52,4 +52,12 @@ rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *err
  */
 int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, char *err, size_t errlen);
 
+/**
+ * The compression.level values the linked librdkafka accepts with
+ * compression.codec = codec, asked of librdkafka itself (rd_kafka_conf_set on
+ * a throw-away conf, levels -100..100): 0 with [*lo, *hi], or -1 with
+ * librdkafka's message in err when it refuses the codec or every level.
+ */
+int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * producer.h - the producer loop over librdkafka: fixed-rate (schedule-based,
- * coordinated-omission-corrected) or saturated; each message carries a header
- * with the monotonic send time, sequence number and run id.
+ * coordinated-omission-corrected, sleeping between ticks) or saturated; one
+ * message in header_sample carries a header with the monotonic send time,
+ * sequence number and run id (the consumer's end-to-end latency sample).
  */
 #ifndef KBENCH_PRODUCER_H
 #define KBENCH_PRODUCER_H
@@ -13,12 +14,15 @@
 #include "errcount.h"
 #include "histogram.h"
 #include "kafka_conf.h"
+#include "threadcpu.h"
 
 #define KB_MODE_SATURATED 0
 #define KB_MODE_FIXED_RATE 1
 #define KB_KEYS_NONE 0
 #define KB_KEYS_ROUND_ROBIN 1
 #define KB_KEYS_RANDOM 2
+#define KB_DEFAULT_TICK_NS 500000 /* minimum time between two wakes of the fixed-rate loop */
+#define KB_CLIENT_THREAD_PREFIX "rdk:" /* librdkafka names its threads rdk:main, rdk:broker<id>, ... */
 
 /** A producer run: inputs set by the caller, outputs filled by kb_producer_run(). */
 typedef struct {
@@ -38,7 +42,9 @@ typedef struct {
     uint64_t run_id;
     int64_t seq_base;        /* first sequence number in the kb header (several producers of one run: disjoint ranges) */
     const char *stats_path;  /* NULL = no statistics file */
-    int no_headers;          /* saturated only: send no kb header (peer-equal bytes; no e2e, no sequence check) */
+    int64_t header_sample;   /* kb header on messages whose seq % header_sample == 0; 0 = none */
+    int64_t tick_ns;         /* fixed-rate: minimum time between two wakes (0 = KB_DEFAULT_TICK_NS) */
+    double cpu_skip_s;       /* per-thread CPU window from t0 + cpu_skip_s to the end of the flush; < 0 = none */
     double flush_timeout_s;
     double connect_timeout_s;
     atomic_int stop;         /* set from another thread to stop cleanly */
@@ -48,10 +54,17 @@ typedef struct {
     kb_hist *corrected;      /* delivery - due (fixed-rate) */
     int64_t sent, delivered, failed, dr_failed, bytes, queue_full, stats_count, undelivered;
     int64_t t0, t_first_send, t_last_send, t_last_due, t_end;
+    int64_t sampled;         /* messages sent with a kb header */
+    int64_t wakes;           /* fixed-rate: times the loop woke up */
+    kb_thread_cpu cpu_start, cpu_end; /* per-thread CPU window (cpu_start.ok = 0: not taken) */
     int stopped;             /* 1 when stop was requested */
     kb_errcount dr_errors;   /* delivery errors by code */
     kb_errcount client_errors; /* error_cb events by code */
     char err[KB_KERRLEN];
+    /* private: in-flight message slots (seq and send time), indexed by the message opaque */
+    int64_t *slot_seq, *slot_sent;
+    int32_t *slot_free;
+    int32_t slot_cap, slot_nfree;
 } kb_producer;
 
 /**

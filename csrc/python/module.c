@@ -15,6 +15,7 @@
 #include "py_histogram.h"
 #include "py_drivers.h"
 #include "py_procstat.h"
+#include "py_sample.h"
 #include "py_secret.h"
 
 static struct PyModuleDef moduledef = {
@@ -33,7 +34,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         kb_py_sim_init(m) < 0 ||
         kb_py_kafka_util_init(m) < 0 || kb_py_admin_init(m) < 0 ||
         kb_py_histogram_init(m) < 0 || kb_py_drivers_init(m) < 0 ||
-        kb_py_procstat_init(m) < 0 || kb_py_secret_init(m) < 0) {
+        kb_py_procstat_init(m) < 0 || kb_py_secret_init(m) < 0 || kb_py_sample_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

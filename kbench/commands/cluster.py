@@ -19,6 +19,7 @@ from kbench.kafka.cluster import (
     status,
 )
 from kbench.kafka.kafka_dist import KafkaDistError
+from kbench.model import limits
 
 _KV = key_value("--broker-config num.io.threads=4")
 
@@ -52,6 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help=f"node i listens on BASE+i-1 and its controller on BASE+100+i-1 (default {DEFAULT_PORT_BASE}; 0 = free ports)",
     )
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    up.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="start brokers without the Prometheus JMX exporter (default: on BASE+200+i-1, docs/remote.md)",
+    )
     up.set_defaults(func=_up)
 
     st = csub.add_parser("status", help="show the cluster's brokers, pids and whether they are alive")
@@ -77,9 +83,12 @@ def _print_state(d: Path, alive: dict[int, bool] | None = None) -> None:
         print(
             f"  node {b.node_id}: pid {b.pid} port {b.port} controller {b.controller_port} data {b.data_dir} logs {b.log_dir}{extra}"
         )
+    if st.metrics_urls:
+        print(f"broker metrics: {','.join(st.metrics_urls)}")
 
 
 def _up(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         c = LocalCluster(
@@ -90,6 +99,7 @@ def _up(args: argparse.Namespace) -> int:
             port_base=args.port_base,
             start_timeout=args.timeout,
             die_with_parent=False,
+            metrics=not args.no_metrics,
         )
         c.start()
     except (ClusterError, KafkaDistError) as e:
@@ -116,6 +126,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         pids = down(d, timeout=args.timeout)

@@ -12,8 +12,17 @@ from kbench.commands.args import key_value
 from kbench.engine.experiments import SATURATED_FLAG
 from kbench.kafka import admin
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
-from kbench.kafka.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
-from kbench.model import corpus
+from kbench.kafka.drivers import (
+    DEFAULT_HEADER_SAMPLE,
+    KafkaError,
+    ProducerResult,
+    ProducerSpec,
+    produce,
+    produce_and_consume,
+    redact,
+)
+from kbench.model import corpus, limits
+from kbench.model.paths import output_file_problem
 from kbench.model.stats import histogram_us
 
 _KV = key_value("-X linger.ms=5")
@@ -48,6 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         metavar="PROP=VAL",
         help="librdkafka property, passed verbatim (repeatable)",
+    )
+    p.add_argument(
+        "--header-sample",
+        type=int,
+        default=DEFAULT_HEADER_SAMPLE,
+        metavar="N",
+        help=f"one message in N carries the kb latency header (e2e latency sample; default {DEFAULT_HEADER_SAMPLE})",
     )
     p.add_argument("--keys", choices=("none", "round-robin", "random"), default="none")
     p.add_argument("--nkeys", type=int, default=0)
@@ -86,7 +102,27 @@ def _summary(r: ProducerResult) -> dict[str, Any]:
     }
 
 
+def _check_bounds(args: argparse.Namespace) -> None:
+    """Counts, sizes, rates and durations within kbench.model.limits, before connecting."""
+    if args.mode == "fixed-rate" or args.rate:
+        limits.check("--rate", args.rate, "rate")
+    if args.count:
+        limits.check("--count", args.count, "count")
+    if args.duration or not args.count:
+        limits.check("--duration", args.duration, "duration_s")
+    limits.check("--partitions", args.partitions, "partitions")
+    limits.check("--replication-factor", args.replication_factor, "replication_factor")
+    limits.check("--nkeys", args.nkeys, "keys")
+    limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
+    limits.check_corpus_size("--corpus-size", args.corpus_size)
+    if args.json is not None:
+        why = output_file_problem(args.json)
+        if why is not None:
+            raise ValueError(f"--json {args.json}: {why}; give a file path in a writable directory")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_bounds(args)
     try:
         bs = args.bootstrap or read_state(args.cluster_dir or default_dir()).bootstrap_servers
     except ClusterError as e:
@@ -107,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         nkeys=args.nkeys,
         stats_path=args.stats,
         connect_timeout=args.connect_timeout,
+        header_sample=args.header_sample,
     )
     corp = corpus.load(args.corpus, size=args.corpus_size)
     try:

@@ -6,9 +6,21 @@ plus an ``array('q')`` of offsets, librdkafka properties passed verbatim), runs 
 worker threads so Ctrl-C in the main thread reaches them as a clean ``stop()``, and turns
 their dicts into dataclasses.
 
-Every message carries one 24-byte header ``kb``: three big-endian 64-bit values, the
-CLOCK_MONOTONIC ns at ``produce()``, the sequence number from 0 and the run id, so a consumer
-on the same host measures end-to-end latency and checks every sequence number.
+One message in ``header_sample`` (those whose sequence number is divisible by it) carries a
+24-byte header ``kb``: three big-endian 64-bit values, the CLOCK_MONOTONIC ns at ``produce()``,
+the sequence number from 0 and the run id, so a consumer on the same host measures end-to-end
+latency on that sample.  The other records carry no header, so the stored bytes are a
+header-less producer's within a fraction of a percent.  The producer keeps each message's
+sequence number and send time in memory (the message opaque), so service, delay and corrected
+latency cover every record.  The consumer detects loss and duplicates from the record count
+(checked against the partitions' high watermarks) and the sampled sequence numbers
+(docs/methodology.md).
+
+The fixed-rate loop sleeps between ticks (``tick``, default 100 µs) and sends every message due
+by then, each with its own intended send time; it never spins.  With ``cpu_skip`` >= 0 it reads
+its process's CPU per thread from ``cpu_skip`` seconds after the first due time to the end of the
+flush: the client library's threads (librdkafka's ``rdk:*``) apart from the rest (the load
+generator), and the loop thread alone.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from kbench.kafka.secret import redact_props
 
 __all__ = [
     "Background",
+    "DEFAULT_HEADER_SAMPLE",
     "ConsumerResult",
     "KafkaError",
     "ProducerResult",
@@ -40,9 +53,16 @@ __all__ = [
     "produce_and_consume",
     "records_buffer",
     "redact",
+    "client_level_range",
+    "client_version",
 ]
 
 MODES = ("fixed-rate", "saturated")
+#: One record in this many carries the ``kb`` latency header: at 1000 the header adds under 0.1 %
+#: to the stored bytes even of 130-byte log lines compressed 7x (benchmarks/stored_bytes_vs_kcat.py).
+DEFAULT_HEADER_SAMPLE = 1000
+#: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).
+DEFAULT_TICK_S = 500e-6
 KEY_POLICIES = ("none", "round-robin", "random")
 
 
@@ -54,6 +74,18 @@ def redact(props: Mapping[str, str]) -> dict[str, str]:
 def librdkafka_version() -> str:
     """The version of the librdkafka the C loops are linked against (``rd_kafka_version_str()``)."""
     return str(_native.rdkafka_version)
+
+
+def client_level_range(codec: str) -> tuple[int, int]:
+    """The ``compression.level`` values the linked librdkafka accepts for ``codec``, asked of
+    librdkafka itself (ValueError with its message when it does not know the codec)."""
+    lo, hi = _native.client_level_range(codec)
+    return int(lo), int(hi)
+
+
+def client_version() -> str:
+    """The linked client library, e.g. ``librdkafka 2.0.2``."""
+    return f"librdkafka {_native.rdkafka_version}"
 
 
 def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
@@ -84,16 +116,32 @@ class ProducerSpec:
     stats_path: Path | None = None
     flush_timeout: float = 30.0
     connect_timeout: float = 10.0
-    #: False (saturated only): no ``kb`` header, so the bytes equal a header-less peer's; no
-    #: end-to-end latency or sequence check is then possible downstream.
+    #: False: no ``kb`` header at all (header_sample is then ignored): the bytes equal a
+    #: header-less peer's; no end-to-end latency downstream, loss is then checked by count only.
     headers: bool = True
     #: First sequence number in the ``kb`` header: several producers of one run send disjoint
     #: ranges so one consumer's bitmap counts lost/duplicated records across all of them.
     seq_base: int = 0
+    #: One message in this many carries the ``kb`` header (1 = every message).
+    header_sample: int = DEFAULT_HEADER_SAMPLE
+    #: Fixed rate: minimum seconds between two wakes of the loop.
+    tick: float = DEFAULT_TICK_S
+    #: >= 0: read CPU per thread from this many seconds after the first due time to the end of
+    #: the flush (ProducerResult.cpu); < 0: do not.
+    cpu_skip: float = -1.0
+
+    @property
+    def effective_header_sample(self) -> int:
+        """What the loop uses: 0 (no header) when headers is False."""
+        return self.header_sample if self.headers else 0
 
     def __post_init__(self) -> None:
-        if not self.headers and self.mode != "saturated":
-            raise ValueError("headers=False is only for saturated runs; fixed-rate needs the kb header")
+        if self.header_sample < 1:
+            raise ValueError(
+                f"header_sample must be >= 1 (one record in N carries the kb header), got {self.header_sample}"
+            )
+        if not 0 <= self.tick <= 1:
+            raise ValueError(f"tick must be within 0..1 s, got {self.tick}")
         if self.mode not in MODES:
             raise ValueError(f"unknown producer mode '{self.mode}'; use one of {', '.join(MODES)}")
         if self.mode == "fixed-rate" and self.rate <= 0:
@@ -131,6 +179,14 @@ class ProducerResult:
     corrected: Histogram | None
     rate: float = 0.0  # target (fixed-rate)
     dr_failed: int = 0
+    header_sample: int = 0  # one message in this many carried the kb header (0 = none)
+    sampled: int = 0  # messages sent with the kb header
+    wakes: int = 0  # fixed rate: times the loop woke up
+    tick_ns: int = 0
+    #: per-thread CPU over the window (ProducerSpec.cpu_skip), seconds: usr_s/sys_s/wall_s of the
+    #: process, client_usr_s/client_sys_s (librdkafka's threads), loadgen_usr_s/loadgen_sys_s (every
+    #: other thread), loop_usr_s/loop_sys_s (the loop thread alone), client_threads; None = not taken
+    cpu: dict[str, float] | None = None
 
     def counts(self) -> dict[str, Any]:
         """The run's counters and rates, as the CLI and the worker report them."""
@@ -197,10 +253,18 @@ class ConsumerResult:
     errors: dict[str, int]
     e2e: Histogram
     expected: int = 0
+    sampled: int = 0  # records with the kb header (the e2e sample)
+    samples_expected: int = 0
+    samples_missing: int = 0
+    sample_duplicates: int = 0
+    stored_records: int = -1  # records stored since the start offsets, read at the end (-1: not read)
 
     @property
     def lost(self) -> int:
-        return max(0, self.expected - self.unique) if self.expected else 0
+        """Records the consumer did not see: by count, or the missing samples when more."""
+        if not self.expected:
+            return 0
+        return max(0, self.expected - self.unique, self.samples_missing)
 
 
 @dataclass
@@ -286,7 +350,9 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         stats_path=str(spec.stats_path) if spec.stats_path else None,
         flush_timeout=float(spec.flush_timeout),
         connect_timeout=float(spec.connect_timeout),
-        headers=spec.headers,
+        header_sample=spec.effective_header_sample,
+        tick=float(spec.tick),
+        cpu_skip=float(spec.cpu_skip),
         seq_base=int(spec.seq_base),
     )
 
@@ -311,6 +377,7 @@ def new_consumer(
     timeout: float,
     max_records: int = 0,
     connect_timeout: float = 10.0,
+    header_sample: int = DEFAULT_HEADER_SAMPLE,
 ) -> _native.Consumer:
     """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
     partitions are assigned at their end offsets, ``stop()`` ends it from another thread."""
@@ -322,6 +389,7 @@ def new_consumer(
         max_records=max_records,
         timeout=timeout,
         connect_timeout=connect_timeout,
+        header_sample=header_sample,
     )
 
 
@@ -339,9 +407,10 @@ def consume(
     timeout: float = 60.0,
     max_records: int = 0,
     connect_timeout: float = 10.0,
+    header_sample: int = DEFAULT_HEADER_SAMPLE,
 ) -> ConsumerResult:
     """Consume from the topic's current end offsets (standalone use)."""
-    c = new_consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
+    c = new_consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout, header_sample)
     return _consumer_result(_run_native(c), expected)
 
 
@@ -354,21 +423,21 @@ def produce_and_consume(
 ) -> RunPair:
     """Start a consumer at the topic's end, then the producer; wait for both.
 
-    The consumer expects exactly the producer's messages (``spec.count`` of them, by sequence
-    number and run id) and stops when it has seen all of them or after ``consume_timeout``
-    (default: the producer's expected duration + 30 s).
+    The consumer expects exactly the producer's messages (``spec.count`` of them: by count, and
+    the sampled ones by sequence number and run id) and stops when it has seen all of them or
+    after ``consume_timeout`` (default: the producer's expected duration + 30 s).
     """
     if spec.count <= 0:
         raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
-    if not spec.headers:
-        raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
     run_id = new_run_id()
     cprops = (
         dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
     )
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
-    cons = new_consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
+    cons = new_consumer(
+        cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout, spec.effective_header_sample
+    )
     prod = _producer(spec, records, run_id)
     cb = Background(cons, "kbench-consumer")
     try:

@@ -18,8 +18,27 @@ from kbench.model.stats import histogram_us
 
 __all__ = ["merge_consumers", "merge_histograms", "merge_producers", "split_count"]
 
-_PRODUCER_SUMS = ("sent", "delivered", "failed", "undelivered", "bytes", "achieved_rate", "delivered_rate")
-_CONSUMER_SUMS = ("records", "bytes", "unique", "duplicates", "lost", "errors")
+_PRODUCER_SUMS = (
+    "sent",
+    "delivered",
+    "failed",
+    "undelivered",
+    "bytes",
+    "achieved_rate",
+    "delivered_rate",
+    "sampled",
+)
+_CONSUMER_SUMS = (
+    "records",
+    "bytes",
+    "unique",
+    "duplicates",
+    "lost",
+    "errors",
+    "sampled",
+    "samples_missing",
+    "stored_records",
+)
 
 
 def merge_histograms(encoded: Iterable[str | None]) -> Histogram | None:

@@ -2,8 +2,13 @@
 kbench.kafka.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
 or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
 
-The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop thread and librdkafka's
-threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
+The consumer process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop
+thread and librdkafka's threads, live and exited) from ``skip_s`` after it starts working to the end of its
+run.  The producer's loop reads its process's CPU per thread itself (C, ``/proc/self/task/<tid>``), from
+``skip_s`` after its first due time to the end of its flush: the whole process, librdkafka's threads
+(``rdk:*``: the client) and every other thread (the load generator, nearly all of it the loop thread).
+It reports where its CPU window starts (``window_start_ns``, CLOCK_MONOTONIC) with the producer's
+schedule (``t0_ns``, first and last send), so the parent takes the payload of exactly that window.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ class _Window:
         self.skip_s = skip_s
         self.a: procstat.ProcCpu | None = None
         self.t_a = 0.0
+        self.t_a_ns: int | None = None
         self._timer: threading.Timer | None = None
 
     def _mark(self) -> None:
         self.a, self.t_a = _self_cpu(), time.monotonic()
+        self.t_a_ns = time.monotonic_ns()
 
     def start(self) -> None:
         if self.skip_s <= 0:
@@ -65,6 +72,7 @@ class _Window:
             "usr_s": b.user_s - self.a.user_s,
             "sys_s": b.sys_s - self.a.sys_s,
             "wall_s": t_b - self.t_a,
+            "window_start_ns": self.t_a_ns,
             "note": "",
         }
 
@@ -98,24 +106,43 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         keys=job.get("keys", "none"),
         nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
+        header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
+        cpu_skip=float(job.get("skip_s", 0.0)),
         seq_base=int(job.get("seq_base", 0)),
     )
-    w = _Window(float(job.get("skip_s", 0.0)))
     _wait_until(job.get("start_at_unix"))
     _say("STARTED")
-    w.start()
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
-    cpu = w.stop()
     return {
         **r.counts(),
         "send_seconds": r.send_seconds,
-        "t0_ns": r.t0_ns,
         "delivery_errors": r.delivery_errors,
         "client_errors": r.client_errors,
         "service": _hist(r.service),
         "delay": _hist(r.delay),
         "corrected": _hist(r.corrected),
-        "cpu": cpu,
+        "sampled": r.sampled,
+        "cpu": _producer_cpu(r.cpu),
+        "t0_ns": r.t0_ns,
+        "first_send_ns": r.first_send_ns,
+        "last_send_ns": r.last_send_ns,
+    }
+
+
+def _producer_cpu(c: dict[str, Any] | None) -> dict[str, Any]:
+    """The producer's CPU window in the shape the transport reads, with the per-thread split."""
+    if c is None:
+        return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip"}
+    return {
+        "usr_s": c["usr_s"],
+        "sys_s": c["sys_s"],
+        "wall_s": c["wall_s"],
+        "window_start_ns": c["start_ns"],
+        "loadgen_s": c["loadgen_usr_s"] + c["loadgen_sys_s"],
+        "client_s": c["client_usr_s"] + c["client_sys_s"],
+        "loop_s": c["loop_usr_s"] + c["loop_sys_s"],
+        "client_threads": c["client_threads"],
+        "note": "",
     }
 
 
@@ -128,6 +155,7 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         max_records=0,
         timeout=float(job["timeout"]),
         connect_timeout=float(job.get("connect_timeout", 10.0)),
+        header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
     )
     bg = drivers.Background(c, "kbench-consumer")
     while not c.ready and not bg.done.is_set():
@@ -145,6 +173,9 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         "unique": r.unique,
         "duplicates": r.duplicates,
         "lost": r.lost,
+        "sampled": r.sampled,
+        "samples_missing": r.samples_missing,
+        "stored_records": r.stored_records,
         "timed_out": r.timed_out,
         "errors": r.errors,
         "e2e": _hist(r.e2e),

@@ -232,7 +232,10 @@ class RowWriter:
 
     def close(self) -> Path:
         self._f.close()
-        self.partial.replace(self.path)
+        try:
+            self.partial.replace(self.path)
+        finally:
+            self.partial.unlink(missing_ok=True)  # never left behind, even when the rename fails
         return self.path
 
 

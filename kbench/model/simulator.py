@@ -269,11 +269,14 @@ def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
         raise ValueError("no results to write")
     rows = [r.row() for r in results]
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(p)
+    try:
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        tmp.replace(p)
+    finally:
+        tmp.unlink(missing_ok=True)  # never left behind, even when the rename fails
     return p
 
 

@@ -113,7 +113,7 @@ class Stat:
 
 def empty_stat(ledger: Ledger, metric: str) -> Stat:
     """A group with no OK row: NA, n = 0."""
-    return Stat(ledger, ledger.row_set("", []), metric, "auto", None, None, None, 0)
+    return Stat(ledger, ledger.row_set("", [], {}), metric, "auto", None, None, None, 0)
 
 
 def label_text(v: Any) -> str:
@@ -187,17 +187,24 @@ def stats_many(
             if n[i] == 0:
                 continue
             idx = indices[key]
+            k = key if isinstance(key, tuple) else (key,)
+            label = k if texts else tuple(label_text(x) for x in k)
             if complete:
                 sid = shared.get(key)
                 if sid is None:
-                    sid = shared[key] = ledger.row_set(exp, gids[idx])
+                    sid = shared[key] = ledger.row_set(exp, gids[idx], _where(keys, label, only_ok))
             else:
-                sid = ledger.row_set(exp, gids[idx][notna[idx]])
-            k = key if isinstance(key, tuple) else (key,)
-            res[k if texts else tuple(label_text(x) for x in k)] = Stat(
-                ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i])
-            )
+                sid = ledger.row_set(exp, gids[idx][notna[idx]], _where(keys, label, only_ok))
+            res[label] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]))
     return out
+
+
+def _where(keys: Sequence[str], label: Sequence[Any], only_ok: bool) -> dict[str, str]:
+    """The selection of one group: its labels, and ``status = OK`` for a measurement."""
+    where = {k: label_text(v) for k, v in zip(keys, label)}
+    if only_ok:
+        where["status"] = "OK"
+    return where
 
 
 def overlap_verdict(a: Stat, b: Stat, lower: str = "lower", higher: str = "higher") -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 from kbench.engine.remote import clock_now, host_facts, run_driver
 from kbench.engine.transports.base import CpuSample, TransportError
+from kbench.engine.transports.window import Schedule
 from kbench.kafka import merge
 
 __all__ = ["CLOCK_LIMIT_S", "ClockReading", "DaskPool", "e2e_invalid_reason", "place"]
@@ -206,7 +207,9 @@ class DaskPool:
             raise
         finally:
             abort.set()  # every driver of this cell has finished or is told to stop
-        return self._merge(outs, clocks, start_at, t_collected - t_done, t_done - t_order)
+        sizes = [len(r) for r in corpus[1]]
+        prate = (rate / len(prods)) if rate and prods else None
+        return self._merge(outs, clocks, start_at, t_collected - t_done, t_done - t_order, sizes, prate)
 
     def _wait(
         self, futures: Mapping[Any, tuple[str, str, int]], done: Callable[[], bool], limit: float, what: str
@@ -236,6 +239,8 @@ class DaskPool:
         start_at: float,
         collect_s: float,
         cell_s: float,
+        sizes: Sequence[int] = (),
+        producer_rate: float | None = None,
     ) -> dict[str, Any]:
         prods = [o for o in outs if o["role"] == "producer"]
         cons = [o for o in outs if o["role"] == "consumer"]
@@ -244,14 +249,21 @@ class DaskPool:
         for o in outs:
             roles[o["worker"]] = o["role"] if roles.get(o["worker"], o["role"]) == o["role"] else "both"
         boots = {o["worker"]: o["host"]["boot_id"] for o in outs}
-        cpu: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-        for o in outs:
-            cpu.setdefault((o["role"], _host(o["worker"])), []).append(o["result"]["cpu"])
+        payloads = window_payloads(outs, sizes, producer_rate)
+        cpu: dict[tuple[str, str], list[tuple[Mapping[str, Any], int | None]]] = {}
+        for o, wb in zip(outs, payloads, strict=True):
+            cpu.setdefault((o["role"], _host(o["worker"])), []).append((o["result"]["cpu"], wb))
         rows = []
-        for (role, host), cs in sorted(cpu.items()):
+        for (role, host), entries in sorted(cpu.items()):
+            cs = [c for c, _ in entries]
             na = any(c.get("usr_s") is None or c.get("sys_s") is None for c in cs)
             usr = None if na else sum(c["usr_s"] for c in cs)
             sys_ = None if na else sum(c["sys_s"] for c in cs)
+            wbs = [wb for _, wb in entries]
+            notes = [c["note"] for c in cs if c.get("note")]
+            if any(wb is None for wb in wbs) and not na:
+                notes.append(f"{role}@{host}: payload of its CPU window unknown ({_WINDOW_NA[role]})")
+            split = all(c.get("loadgen_s") is not None and c.get("client_s") is not None for c in cs)
             rows.append(
                 CpuSample(
                     f"{role}@{host}",
@@ -259,7 +271,10 @@ class DaskPool:
                     sys_,
                     max(float(c.get("wall_s") or 0.0) for c in cs),
                     regressed=(usr or 0) < 0 or (sys_ or 0) < 0,
-                    note="; ".join(c["note"] for c in cs if c.get("note")),
+                    note="; ".join(notes),
+                    loadgen_s=sum(c["loadgen_s"] for c in cs) if split else None,
+                    client_s=sum(c["client_s"] for c in cs) if split else None,
+                    window_payload_bytes=None if any(wb is None for wb in wbs) else sum(int(wb or 0) for wb in wbs),
                 )
             )
         stats = [o.get("stats") or {} for o in prods]
@@ -289,6 +304,52 @@ class DaskPool:
         }
 
 
+_WINDOW_NA = {
+    "producer": "the producer reported no window start or schedule",
+    "consumer": "a consumer on a host whose monotonic clock is not the producers' cannot place its window "
+    "on their schedule",
+}
+
+
+def _schedule(sizes: Sequence[int], r: Mapping[str, Any], rate: float | None) -> Schedule | None:
+    """One producer's schedule on its own host's monotonic clock (transports/window.py)."""
+    t0 = r.get("t0_ns") if rate else r.get("first_send_ns")
+    if not sizes or t0 is None or r.get("last_send_ns") is None:
+        return None
+    return Schedule.of(sizes, int(r["sent"]), int(r["delivered"]), int(t0), int(r["last_send_ns"]), rate)
+
+
+def window_payloads(
+    outs: Sequence[Mapping[str, Any]], sizes: Sequence[int], producer_rate: float | None
+) -> list[int | None]:
+    """Payload of each driver's own CPU window (main's one-window rule, docs/distributed.md).
+
+    A producer's window is on its own schedule (each producer cycles the corpus from record 0).
+    A consumer reads every producer's records: its window (shifted back by its median e2e
+    latency) is placed on each producer's schedule and summed, only when every producer runs on
+    the consumer's host (same boot id, so the same CLOCK_MONOTONIC); otherwise None."""
+    prods = [
+        (o["host"]["boot_id"], _schedule(sizes, o["result"], producer_rate)) for o in outs if o["role"] == "producer"
+    ]
+    out: list[int | None] = []
+    for o in outs:
+        start = (o["result"].get("cpu") or {}).get("window_start_ns")
+        if start is None:
+            out.append(None)
+        elif o["role"] == "producer":
+            sched = _schedule(sizes, o["result"], producer_rate)
+            out.append(None if sched is None else sched.window_payload(int(start)))
+        else:
+            e2e = o["result"].get("e2e") or {}
+            lag = int(float(e2e["p50_us"]) * 1000) if e2e.get("count") else 0
+            boot = o["host"]["boot_id"]
+            if not prods or any(b != boot or sc is None for b, sc in prods):
+                out.append(None)
+            else:
+                out.append(sum(sc.window_payload(int(start), lag) for _, sc in prods if sc is not None))
+    return out
+
+
 def _worker_addresses(dask_scheduler: Any) -> list[str]:
     """Run on the scheduler: the addresses of the workers it knows now."""
     return list(dask_scheduler.workers)
@@ -316,6 +377,7 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
             "topic": req.topic,
             "run_id": run_id,
             "expected": count,
+            "header_sample": t.defn.header_sample,
             "timeout": req.duration_s + START_LEAD_S + 30.0,
             "skip_s": req.steady_skip_s,
         }
@@ -330,6 +392,7 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
         "keys": req.cell.key_policy,
         "nkeys": 0 if req.cell.key_policy == "none" else 1024,
         "skip_s": req.steady_skip_s,
+        "header_sample": t.defn.header_sample,
     }
     s0, t0 = t._snapshot(), time.monotonic()
     out = pool.run_cell(
@@ -339,6 +402,9 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
     pres, cres = out["producer"], out["consumer"]
     stored, batches, unc, stored_codecs, fill = t._segments(req.topic, req.cell.partitions)
     cpu = list(out["cpu"])
+    delivered = int(pres["delivered"])
+    sent = int(pres["sent"])
+    payload = int(pres["bytes"]) if delivered == sent else int(pres["bytes"] * delivered / max(1, sent))
     deltas = {d.pid: d for d in procstat.delta(s0, s1)}
     for b in t.brokers:
         d = deltas.get(b.pid) if b.pid else None
@@ -354,12 +420,11 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
                 regressed=d is not None and d.status == procstat.NEGATIVE,
                 pid=b.pid,
                 note=note,
+                source=f"/proc/{b.pid}/stat" if b.pid else "",
+                window_payload_bytes=payload,  # the broker window spans the whole cell
             )
         )
     steals = [x for x in (out["steal_pct"], _steal(s0, s1)) if x is not None]
-    delivered = int(pres["delivered"])
-    sent = int(pres["sent"])
-    payload = int(pres["bytes"]) if delivered == sent else int(pres["bytes"] * delivered / max(1, sent))
     n_errors = max(int(pres["failed"]), sum(int(v) for v in pres["delivery_errors"].values())) + int(
         pres["undelivered"]
     )

@@ -3,15 +3,17 @@
 Per run: a fresh topic (partitions, replication factor, ``compression.type`` as planned,
 read back); a consumer process assigned at the start offsets, then a producer process
 (:mod:`kbench.kafka.worker`: one process per role, so each role's CPU is its own);
-broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal from
-``/proc/stat`` over the steady window (from ``steady_skip_s`` after the producer starts to
-the end of the run); stored bytes, stored codecs and batch fill from the partitions' segment
+broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal (the request's
+steal source, by default ``/proc/stat``) over the steady window (from ``steady_skip_s`` after
+the producer starts to the end of the run); each role's CPU window's payload from the
+producer's schedule (:mod:`kbench.engine.transports.window`); stored bytes, stored codecs and batch fill from the partitions' segment
 files (one replica each) read by :mod:`kbench.model.segment`; bytes on the wire from the
 producer's librdkafka statistics.  The topic is deleted after it is measured.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.plan import TransportDef
+from kbench.engine.transports import remote
 from kbench.engine.transports.base import (
     BatchFill,
     BrokerInfo,
@@ -35,6 +38,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
+from kbench.engine.transports.window import Schedule
 from kbench.kafka import admin, drivers, procstat
 from kbench.model.corpus import Corpus
 
@@ -42,6 +46,9 @@ __all__ = ["KafkaTransport"]
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
 WORKER_START_TIMEOUT = 60.0
+#: librdkafka properties set for producer and consumer where librdkafka's default differs from
+#: the Java client's (docs/methodology.md); a plan's [client] table may override them.
+_JAVA_PARITY = {"socket.nagle.disable": "true"}  # the Java client sends with TCP_NODELAY
 
 
 def _lat(d: Mapping[str, Any] | None) -> LatencySummary | None:
@@ -170,6 +177,10 @@ def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
 
 
+#: A broker log dir with less free space than this is reported as full.
+LOG_DIR_FULL_BYTES = 1 << 20
+
+
 @dataclass
 class KafkaTransport:
     defn: TransportDef
@@ -180,6 +191,7 @@ class KafkaTransport:
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _corpus_files: dict[str, Path] = field(default_factory=dict)
     dask: Any = None  # a DaskPool when the plan names Dask workers (transports/distributed.py)
+    _probe: remote.MetricsProbe | None = None  # broker metrics over Prometheus (--broker-metrics)
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
@@ -214,16 +226,32 @@ class KafkaTransport:
             except Exception as e:  # noqa: BLE001 - KafkaError carries librdkafka's message
                 raise TransportError(f"cannot reach {self.bootstrap}: {e}") from None
             pids = list(self.defn.broker_pids)
+            ids = [int(b[0]) for b in sorted(md["brokers"])]
+            if self.defn.broker_metrics:
+                self._probe = remote.MetricsProbe.open(self.defn.broker_metrics, ids)
+            probe = self._probe
+            given = self.defn.broker_version
             self.brokers = tuple(
-                BrokerInfo(int(b[0]), None, pids[i] if i < len(pids) else None, None, None)
-                for i, b in enumerate(sorted(md["brokers"]))
+                BrokerInfo(
+                    bid,
+                    (probe.version(bid) if probe else None) or given,
+                    pids[i] if i < len(pids) else None,
+                    None,
+                    None,
+                    probe.display_url(bid) if probe else None,
+                    "metrics" if probe and probe.version(bid) else ("--broker-version" if given else ""),
+                )
+                for i, bid in enumerate(ids)
             )
-            kafka_version = None
+            versions = {b.version for b in self.brokers if b.version}
+            kafka_version = versions.pop() if len(versions) == 1 else None
         extra: dict[str, str] = {}
         if not self.defn.workers and (self.defn.producers, self.defn.consumers) != (1, 1):
             raise TransportError(
                 "transport.producers/consumers: several drivers per cell run on Dask workers; give --workers SCHEDULER"
             )
+        if self._probe:
+            extra["metrics_matching"] = self._probe.matching
         if self.defn.workers:
             from kbench.engine.transports.distributed import DaskPool
 
@@ -269,6 +297,7 @@ class KafkaTransport:
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
         spec = req.cell.spec
         props = {
+            **_JAVA_PARITY,
             **req.client_properties,
             "bootstrap.servers": self.bootstrap,
             "compression.type": spec.codec,
@@ -313,8 +342,64 @@ class KafkaTransport:
         """Broker pids' and the system's CPU counters (C /proc sampler)."""
         return procstat.snapshot([b.pid for b in self.brokers if b.pid])
 
+    # ------------------------------------------------------------------ faults
+    def _alive(self) -> dict[int, bool]:
+        from kbench.kafka.cluster import _pid_alive
+
+        return {b.broker_id: bool(b.pid) and _pid_alive(int(b.pid)) for b in self.brokers}
+
+    def _faults(self, alive_before: Mapping[int, bool], settle_s: float = 0.0) -> str:
+        """What went wrong with the cluster during a run, in words: a broker that died, a log
+        dir whose disk is full ("" when neither).  ``settle_s``: after a failure, how long a
+        broker that is still exiting (killed, not yet reaped) is given to show as gone."""
+        now = self._alive()
+        deadline = time.monotonic() + settle_s
+        while all(now.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the brokers' state until a deadline
+            now = self._alive()
+        why = [
+            f"broker {b.broker_id} (pid {b.pid}) died during the run"
+            for b in self.brokers
+            if alive_before.get(b.broker_id) and not now.get(b.broker_id)
+        ]
+        for b in self.brokers:
+            if not b.log_dir:
+                continue
+            try:
+                st = os.statvfs(b.log_dir)
+            except OSError:
+                continue
+            free = st.f_bavail * st.f_frsize
+            if free < LOG_DIR_FULL_BYTES:
+                why.append(
+                    f"broker {b.broker_id}'s log dir {b.log_dir} is full ({free} bytes free): Kafka takes a "
+                    "log dir offline when a write fails; free disk space there"
+                )
+        return "; ".join(why)
+
     # ------------------------------------------------------------------ one run
     def run(self, req: RunRequest) -> RunResult:
+        """One run; a broker that died or a full log-dir disk during it fails the repetition with
+        that reason (its figures are not measurements)."""
+        alive = self._alive()
+        if self.brokers and all(b.pid for b in self.brokers) and not any(alive.values()):
+            # every broker is gone (killed, or halted on a full disk): fail now, not after timeouts
+            gone = ", ".join(f"broker {b.broker_id} (pid {b.pid})" for b in self.brokers)
+            full = self._faults({})
+            raise TransportError(f"no broker is alive: {gone} gone" + (f"; {full}" if full else ""))
+        try:
+            res = self._run(req)
+        except TransportError as e:
+            why = self._faults(alive, settle_s=2.0)
+            raise TransportError(f"{why}; {e}" if why else str(e)) from None
+        why = self._faults(alive, settle_s=2.0 if res.delivery_errors else 0.0)
+        if why:
+            raise TransportError(
+                f"{why} ({res.delivery_errors} delivery errors, {res.messages_acked} of {res.messages_sent} acked)"
+            )
+        return res
+
+    def _run(self, req: RunRequest) -> RunResult:
         cell = req.cell
         admin_props = self._admin_props(req.client_properties)
         configs = {**cell.topic_config, "compression.type": cell.topic_compression}
@@ -329,6 +414,7 @@ class KafkaTransport:
                 configs=configs,
                 timeout=60.0,
             )
+            # retried while a broker's metadata has not caught up with the new topic (many partitions, RF 3)
             readback = admin.describe_topic_configs(admin_props, req.topic, timeout=30.0).get(
                 "compression.type", (None, "")
             )[0]
@@ -357,10 +443,11 @@ class KafkaTransport:
             consumer = _spawn(
                 "consumer",
                 {
-                    "props": {**req.client_properties, "bootstrap.servers": self.bootstrap},
+                    "props": {**_JAVA_PARITY, **req.client_properties, "bootstrap.servers": self.bootstrap},
                     "topic": req.topic,
                     "run_id": run_id,
                     "expected": count,
+                    "header_sample": self.defn.header_sample,
                     "timeout": req.duration_s + 60.0,
                     "skip_s": req.steady_skip_s,
                 },
@@ -382,6 +469,7 @@ class KafkaTransport:
                 "nkeys": 0 if req.cell.key_policy == "none" else 1024,
                 "stats_path": str(stats),
                 "skip_s": req.steady_skip_s,
+                "header_sample": self.defn.header_sample,
             },
             Path(self._tmp.name) / f"{req.topic}.producer.err",
         )
@@ -392,21 +480,48 @@ class KafkaTransport:
             pause = t_start + req.steady_skip_s - time.monotonic()
             if pause > 0:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
-            s0, t0 = self._snapshot(), time.monotonic()
+            steal_source = req.steal_source or procstat.system_cpu
+            s0, sys0, t0, t0_ns = self._snapshot(), steal_source(), time.monotonic(), time.monotonic_ns()
+            m0 = self._probe.edge() if self._probe else {}
             pres = producer.result(req.duration_s + 120.0)
             cres = consumer.result(req.duration_s + 120.0) if consumer else None
-            s1, t1 = self._snapshot(), time.monotonic()
+            s1, sys1, t1 = self._snapshot(), steal_source(), time.monotonic()
+            m1 = self._probe.edge() if self._probe else {}
         except BaseException:
             for w in (producer, consumer):
                 if w is not None and w.proc.poll() is None:
                     w.proc.kill()
             raise
         stored, batches, unc, stored_codecs, fill = self._segments(req.topic, req.cell.partitions)
+        stored_source = "segment files (kbench inspector)" if stored is not None else None
+        if stored is None and not req.warmup and set(req.cell.experiments) & set("CDEF"):
+            remote_stored = remote.stored_from_log_dirs(
+                self.bootstrap, req.topic, req.cell.partitions, req.client_properties, req.cell.codec, readback
+            )
+            stored, stored_codecs, stored_source = (
+                remote_stored.stored_bytes,
+                remote_stored.stored_codecs,
+                remote_stored.source,
+            )
+        sched = Schedule.of(
+            [len(r) for r in req.corpus.records],
+            int(pres["sent"]),
+            int(pres["delivered"]),
+            int(pres["t0_ns"] if fixed else pres["first_send_ns"]),
+            int(pres["last_send_ns"]),
+            req.rate,
+        )
+
+        def lag_ns(h: Mapping[str, Any] | None) -> int:
+            return int(float(h["p50_us"]) * 1000) if h and h.get("count") else 0
+
+        lags = {"producer": 0, "consumer": lag_ns(cres.get("e2e") if cres else None)}
         cpu = []
         for role, res in (("producer", pres), ("consumer", cres)):
             if res is None:
                 continue
             c = res["cpu"]
+            start = c.get("window_start_ns")
             cpu.append(
                 CpuSample(
                     role,
@@ -416,23 +531,39 @@ class KafkaTransport:
                     regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
                     pid=None,
                     note=c.get("note", ""),
+                    loadgen_s=c.get("loadgen_s"),
+                    client_s=c.get("client_s"),
+                    window_payload_bytes=None if start is None else sched.window_payload(int(start), lags[role]),
                 )
             )
+        broker_bytes = sched.window_payload(t0_ns, lag_ns(pres.get("service")))
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
+            if not b.pid and b.broker_id in m0:
+                sample = remote.cpu_from_metrics(f"broker-{b.broker_id}", m0[b.broker_id], m1.get(b.broker_id))
+                cpu.append(dataclasses.replace(sample, window_payload_bytes=broker_bytes))
+                continue
             d = deltas.get(b.pid) if b.pid else None
-            note = "" if b.pid else "no local pid (give --broker-pid)"
+            note = "" if b.pid else "no local pid (give --broker-metrics or --broker-pid)"
             if b.pid and (d is None or d.status == procstat.NA):
                 note = f"pid {b.pid} unreadable or gone"
             usr = d.user_s if d is not None else None
             sys_ = d.sys_s if d is not None else None
             regressed = d is not None and d.status == procstat.NEGATIVE
             cpu.append(
-                CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note)
+                CpuSample(
+                    f"broker-{b.broker_id}",
+                    usr,
+                    sys_,
+                    t1 - t0,
+                    regressed=regressed,
+                    pid=b.pid,
+                    note=note,
+                    source=f"/proc/{b.pid}/stat" if b.pid else "",
+                    window_payload_bytes=broker_bytes,
+                )
             )
-        steal = None
-        if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
-            steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
+        steal = procstat.steal_pct(sys0, sys1)
         st = _last_stats(stats) or {}
         phases = _phases(stats, req) if fixed else {}
         delivered = int(pres["delivered"])
@@ -468,6 +599,7 @@ class KafkaTransport:
             stored_uncompressed_bytes=unc,
             stored_codecs=stored_codecs,
             topic_compression_readback=readback,
+            stored_source=stored_source,
             batch_fill=fill,
             client_fill=_client_fill(st, req.topic),
             latency_phases=phases,
