@@ -146,7 +146,10 @@ def test_resume_runs_each_pair_once_in_the_interleaved_order(tmp_path: Path, pla
 def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path, plan: plan_mod.Plan) -> None:
     execute(opts(tmp_path, plan), FakeTransport(max_rate=14000.0))  # target 15000: -6.7 %
     a = results.read_rows(tmp_path / "run" / "A.csv")
-    assert [r["status"] for r in a] == ["REJECTED"] * 12
+    # 4 A cells x 3 repetitions, each REJECTED; every cell spends its retry budget (default: as
+    # many extra attempts as repetitions) and stays REJECTED
+    assert [r["status"] for r in a] == ["REJECTED"] * (4 * (plan.repetitions + plan.retries))
+    assert sorted({int(r["attempt"]) for r in a}) == [1, 2] and plan.retries == plan.repetitions
     assert "off the target 15000.0 msgs/s" in a[0]["reason"]
     assert [r["status"] for r in results.read_rows(tmp_path / "run" / "B.csv")] == ["OK"] * 6
 

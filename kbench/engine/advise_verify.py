@@ -4,9 +4,10 @@ each predicted number beside its measurement.
 A small plan (experiments C and D, one repetition, no warm-up) is built from the candidates and
 run by the engine on the Kafka transport (a local cluster, or ``--bootstrap``).  The prediction
 is re-made for exactly what the real run sends: the same records in the same order, the same
-count, rate and partitions, through the batching model; plus the instrument's own per-record
-header (the latency header, 24 bytes of value under the key ``kb``), which the user's records do
-not carry but the real run stores, estimated by encoding the model's batches with and without it.
+count, rate and partitions, through the batching model; plus the instrument's own latency header
+(24 bytes of value under the key ``kb``) on the sampled records (one in ``header_sample``, as the
+producer sends it), which the user's records do not carry but the real run stores, estimated by
+encoding the model's batches with and without it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kbench.engine import plan as plan_mod
 from kbench.engine import store as results
 from kbench.engine.runner import RunOptions, execute
 from kbench.engine.transports import make
+from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE
 from kbench.model import advise as adv
 from kbench.model import batch as batch_mod
 from kbench.model import mtable
@@ -35,7 +37,7 @@ __all__ = ["Check", "Verified", "build_plan", "predict", "run_verify", "verify"]
 #: Agreement the verification requires (issue 15): stored bytes within 3 %, producer CPU within 30 %.
 STORED_TOLERANCE = 0.03
 PRODUCER_CPU_TOLERANCE = 0.30
-#: The instrument's header on every record (csrc/core/producer.c make_headers): key "kb", 24-byte value.
+#: The instrument's header on a sampled record (csrc/core/producer.c make_headers): key "kb", 24-byte value.
 HEADER_KEY = "kb"
 
 
@@ -92,10 +94,12 @@ def predict(
     # The header's share: the model's batches, in order, as contiguous runs of the sent records.
     delta = 0
     i = 0
+    every = DEFAULT_HEADER_SAMPLE  # the producer's sampling: seq % header_sample == 0 carries the header
     for b in sorted(res.batches, key=lambda b: (b.t_close_ms, b.partition)):
         plain = [batch_mod.Record(value=seq.records[j]) for j in range(i, i + b.records)]
         tagged = [
-            batch_mod.Record(value=seq.records[j], headers=_header(j, rate, 0x5EED)) for j in range(i, i + b.records)
+            batch_mod.Record(value=seq.records[j], headers=_header(j, rate, 0x5EED) if j % every == 0 else ())
+            for j in range(i, i + b.records)
         ]
         with_h, _ = batch_mod.encode_ex(tagged, spec.codec, spec.level, client="librdkafka")
         without, _ = batch_mod.encode_ex(plain, spec.codec, spec.level, client="librdkafka")

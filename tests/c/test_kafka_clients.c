@@ -67,6 +67,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     c.run_id = run_id;
+    c.header_sample = 1; /* every record carries the kb header: e2e and sequence checks on all */
     c.expected = N;
     c.timeout_s = 60;
     c.connect_timeout_s = 20;
@@ -93,6 +94,7 @@ int main(int argc, char **argv) {
     p.nkeys = 8;
     p.partition = -1;
     p.run_id = run_id;
+    p.header_sample = 1;
     p.flush_timeout_s = 30;
     p.connect_timeout_s = 20;
 
