@@ -216,7 +216,7 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
                     const char *key, size_t klen) {
     const uint8_t *val = p->payload + p->offsets[rec];
     size_t vlen = (size_t)(p->offsets[rec + 1] - p->offsets[rec]);
-    int with_header = p->header_sample > 0 && seq % p->header_sample == 0;
+    int with_header = p->header_sample > 0 && (p->seq_base + seq) % p->header_sample == 0;
     rd_kafka_resp_err_t e;
     int64_t sent;
     for (;;) {
@@ -227,7 +227,7 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
             return 1;
         }
         if (with_header) {
-            rd_kafka_headers_t *hdrs = make_headers(sent, seq, p->run_id);
+            rd_kafka_headers_t *hdrs = make_headers(sent, p->seq_base + seq, p->run_id);
             e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition), RD_KAFKA_V_MSGFLAGS(0),
                                   RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_KEY(key, klen),
                                   RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(intptr_t)slot), RD_KAFKA_V_END);

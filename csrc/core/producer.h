@@ -40,6 +40,7 @@ typedef struct {
     int64_t nkeys;           /* size of the key set */
     int32_t partition;       /* -1 = librdkafka's partitioner */
     uint64_t run_id;
+    int64_t seq_base;        /* first sequence number in the kb header (several producers of one run: disjoint ranges) */
     const char *stats_path;  /* NULL = no statistics file */
     int64_t header_sample;   /* kb header on messages whose seq % header_sample == 0; 0 = none */
     int64_t tick_ns;         /* fixed-rate: minimum time between two wakes (0 = KB_DEFAULT_TICK_NS) */

@@ -91,16 +91,16 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
                              "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
                              "stats_path", "flush_timeout", "connect_timeout", "header_sample", "tick",
-                             "cpu_skip", NULL};
+                             "cpu_skip", "seq_base", NULL};
     PyObject *props;
     const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
     PyObject *payload, *offsets;
     double rate = 0, duration = 0, flush_to = 30, conn_to = 10, tick = KB_DEFAULT_TICK_NS / 1e9, cpu_skip = -1;
-    long long count = 0, nkeys = 0, run_id = 0, header_sample = 1;
+    long long count = 0, nkeys = 0, run_id = 0, header_sample = 1, seq_base = 0;
     int partition = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLdd:Producer", kwlist, &PyDict_Type, &props, &topic,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLddL:Producer", kwlist, &PyDict_Type, &props, &topic,
                                      &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
-                                     &run_id, &stats, &flush_to, &conn_to, &header_sample, &tick, &cpu_skip))
+                                     &run_id, &stats, &flush_to, &conn_to, &header_sample, &tick, &cpu_skip, &seq_base))
         return NULL;
     ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
     if (!o)
@@ -189,6 +189,11 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     p->nkeys = nkeys;
     p->partition = partition;
     p->run_id = (uint64_t)run_id;
+    if (seq_base < 0) {
+        PyErr_SetString(PyExc_ValueError, "seq_base must be >= 0");
+        goto fail;
+    }
+    p->seq_base = seq_base;
     p->flush_timeout_s = flush_to;
     p->connect_timeout_s = conn_to;
     p->service = kb_hist_new();
@@ -257,7 +262,7 @@ static PyTypeObject ProducerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
               "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
-              "connect_timeout=10, header_sample=1, tick=0.0005, cpu_skip=-1): the C producer loop\n"
+              "connect_timeout=10, header_sample=1, tick=0.0005, cpu_skip=-1, seq_base=0): the C producer loop\n"
               "(see kbench.kafka.drivers).",
     .tp_methods = producer_methods,
     .tp_new = producer_new,

@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="local pid of a broker of --bootstrap (for broker CPU); repeat",
     )
     p.add_argument(
+        "--workers",
+        metavar="SCHEDULER_ADDRESS",
+        help="Dask scheduler (tcp://host:8786): run each cell's drivers on its workers (docs/distributed.md)",
+    )
+    p.add_argument(
         "--broker-metrics",
         metavar="URL[,URL...]",
         help="Prometheus endpoints of the brokers of --bootstrap (JMX exporter): broker CPU, version, bytes",
@@ -131,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         overrides["kind"] = args.transport
     if args.bootstrap:
         overrides.update(kind="bootstrap", bootstrap=args.bootstrap)
+    if args.workers:
+        overrides["workers"] = args.workers
     if args.broker_pid:
         overrides["broker_pids"] = list(args.broker_pid)
     if args.broker_version:

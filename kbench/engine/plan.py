@@ -79,6 +79,10 @@ TRANSPORT_KEYS = {
     "replication_factor": "replication factor of each cell's topic",
     "min_insync_replicas": "min.insync.replicas of each cell's topic",
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
+    "workers": "Dask scheduler address (tcp://host:8786): run each cell's drivers on Dask workers",
+    "producers": "producer drivers per cell on Dask workers (the rate is split among them)",
+    "consumers": "consumer drivers per cell on Dask workers (each reads every record)",
+    "drivers_per_worker": "drivers placed on one Dask worker process (default 1)",
     "broker_metrics": "Prometheus endpoints of the brokers (URL or host:port, one per broker): broker CPU, version, bytes",
     "broker_version": "the brokers' Kafka version, when neither the cluster nor its metrics report it",
     "header_sample": "one record in this many carries the kb latency header (default 1000)",
@@ -118,6 +122,10 @@ class TransportDef:
     replication_factor: int = 1
     min_insync_replicas: int | None = None
     broker_pids: tuple[int, ...] = ()
+    workers: str | None = None  # Dask scheduler address (docs/distributed.md)
+    producers: int = 1
+    consumers: int = 1
+    drivers_per_worker: int = 1
     broker_metrics: tuple[str, ...] = ()
     broker_version: str | None = None
     header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
@@ -594,6 +602,15 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     pids = tuple(int(_bounded("transport.broker_pids", p, "pid")) for p in _as_list(t.get("broker_pids", [])))
     endpoints = tuple(str(u) for u in _as_list(t.get("broker_metrics", [])))
     bver = t.get("broker_version")
+    workers = t.get("workers")
+    if workers is not None and (not isinstance(workers, str) or not workers):
+        raise PlanError('transport.workers: give the Dask scheduler address, e.g. workers = "tcp://10.0.0.5:8786"')
+    dist = {
+        k: int(_bounded(f"transport.{k}", t.get(k, 1), "drivers"))
+        for k in ("producers", "consumers", "drivers_per_worker")
+    }
+    if workers is not None and kind not in ("local", "bootstrap"):
+        raise PlanError(f"transport.workers: Dask workers drive real Kafka; use kind local or bootstrap, not {kind}")
     hs = int(_bounded("transport.header_sample", t.get("header_sample", DEFAULT_HEADER_SAMPLE), "header_sample"))
     transport = TransportDef(
         kind,
@@ -602,6 +619,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         rf,
         misr,
         pids,
+        workers,
+        **dist,
         broker_metrics=endpoints,
         broker_version=None if bver is None else str(bver),
         header_sample=hs,

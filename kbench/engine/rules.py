@@ -221,7 +221,10 @@ def _rows_a(x: _Run) -> list[dict[str, Any]]:
         h.out_of_range for h in (res.latency_corrected, res.latency_service, res.latency_e2e) if h is not None
     )
     row.update(_loss(res))
-    return [_finish(row, _unmeasured("A", x))]
+    v = _unmeasured("A", x)
+    if res.latency_e2e_na:
+        v = v.merged(Verdict(v.status, [f"e2e latency NA: {res.latency_e2e_na}"]))
+    return [_finish(row, v)]
 
 
 def _rows_b(x: _Run) -> list[dict[str, Any]]:

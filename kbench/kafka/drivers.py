@@ -119,6 +119,9 @@ class ProducerSpec:
     #: False: no ``kb`` header at all (header_sample is then ignored): the bytes equal a
     #: header-less peer's; no end-to-end latency downstream, loss is then checked by count only.
     headers: bool = True
+    #: First sequence number in the ``kb`` header: several producers of one run send disjoint
+    #: ranges so one consumer's bitmap counts lost/duplicated records across all of them.
+    seq_base: int = 0
     #: One message in this many carries the ``kb`` header (1 = every message).
     header_sample: int = DEFAULT_HEADER_SAMPLE
     #: Fixed rate: minimum seconds between two wakes of the loop.
@@ -350,6 +353,7 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         header_sample=spec.effective_header_sample,
         tick=float(spec.tick),
         cpu_skip=float(spec.cpu_skip),
+        seq_base=int(spec.seq_base),
     )
 
 

@@ -88,6 +88,12 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
+def _wait_until(start_at_unix: float | None) -> None:
+    """Sleep until a wall-clock instant (several producers on several hosts start together)."""
+    while start_at_unix is not None and (left := float(start_at_unix) - time.time()) > 0:
+        time.sleep(min(left, 0.05) if left > 0.002 else left)
+
+
 def producer(job: dict[str, Any]) -> dict[str, Any]:
     records = read_records(job["corpus_file"], "lenprefixed")
     spec = drivers.ProducerSpec(
@@ -102,7 +108,9 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
         header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
         cpu_skip=float(job.get("skip_s", 0.0)),
+        seq_base=int(job.get("seq_base", 0)),
     )
+    _wait_until(job.get("start_at_unix"))
     _say("STARTED")
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
     return {

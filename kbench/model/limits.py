@@ -74,6 +74,7 @@ BOUNDS: dict[str, Bound] = {
     "timeout_s": Bound(0.01, 3600, False, "seconds to wait: at least 10 ms, at most an hour"),
     "pid": Bound(1, 4_194_304, True, "Linux pids are at most 4194304 (pid_max)"),
     "header_sample": Bound(1, 10**9, True, "one record in N carries the latency header; N >= 1"),
+    "drivers": Bound(1, 1024, True, "producer/consumer drivers of one cell on Dask workers, each a process"),
 }
 
 #: Longest a whole plan may be planned to take (cells x (repetitions x duration + warm-up)).

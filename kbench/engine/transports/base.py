@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kbench.engine.plan import Cell
 from kbench.kafka.procstat import StealSource
@@ -169,6 +169,11 @@ class RunResult:
     #: Where producer latency goes (µs medians): queue (linger/batch-fill wait), compress, request
     #: (transmit queue + round trip); kbench.kafka.stats.  Empty when not measured.
     latency_phases: Mapping[str, float | None] = field(default_factory=dict)
+    #: Why end-to-end latency is NA although a consumer ran (e.g. a worker's clock is not
+    #: synchronised, docs/distributed.md); '' when it stands or was not measured.
+    latency_e2e_na: str = ""
+    #: Drivers on Dask workers: placement, hosts, start skew, collection time (docs/distributed.md).
+    coordinator: Mapping[str, Any] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

@@ -190,6 +190,7 @@ class KafkaTransport:
     brokers: tuple[BrokerInfo, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _corpus_files: dict[str, Path] = field(default_factory=dict)
+    dask: Any = None  # a DaskPool when the plan names Dask workers (transports/distributed.py)
     _probe: remote.MetricsProbe | None = None  # broker metrics over Prometheus (--broker-metrics)
 
     # ------------------------------------------------------------------ lifecycle
@@ -244,16 +245,32 @@ class KafkaTransport:
             )
             versions = {b.version for b in self.brokers if b.version}
             kafka_version = versions.pop() if len(versions) == 1 else None
+        extra: dict[str, str] = {}
+        if not self.defn.workers and (self.defn.producers, self.defn.consumers) != (1, 1):
+            raise TransportError(
+                "transport.producers/consumers: several drivers per cell run on Dask workers; give --workers SCHEDULER"
+            )
+        if self._probe:
+            extra["metrics_matching"] = self._probe.matching
+        if self.defn.workers:
+            from kbench.engine.transports.distributed import DaskPool
+
+            d = self.defn
+            self.dask = DaskPool(d.workers, d.producers, d.consumers, d.drivers_per_worker)
+            extra["dask"] = json.dumps(self.dask.open(), sort_keys=True)
         return TransportInfo(
             kind=self.defn.kind,
             bootstrap=self.bootstrap,
             brokers=self.brokers,
             kafka_version=kafka_version,
             client=f"librdkafka {drivers.librdkafka_version()}",
-            extra={"metrics_matching": self._probe.matching} if self._probe else {},
+            extra=extra,
         )
 
     def close(self) -> None:
+        if self.dask is not None:
+            self.dask.close()
+            self.dask = None
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
@@ -413,6 +430,10 @@ class KafkaTransport:
 
     def _measure(self, req: RunRequest, readback: str | None) -> RunResult:
         assert self._tmp is not None
+        if self.dask is not None:
+            from kbench.engine.transports import distributed
+
+            return distributed.measure(self, req, readback)
         fixed = req.rate is not None
         run_id = drivers.new_run_id()
         stats = Path(self._tmp.name) / f"{req.topic}.stats.jsonl"

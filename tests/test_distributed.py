@@ -1,0 +1,169 @@
+"""Drivers on Dask workers (``kbench run --workers``) against a local Kafka broker.
+
+A Dask ``LocalCluster`` of 3 worker processes on 127.0.0.1; kbench starts its own one-broker
+Kafka (run the file under ``flock /tmp/kbench-kafka.lock``).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbench.kafka.drivers import Histogram
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+distributed = pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PLAN = """
+name = "dask-cell"
+repetitions = {reps}
+warmup = false
+duration_s = {duration}
+steady_skip_s = 0.2
+corpus_size = 300000
+
+[transport]
+kind = "local"
+producers = {producers}
+consumers = 1
+header_sample = 7  # the second producer's range starts at 4500, not a multiple of 7
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "D"]
+codec = ["lz4"]
+partitions = 2
+rate = {rate}
+"""
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[Any]:
+    env = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), env]) if env else str(ROOT)
+    with distributed.LocalCluster(
+        n_workers=3, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as c:
+        yield c
+
+
+def _run(tmp: Path, plan: str, scheduler: str, wait: bool = True) -> subprocess.Popen[str]:
+    (tmp / "plan.toml").write_text(plan)
+    cmd = [sys.executable, "-m", "kbench", "run", str(tmp / "plan.toml"), "-o", str(tmp / "run")]
+    cmd += ["--force", "--gate-sample-s", "0.1", "--workers", scheduler]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path: Path, dask_cluster: Any) -> None:
+    rate = 3000.0
+    p = _run(tmp_path, PLAN.format(reps=1, duration=3, producers=2, rate=rate), dask_cluster.scheduler_address)
+    out, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, out
+    (a,) = _rows(tmp_path / "run" / "A.csv")
+    assert a["status"] == "OK", a["reason"]
+    assert int(a["messages"]) == int(rate * 3)
+    assert (a["lost"], a["duplicated"], a["delivery_errors"]) == ("0", "0", "0")
+    # The merged achieved rate (sum of the producers' rates) is the target within 0.1 %.
+    assert abs(float(a["achieved_rate_msgs"]) - rate) / rate < 0.001, a["achieved_rate_msgs"]
+    assert a["e2e_p99_us"] != "" and a["corrected_p99_us"] != ""
+    # CPU rows per host and role; the manifest lists every worker's host.
+    roles = {r["role"] for r in _rows(tmp_path / "run" / "D.csv")}
+    assert {"producer@127.0.0.1", "consumer@127.0.0.1", "broker-1"} <= roles
+    man = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    hosts = json.loads(man["transport"]["extra"]["dask"])["hosts"]
+    assert len(hosts) == 3
+    for h in hosts.values():
+        assert {"arch", "cpu_model", "kernel", "clocksource", "boot_id"} <= set(h)
+    # The merged histograms hold every producer's samples (one per acknowledged record).
+    (hist,) = (tmp_path / "run" / "histograms").glob(f"{a['cell_id']}-r1.json")
+    encoded = json.loads(hist.read_text())["histograms"]
+    for name in ("corrected", "service"):
+        assert Histogram.decode(base64.b64decode(encoded[name])).count == int(a["messages"]), name
+    # e2e: exactly the records whose global sequence number is a multiple of header_sample.
+    assert Histogram.decode(base64.b64decode(encoded["e2e"])).count == len(range(0, int(a["messages"]), 7))
+    # Each driver role's CPU row has the payload of its own window (main's one-window rule).
+    for r in _rows(tmp_path / "run" / "D.csv"):
+        assert r["payload_gb"] not in ("", "NA") and float(r["payload_gb"]) > 0, r
+
+
+def _has_driver_child(pid: int) -> bool:
+    """Whether process ``pid`` (a Dask worker) has a kbench driver child, i.e. a cell is running on it."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and b"kbench.kafka.worker" in (d / "cmdline").read_bytes():
+                return True
+        except (OSError, IndexError, ValueError):
+            continue
+    return False
+
+
+def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_path: Path, dask_cluster: Any) -> None:
+    with distributed.Client(dask_cluster.scheduler_address) as client:
+        pids = client.run(os.getpid)
+    # 1 producer + 1 consumer per cell: after a kill, two workers remain for the next repetition.
+    plan = PLAN.format(reps=2, duration=4, producers=1, rate=1000)
+    p = _run(tmp_path, plan, dask_cluster.scheduler_address)
+    # Wait until a driver runs on some worker (a cell is under way), then kill that worker.
+    deadline = time.monotonic() + 300
+    busy: list[str] = []
+    while not busy:
+        assert p.poll() is None and time.monotonic() < deadline, "no driver process appeared"
+        busy = [w for w, pid in sorted(pids.items()) if _has_driver_child(pid)]
+        time.sleep(0.02)  # polling /proc for the driver process, not a synchronisation by delay
+    victim = busy[0]
+    os.kill(pids[victim], signal.SIGKILL)
+    out, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, out
+    a = sorted(_rows(tmp_path / "run" / "A.csv"), key=lambda r: r["rep"])
+    assert [r["rep"] for r in a] == ["1", "2"]
+    failed = [r for r in a if r["status"] == "FAILED_RUN"]
+    ok = [r for r in a if r["status"] == "OK"]
+    assert len(failed) == 1 and len(ok) == 1, a
+    assert victim in failed[0]["reason"] and "lost mid-cell" in failed[0]["reason"], failed[0]["reason"]
+
+
+def test_a_worker_clock_off_by_more_than_the_limit_makes_e2e_na(dask_cluster: Any) -> None:
+    from kbench.engine import plan as plan_mod
+    from kbench.engine.plan import TransportDef
+    from kbench.engine.transports.base import RunRequest
+    from kbench.engine.transports.kafka import KafkaTransport
+    from kbench.model import corpus
+
+    plan = plan_mod.parse(
+        {"name": "clock", "sweep": [{"experiments": ["A"], "codec": "lz4", "rate": 1000}]}, source="t", base_dir=ROOT
+    )
+    cell = plan_mod.expand(plan)[0]
+    t = KafkaTransport(TransportDef(kind="local", workers=dask_cluster.scheduler_address))
+    t.open()
+    try:
+        assert t.dask is not None
+        # The injected noise: every worker's clock reads 5 ms ahead of the coordinator's.
+        t.dask.clock_bias_s = {w: 0.005 for w in t.dask.workers()}
+        res = t.run(RunRequest(cell, "kbench-clock", corpus.generate("json", 100_000), 1000.0, 1.0, 0.0))
+    finally:
+        t.close()
+    assert res.lost == 0 and res.duplicated == 0
+    assert res.latency_e2e is None and "e2e" not in res.histograms
+    assert "not synchronised" in res.latency_e2e_na and "+5." in res.latency_e2e_na
+    assert res.latency_corrected is not None and res.latency_corrected.count == 1000
