@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kbench.kafka.clients import CLIENTS, level_error
 from kbench.model import codecs
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 
@@ -97,6 +98,7 @@ SWEEP_KEYS = {
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
     "key_policy": "none, roundrobin or random",
+    "client": "the Kafka client driving the cell: librdkafka or java, or a list",
 }
 
 
@@ -138,6 +140,7 @@ class Sweep:
     topic_compression: tuple[str, ...]
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"
+    client: tuple[str, ...] = ("librdkafka",)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class Cell:
     topic_compression: str
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"
+    client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
 
     @property
     def saturated(self) -> bool:
@@ -167,6 +171,7 @@ class Cell:
         return {
             "cell_id": self.cell_id,
             "sweep": self.sweep,
+            "client": self.client,
             "codec": self.codec,
             "corpus": self.corpus,
             "batch_size": self.batch_size,
@@ -373,6 +378,15 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         raise PlanError(f'{w}topic_config: must be a table of config = "value"')
     if "compression.type" in topic_config:
         raise PlanError(f"{w}topic_config.compression.type: set it with topic_compression instead")
+    clients = [str(c) for c in _as_list(tbl.get("client", "librdkafka"))]
+    for c in clients:
+        if c not in CLIENTS:
+            raise PlanError(f"{w}client: unknown client '{c}'; use one of {', '.join(CLIENTS)}")
+        for spec in codecs_:
+            parsed = codecs.parse_spec(spec)
+            why = level_error(c, parsed.codec, parsed.level)
+            if why:
+                raise PlanError(f"{w}codec: {why}")
     kp = str(tbl.get("key_policy", "none"))
     if kp not in ("none", "roundrobin", "random"):
         raise PlanError(f"{w}key_policy: '{kp}' is unknown; use none, roundrobin or random")
@@ -401,6 +415,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         topic_compression=tuple("uncompressed" if t == "none" else t for t in tc),
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
+        client=tuple(clients),
     )
 
 
@@ -503,9 +518,9 @@ def expand(plan: Plan) -> list[Cell]:
     cells: list[Cell] = []
     for s in plan.sweeps:
         combos = itertools.product(
-            s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression
+            s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression, s.client
         )
-        for j, (c, corp, bs, lg, p, a, r, tc) in enumerate(combos):
+        for j, (c, corp, bs, lg, p, a, r, tc, cl) in enumerate(combos):
             cells.append(
                 Cell(
                     cell_id=f"{s.name}-{j:03d}",
@@ -521,6 +536,7 @@ def expand(plan: Plan) -> list[Cell]:
                     topic_compression=tc,
                     topic_config=s.topic_config,
                     key_policy=s.key_policy,
+                    client=cl,
                 )
             )
     return cells

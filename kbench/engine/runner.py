@@ -327,6 +327,9 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                         cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor
                     )
                     writer.write_histograms(cell.cell_id, rep, res.histograms)
+                    if res.client and man.get("clients", {}).get(cell.client) != dict(res.client):
+                        man["clients"] = {**man.get("clients", {}), cell.client: dict(res.client)}
+                        manifest_mod.write(run_dir, man, scrub)  # client library, runtime and its flags
                 except TransportError as e:
                     log(f"{cell.cell_id} rep {rep} failed: {e}")
                     rows = rules.failed_rows(cell, rep, target, scrub(str(e)))

@@ -48,6 +48,7 @@ CELL_COLUMNS: tuple[str, ...] = (
     "cell_id",
     "rep",
     "sweep",
+    "client",
     "codec",
     "corpus",
     "batch_size",

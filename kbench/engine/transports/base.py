@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kbench.engine.plan import Cell
 from kbench.model.corpus import Corpus
@@ -148,6 +148,7 @@ class RunResult:
     batch_fill: BatchFill | None = None
     client_fill: BatchFill | None = None  # the producer's own view (librdkafka statistics, last interval)
     histograms: Mapping[str, str] = field(default_factory=dict)  # name -> base64 of Histogram.encode()
+    client: Mapping[str, Any] = field(default_factory=dict)  # the driver's client object (docs/drivers.md)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

@@ -16,7 +16,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -36,7 +35,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
-from kbench.kafka import procstat
+from kbench.kafka import clients, procstat
 from kbench.model import codecs
 from kbench.model.corpus import Corpus
 
@@ -106,12 +105,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
+def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "librdkafka") -> _Worker:
+    """Start the driver process of ``client`` for ``role`` and send it its job (docs/drivers.md)."""
+    try:
+        argv = clients.driver_command(client)
+    except Exception as e:  # noqa: BLE001 - KafkaDistError: Maven/Java missing or the build failed
+        raise TransportError(f"{client} driver: {e}") from None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3]), env.get("PYTHONPATH", "")])
     with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
         p = subprocess.Popen(
-            [sys.executable, "-m", "kbench.kafka.worker"],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -120,39 +124,27 @@ def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
             preexec_fn=_die_with_parent,
         )
     assert p.stdin is not None
-    p.stdin.write(json.dumps(dict(job, role=role)) + "\n")  # secrets travel on a pipe, never argv
+    p.stdin.write(
+        json.dumps(dict(job, role=role, protocol=clients.PROTOCOL)) + "\n"
+    )  # secrets travel on a pipe, never argv
     p.stdin.close()
     return _Worker(p, role, stderr_path)
 
 
-def _last_stats(path: Path) -> dict[str, Any] | None:
-    try:
-        lines = [x for x in path.read_text().splitlines() if x.strip()]
-    except OSError:
+def _client_fill(stats: Mapping[str, Any]) -> BatchFill | None:
+    """Records and bytes per batch as the client saw them (the driver's client_stats.batch_fill)."""
+    f = stats.get("batch_fill")
+    if not f:
         return None
-    for line in reversed(lines):
-        try:
-            return dict(json.loads(line))
-        except ValueError:
-            continue
-    return None
-
-
-def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
-    """Records and bytes per batch as librdkafka saw them (its windowed histograms)."""
-    t = stats.get("topics", {}).get(topic)
-    if not t or not t.get("batchcnt", {}).get("cnt"):
-        return None
-    cnt, size = t["batchcnt"], t["batchsize"]
     return BatchFill(
-        int(cnt["cnt"]),
-        float(cnt["p50"]),
-        float(cnt["p90"]),
-        float(cnt["max"]),
-        float(size["p50"]),
-        float(size["p90"]),
-        float(size["max"]),
-        "librdkafka statistics (last interval)",
+        int(f["batches"]),
+        float(f["records_p50"]),
+        float(f["records_p90"]),
+        float(f["records_max"]),
+        float(f["bytes_p50"]),
+        float(f["bytes_p90"]),
+        float(f["bytes_max"]),
+        str(f.get("source", "client statistics")),
     )
 
 
@@ -238,18 +230,9 @@ class KafkaTransport:
 
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
         spec = codecs.parse_spec(req.cell.codec)
-        props = {
-            **req.client_properties,
-            "bootstrap.servers": self.bootstrap,
-            "compression.type": spec.codec,
-            "batch.size": str(req.cell.batch_size),
-            "linger.ms": f"{req.cell.linger_ms:g}",
-            "acks": req.cell.acks,
-            "statistics.interval.ms": "1000",
-        }
-        if spec.level is not None:
-            props["compression.level"] = str(spec.level)
-        return props
+        base = {**req.client_properties, "bootstrap.servers": self.bootstrap}
+        c = req.cell
+        return clients.producer_props(c.client, base, spec.codec, spec.level, c.batch_size, c.linger_ms, c.acks)
 
     def _segments(
         self, topic: str, partitions: int
@@ -332,6 +315,7 @@ class KafkaTransport:
                     "skip_s": req.steady_skip_s,
                 },
                 Path(self._tmp.name) / f"{req.topic}.consumer.err",
+                req.cell.client,
             )
             consumer.expect("READY", WORKER_START_TIMEOUT)
         producer = _spawn(
@@ -351,6 +335,7 @@ class KafkaTransport:
                 "skip_s": req.steady_skip_s,
             },
             Path(self._tmp.name) / f"{req.topic}.producer.err",
+            req.cell.client,
         )
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
@@ -400,7 +385,7 @@ class KafkaTransport:
         steal = None
         if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
             steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
-        st = _last_stats(stats) or {}
+        st = pres.get("client_stats") or {}
         delivered = int(pres["delivered"])
         payload = (
             int(pres["bytes"])
@@ -427,7 +412,7 @@ class KafkaTransport:
             duplicated=int(cres["duplicates"]) if cres else None,
             cpu=tuple(cpu),
             steal_pct=steal,
-            producer_wire_bytes=int(st["tx_bytes"]) if "tx_bytes" in st else None,
+            producer_wire_bytes=int(st["wire_bytes"]) if st.get("wire_bytes") is not None else None,
             consumer_wire_bytes=None,
             stored_bytes=stored,
             stored_batches=batches,
@@ -435,7 +420,8 @@ class KafkaTransport:
             stored_codecs=stored_codecs,
             topic_compression_readback=readback,
             batch_fill=fill,
-            client_fill=_client_fill(st, req.topic),
+            client_fill=_client_fill(st),
+            client=dict(pres.get("client") or {}),
             histograms={
                 name: h["encoded"]
                 for name, h in (
