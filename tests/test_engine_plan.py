@@ -117,3 +117,21 @@ def test_cli_bad_plan_fails_before_any_work(tmp_path: Path, text: str, key: str,
     assert len(lines) == 1, p.stderr
     assert key in lines[0] and fix in lines[0]
     assert not out.exists()
+
+
+def test_client_axis_and_its_level_ranges() -> None:
+    base = {"transport": {"kind": "dry"}}
+    sweep = {"experiments": ["C"], "rate": 100, "codec": ["lz4", "zstd:19"], "client": "java"}
+    cells = plan_mod.expand(plan_mod.parse({**base, "sweep": [sweep]}))
+    assert {(c.client, c.codec) for c in cells} == {("java", "lz4"), ("java", "zstd:19")}
+    assert cells[0].params()["client"] == "java"
+    two = plan_mod.expand(
+        plan_mod.parse({**base, "sweep": [{**sweep, "codec": "zstd:3", "client": ["librdkafka", "java"]}]})
+    )
+    assert [c.client for c in two] == ["librdkafka", "java"]
+    with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.codec: zstd:19 is beyond librdkafka.*client = \"java\""):
+        plan_mod.parse({**base, "sweep": [{**sweep, "client": ["librdkafka", "java"]}]})
+    with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.client: unknown client 'jvm'"):
+        plan_mod.parse({**base, "sweep": [{**sweep, "client": "jvm"}]})
+    with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.client: empty"):
+        plan_mod.parse({**base, "sweep": [{**sweep, "client": []}]})

@@ -93,8 +93,6 @@ def _pair(
     return prod.result(120), cons.result(120)
 
 
-
-
 @pytest.mark.kafka
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_java_produces_and_consumes_every_record_once(
@@ -219,3 +217,20 @@ def test_kbench_run_with_both_clients(tmp_path: Path) -> None:
     assert man["clients"]["java"]["version"] == "4.1.2"
     assert man["clients"]["java"]["runtime"].startswith("OpenJDK")
     assert man["clients"]["librdkafka"]["name"] == "librdkafka"
+
+
+@pytest.mark.kafka
+def test_cli_produce_with_the_java_client(kafka1: Any, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "kbench", "produce", "--client", "java", "--bootstrap", kafka1.bootstrap_servers]
+    cmd += ["--topic", "cli-java", "--create", "--rate", "500", "--count", "1000", "--codec", "zstd"]
+    cmd += ["-X", "compression.zstd.level=19", "-X", "sasl.password=s3cr3t-value", "--consume", "--json", str(out)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "sent 1000, delivered 1000, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
+    r = json.loads(out.read_text())
+    assert r["client"] == "java" and r["producer"]["client"]["name"] == "java"
+    assert r["producer"]["corrected"]["count"] == 1000 and r["consumer"]["e2e"]["count"] == 1000
+    assert r["producer"]["target_rate"] == 500 and r["producer"]["delay"]["count"] == 1000
+    assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout

@@ -379,6 +379,8 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if "compression.type" in topic_config:
         raise PlanError(f"{w}topic_config.compression.type: set it with topic_compression instead")
     clients = [str(c) for c in _as_list(tbl.get("client", "librdkafka"))]
+    if not clients:
+        raise PlanError(f'{w}client: empty; give librdkafka, java or a list like ["librdkafka", "java"]')
     for c in clients:
         if c not in CLIENTS:
             raise PlanError(f"{w}client: unknown client '{c}'; use one of {', '.join(CLIENTS)}")
