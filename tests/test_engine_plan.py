@@ -11,7 +11,7 @@ import pytest
 from kbench.engine import plan as plan_mod
 from kbench.engine.plan import PlanError
 
-BUILTINS = ("quick", "zstd-vs-none", "batch-size-sweep", "recompression", "codec-levels")
+BUILTINS = ("quick", "zstd-vs-none", "batch-size-sweep", "recompression", "codec-levels", "clients")
 
 
 def test_builtin_plans_are_listed_and_valid() -> None:
