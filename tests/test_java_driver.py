@@ -70,7 +70,12 @@ def _corpus_file(tmp: Path, records: tuple[bytes, ...]) -> Path:
 
 
 def _pair(
-    kafka: Any, tmp: Path, topic: str, producer_job: dict[str, Any], consumer_client: str = "java"
+    kafka: Any,
+    tmp: Path,
+    topic: str,
+    producer_job: dict[str, Any],
+    consumer_client: str = "java",
+    producer_client: str = "java",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     bs = kafka.bootstrap_servers
     admin.create_topic({"bootstrap.servers": bs}, topic, 2, 1)
@@ -87,7 +92,7 @@ def _pair(
         "producer",
         {"topic": topic, "run_id": run_id, "corpus_format": "lenprefixed", **producer_job},
         tmp / f"{topic}.p.err",
-        "java",
+        producer_client,
     )
     prod.expect("STARTED", 60)
     return prod.result(120), cons.result(120)
@@ -234,3 +239,41 @@ def test_cli_produce_with_the_java_client(kafka1: Any, tmp_path: Path) -> None:
     assert r["producer"]["corrected"]["count"] == 1000 and r["consumer"]["e2e"]["count"] == 1000
     assert r["producer"]["target_rate"] == 500 and r["producer"]["delay"]["count"] == 1000
     assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout
+
+
+PRODUCER_FIELDS = {"sent", "delivered", "failed", "undelivered", "bytes", "send_seconds", "achieved_rate"}
+PRODUCER_FIELDS |= {"delivered_rate", "delivery_errors", "client_errors", "service", "delay", "corrected"}
+CONSUMER_FIELDS = {"records", "bytes", "unique", "duplicates", "lost", "out_of_range", "foreign", "no_header"}
+CONSUMER_FIELDS |= {"partitions", "timed_out", "errors", "e2e"}
+WINDOW = {"start_mono_ns", "end_mono_ns", "start_wall_ns", "end_wall_ns"}
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("producer", ["librdkafka", "java"])
+def test_both_drivers_speak_the_protocol_to_each_other(
+    kafka1: Any, tmp_path: Path, json_records: tuple[bytes, ...], producer: str
+) -> None:
+    consumer = "java" if producer == "librdkafka" else "librdkafka"
+    n = 1500
+    props = {"bootstrap.servers": kafka1.bootstrap_servers, "compression.type": "zstd"}
+    pres, cres = _pair(
+        kafka1,
+        tmp_path,
+        f"proto-{producer}",
+        {"props": props, "corpus_file": str(_corpus_file(tmp_path, json_records)), "mode": "fixed-rate"}
+        | {"rate": 1000.0, "count": n},
+        consumer_client=consumer,
+        producer_client=producer,
+    )
+    for res, fields, name in ((pres, PRODUCER_FIELDS, producer), (cres, CONSUMER_FIELDS, consumer)):
+        assert res["protocol"] == 1 and res["client"]["name"] == name
+        assert fields <= set(res)
+        assert {"usr_s", "sys_s", "wall_s", "note"} <= set(res["cpu"])
+        assert set(res["windows"]["run"]) == WINDOW
+        assert res["windows"]["run"]["end_mono_ns"] > res["windows"]["run"]["start_mono_ns"]
+    assert set(pres["windows"]["send"]) == WINDOW and pres["windows"]["last_due_mono_ns"] > 0
+    assert set(cres["windows"]["receive"]) == WINDOW
+    assert pres["client_stats"]["wire_bytes"] > 0
+    assert (pres["delivered"], cres["unique"], cres["lost"], cres["duplicates"]) == (n, n, 0, 0)
+    # one clock for both processes: e2e latencies are positive and bounded
+    assert cres["e2e"]["p50_us"] > 0 and cres["e2e"]["max_us"] < 30e6

@@ -227,7 +227,10 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         "partitions": r.partitions,
         "e2e": _hist(r.e2e),
         "cpu": cpu,
-        "windows": {"run": _window(r.start_ns, r.end_ns)},
+        "windows": {
+            "run": _window(r.start_ns, r.end_ns),
+            "receive": _window(r.first_ns, r.last_ns) if r.records else None,
+        },
     }
 
 
