@@ -32,7 +32,7 @@ VERDICT_ON: dict[str, str] = {
     "F": "broker_cpu_s_per_gb",
 }
 #: Columns that identify a cell in a table (besides cell_id); D adds the role.
-LABEL_COLUMNS = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
+LABEL_COLUMNS = ("client", "codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
 #: The axis each experiment compares; cells equal on every other label are paired.
 COMPARED: dict[str, tuple[str, ...]] = {
     "A": ("codec",),

@@ -37,6 +37,7 @@ PER_CORE: dict[str, tuple[str, ...]] = {
     "M": ("compress_mb_s",),
 }
 LABELS = (
+    "client",
     "codec",
     "level",
     "block_size",

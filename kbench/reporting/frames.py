@@ -57,6 +57,7 @@ TEXT_COLUMNS = frozenset(
     {
         "cell_id",
         "sweep",
+        "client",
         "codec",
         "corpus",
         "acks",

@@ -31,7 +31,7 @@ __all__ = ["ReportFiles", "build", "write"]
 #: The codec every other codec is compared with (A–D), when the runs have it.
 BASELINE = "none"
 SATURATED_FLAG = "latency-NOT-comparable-saturated"
-LABELS = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
+LABELS = ("client", "codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
 TITLES = {
     "A": "Experiment A · latency at a common fixed rate (the latency cost of a codec)",
     "B": "Experiment B · saturated throughput (the throughput cost)",
