@@ -17,7 +17,7 @@ import pytest
 
 from kbench import _native
 from kbench.engine.transports.kafka import _spawn
-from kbench.kafka import admin, java_driver
+from kbench.kafka import admin, clients, java_driver
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 
@@ -56,6 +56,26 @@ def test_bad_job_is_one_error_line() -> None:
     )
     assert p.returncode == 1
     assert p.stdout.startswith("ERROR ") and "unknown role 'sideways'" in json.loads(p.stdout[6:])
+
+
+def test_build_cache_is_keyed_by_sources_and_version() -> None:
+    assert java_driver.source_hash("4.1.2") == java_driver.source_hash("4.1.2")
+    assert java_driver.source_hash("4.1.2") != java_driver.source_hash("4.0.0")
+    d = java_driver.build()
+    assert d.cache_dir.name == f"java-driver-4.1.2-{java_driver.source_hash()[:12]}"
+    assert d.jar.is_file() and "kafka-clients-4.1.2.jar" in d.classpath
+
+
+def test_cell_properties_in_each_clients_names() -> None:
+    base = {"bootstrap.servers": "b:9092"}
+    j = clients.producer_props("java", base, "zstd", 19, 65536, 5.0, "all")
+    assert j == {**base, "compression.type": "zstd", "compression.zstd.level": "19", "batch.size": "65536"} | {
+        "linger.ms": "5",
+        "acks": "all",
+    }
+    r = clients.producer_props("librdkafka", base, "lz4", 9, 16384, 0.5, "1")
+    assert r["compression.level"] == "9" and r["linger.ms"] == "0.5" and r["statistics.interval.ms"] == "1000"
+    assert clients.level_error("librdkafka", "zstd", 13) and clients.level_error("java", "zstd", 22) is None
 
 
 # ---------------------------------------------------------------------------- on Kafka
