@@ -17,6 +17,7 @@ STARTED to the end), with the Java driver's per-thread split (app / client / run
 
     python benchmarks/java_driver_vs_peers.py pp --records 2000000 --reps 5 --out r.json
     python benchmarks/java_driver_vs_peers.py codecs --rate 20000 --seconds 12 --skip 4 --reps 5 --out r.json
+    python benchmarks/java_driver_vs_peers.py render --out r.json
 """
 
 from __future__ import annotations
@@ -205,9 +206,64 @@ def bench_codecs(bs: str, args: argparse.Namespace, tmp: Path, recs: tuple[bytes
     return out
 
 
+def render(path: Path) -> str:
+    """Markdown tables of a results JSON (pp or codecs)."""
+    r = json.loads(path.read_text())
+    out: list[str] = []
+    if "pairs" in r:
+        m = r["median"]
+        out.append(
+            f"{r['records']:,} records per run, codec {r['codec']}, {len(r['pairs'])} paired repetitions "
+            f"(alternating order) after one discarded pair; properties {r['props']}; JVM flags "
+            f"`{' '.join(r['jvm_flags'])}`."
+        )
+        out.append("")
+        out.append(
+            "| tool | msg/s (median) | timed part (s) | client CPU µs/msg (whole process) | start-up CPU (s) "
+            "| start-up share of the CPU |"
+        )
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for t, name in (("driver", "kbench Java driver"), ("pp", "ProducerPerformance")):
+            out.append(
+                f"| {name} | {m[t]['msg_s']:,.0f} | {m[t]['seconds']:.1f} | {m[t]['cpu_us_per_msg']:.2f} "
+                f"| {r['startup_cpu_s'][t]:.2f} "
+                f"| {100 * r['startup_cpu_s'][t] / (m[t]['cpu_us_per_msg'] * r['records'] / 1e6):.1f} % |"
+            )
+        ratios = ", ".join(f"{x:.3f}" for x in r["ratio_msg_s"]["all"])
+        out.append("")
+        out.append(
+            f"driver / ProducerPerformance msg/s per pair: {ratios}; median **{r['ratio_msg_s']['median']:.3f}**."
+        )
+    else:
+        out.append(
+            f"Fixed rate {r['rate']:,.0f} msg/s for {r['seconds']:g} s per run, CPU window from {r['skip_s']:g} s after "
+            f"STARTED to the end; {len(next(iter(r['codecs'].values()))['pairs'])} paired repetitions per codec."
+        )
+        out.append("")
+        out.append(
+            "| codec | librdkafka µs/msg | Java µs/msg | Java / librdkafka | Java app thread | Java client threads "
+            "| Java runtime (JIT, GC) | Java other |"
+        )
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for codec, d in r["codecs"].items():
+            c, j = d["median_cpu_us_per_msg"]["librdkafka"], d["median_cpu_us_per_msg"]["java"]
+            t = d["median_java_threads_us_per_msg"]
+            out.append(
+                f"| {codec} | {c:.2f} | {j:.2f} | {j / c:.2f} | {t['app']:.2f} | {t['client']:.2f} "
+                f"| {t['runtime']:.2f} | {t['other']:.2f} |"
+            )
+        rates = [
+            p[cl]["achieved_rate"] for d in r["codecs"].values() for p in d["pairs"] for cl in ("librdkafka", "java")
+        ]
+        dev = max(abs(x - r["rate"]) / r["rate"] for x in rates)
+        out.append("")
+        out.append(f"Largest deviation of an achieved rate from the target over all runs: {100 * dev:.3f} %.")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("pp", "codecs"))
+    ap.add_argument("what", choices=("pp", "codecs", "render"))
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--codec", default="lz4")
     ap.add_argument("--codecs", default="none,lz4,zstd")
@@ -215,8 +271,11 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=12)
     ap.add_argument("--skip", type=float, default=4)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True, help="results JSON to write (or to read, with render)")
     args = ap.parse_args()
+    if args.what == "render":
+        print(render(args.out))
+        return 0
     recs = corpus.generate("json", 4 << 20, seed=1).records
     java_driver.build()
     t0 = time.monotonic()
