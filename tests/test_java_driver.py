@@ -238,6 +238,10 @@ def test_kbench_run_with_both_clients(tmp_path: Path) -> None:
         for r in rows:
             assert r["status"] != "FAILED_RUN", (exp, r["reason"])
             assert int(r["messages"]) > 0
+    with (out / "D.csv").open() as f:
+        roles = {(r["client"], r["role"]) for r in csv.DictReader(f)}
+    assert {("java", "producer.app"), ("java", "producer.client"), ("java", "producer.runtime")} <= roles
+    assert ("librdkafka", "producer") in roles and ("java", "producer") in roles
     man = json.loads((out / "manifest.json").read_text())
     assert man["clients"]["java"]["version"] == "4.1.2"
     assert man["clients"]["java"]["runtime"].startswith("OpenJDK")

@@ -370,6 +370,10 @@ class KafkaTransport:
                     note=c.get("note", ""),
                 )
             )
+            for group, t in (c.get("threads") or {}).items():  # the driver's thread groups (docs/drivers.md)
+                cpu.append(
+                    CpuSample(f"{role}.{group}", t["usr_s"], t["sys_s"], c["wall_s"], note=f"threads of the {role}")
+                )
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
             d = deltas.get(b.pid) if b.pid else None

@@ -120,9 +120,13 @@ final class ThreadCpu {
         }
         for (Map.Entry<Long, long[]> e : b.threads.entrySet()) {
             long[] before = a.threads.getOrDefault(e.getKey(), new long[2]);
+            long[] now = e.getValue();
+            if (now[0] < before[0] || now[1] < before[1]) {
+                before = new long[2]; // a new thread that reused an exited thread's id
+            }
             long[] acc = g.get(b.groups.get(e.getKey()));
-            acc[0] += e.getValue()[0] - before[0];
-            acc[1] += e.getValue()[1] - before[1];
+            acc[0] += now[0] - before[0];
+            acc[1] += now[1] - before[1];
         }
         Map<String, Object> threads = new LinkedHashMap<>();
         for (Map.Entry<String, long[]> e : g.entrySet()) {
