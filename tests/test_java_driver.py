@@ -280,12 +280,16 @@ def test_both_drivers_speak_the_protocol_to_each_other(
     consumer = "java" if producer == "librdkafka" else "librdkafka"
     n = 1500
     props = {"bootstrap.servers": kafka1.bootstrap_servers, "compression.type": "zstd"}
+    stats = {"stats_path": str(tmp_path / "stats.jsonl")}
+    if producer == "librdkafka":  # its wire bytes come from its statistics
+        props["statistics.interval.ms"] = "100"
     pres, cres = _pair(
         kafka1,
         tmp_path,
         f"proto-{producer}",
         {"props": props, "corpus_file": str(_corpus_file(tmp_path, json_records)), "mode": "fixed-rate"}
-        | {"rate": 1000.0, "count": n},
+        | {"rate": 1000.0, "count": n}
+        | stats,
         consumer_client=consumer,
         producer_client=producer,
     )
