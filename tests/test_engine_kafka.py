@@ -66,6 +66,7 @@ ALLOWED = {
 TEXT_COLUMNS = {
     "cell_id",
     "sweep",
+    "client",
     "codec",
     "corpus",
     "acks",
