@@ -105,7 +105,7 @@ def bench_pp(bs: str, args: argparse.Namespace, tmp: Path, recs: tuple[bytes, ..
                 "mode": "saturated",
                 "count": n,
                 "run_id": 1,
-                "header_every": n + 1,
+                "header_sample": n + 1,
             },
         )
         if res["delivered"] != n:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -22,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.sim",
     "kbench.commands.inspect",
     "kbench.commands.produce",
+    "kbench.commands.advise",
+    "kbench.commands.corpus",
 )
 
 
@@ -29,10 +32,47 @@ class UserError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``kbench: error: ...; see kbench CMD --help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kbench: error: {message}; see {self.prog} --help\n")
+
+
+def _values_may_start_with_dash(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--block-sizes -1k`` as ``--block-sizes=-1k``: an option that takes one value gets the next
+    word even when it starts with '-' (unless that word is itself an option), so the value is
+    checked and refused with its own message instead of argparse's "expected one argument"."""
+    takes_value: set[str] = set()
+    options: set[str] = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for a in p._actions:
+            options.update(a.option_strings)
+            if a.option_strings and a.nargs is None and not isinstance(a, argparse._StoreConstAction):
+                if a.type is not None or a.const is None:
+                    takes_value.update(a.option_strings)
+            if isinstance(a, argparse._SubParsersAction):
+                stack.extend(a.choices.values())
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        w = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if w in takes_value and nxt is not None and nxt.startswith("-") and nxt not in options and nxt != "--":
+            out.append(f"{w}={nxt}")
+            i += 2
+            continue
+        out.append(w)
+        i += 1
+    return out
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or (``only``: a subcommand's name) one with just that subcommand, so
     that running a command imports its module and no other."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kbench",
         description="kbench: measure Apache Kafka compression (codecs, batches, latency, throughput, CPU per role).",
     )
@@ -49,14 +89,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     first = argv[0] if argv else None
     known = {name.rsplit(".", 1)[1] for name in COMMAND_MODULES}
     parser = build_parser(first if first in known else None)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_values_may_start_with_dash(parser, argv))
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("kbench: interrupted", file=sys.stderr)
         return 130
-    except (UserError, ValueError, FileNotFoundError) as e:
+    except (UserError, ValueError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a path that cannot be read or written: one line, not a traceback
+        if e.errno is None:  # raised by kbench with its own message
+            print(f"kbench: error: {e}", file=sys.stderr)
+        else:
+            where = f": {e.filename}" if e.filename else ""
+            print(f"kbench: error: {e.strerror}{where}; check the path and its permissions", file=sys.stderr)
         return 2
 
 

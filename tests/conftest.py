@@ -54,6 +54,15 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield c
 
 
+@pytest.fixture(scope="session")
+def kafka_report_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Short real-Kafka runs for the report tests (A latencies, a p99 verdict, a REJECTED cell):
+    made once per session (tests/report_runs.py: kafka_runs)."""
+    from report_runs import kafka_runs
+
+    return kafka_runs(tmp_path_factory.getbasetemp() / "kafka-report-runs")
+
+
 def parse_dump(text: str) -> list[dict[str, str]]:
     """Batch lines of DumpLogSegments output as dicts (key: value pairs)."""
     out = []

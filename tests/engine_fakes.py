@@ -16,6 +16,7 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
+from kbench.kafka import procstat
 
 
 def lat(base: float) -> LatencySummary:
@@ -29,7 +30,8 @@ class FakeTransport:
     kind: str = "fake"
     saturated: dict[str, float] = field(default_factory=lambda: {"none": 40_000.0, "zstd:3": 30_000.0})
     max_rate: float | None = None  # a fixed rate above this is only achieved at this value
-    steal_pct: float | None = 0.0
+    steal_pct: float | None = 0.0  # unless the request carries a steal source (then measured from it)
+    steal_for: Callable[[RunRequest], float | None] | None = None  # per request (overrides both)
     cpu_regressed_role: str | None = None
     fail_on: Callable[[RunRequest], bool] | None = None  # raise TransportError
     interrupt_after: int | None = None  # KeyboardInterrupt at this call number (1-based)
@@ -64,6 +66,14 @@ class FakeTransport:
             achieved = req.rate if self.max_rate is None else min(req.rate, self.max_rate)
         n = int(achieved * req.duration_s)
         payload = n * 300
+        # the CPU window runs from steady_skip_s to the end: its payload is that share of the run's
+        window = int(payload * (req.duration_s - req.steady_skip_s) / req.duration_s)
+        if self.steal_for is not None:
+            steal = self.steal_for(req)
+        elif req.steal_source is not None:
+            steal = procstat.steal_pct(req.steal_source(), req.steal_source())
+        else:
+            steal = self.steal_pct
         cpu = []
         for role in ("producer", "consumer", "broker-0"):
             regressed = role == self.cpu_regressed_role
@@ -72,9 +82,10 @@ class FakeTransport:
                     role=role,
                     usr_s=-0.1 if regressed else 0.5,
                     sys_s=0.1,
-                    wall_s=req.duration_s,
+                    wall_s=req.duration_s - req.steady_skip_s,
                     regressed=regressed,
                     pid=1000,
+                    window_payload_bytes=window,
                 )
             )
         ratio = 4.0 if codec.startswith("zstd") else 1.0
@@ -93,7 +104,7 @@ class FakeTransport:
             lost=0,
             duplicated=0,
             cpu=tuple(cpu),
-            steal_pct=self.steal_pct,
+            steal_pct=steal,
             producer_wire_bytes=int(payload / ratio),
             consumer_wire_bytes=int(payload / ratio),
             stored_bytes=int(payload / ratio),

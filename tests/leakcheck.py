@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 
 def rss_kib() -> int:
@@ -23,3 +24,13 @@ def spin(until: threading.Event, seconds: float | None = None) -> tuple[int, flo
         if seconds is not None and n % 1024 == 0 and time.monotonic() - start > seconds:
             break
     return n, time.monotonic() - start
+
+
+def repeat_for(fn: Callable[[int], object], seconds: float) -> int:
+    """Call ``fn(i)`` again and again until ``seconds`` have passed (at least once): the number of
+    calls.  A GIL test sized by time, not by work, holds on a fast machine as on a slow one."""
+    i, start = 0, time.monotonic()
+    while i == 0 or time.monotonic() - start < seconds:
+        fn(i)
+        i += 1
+    return i

@@ -1,10 +1,11 @@
 """Run directories for the report and notebook tests, made by the engine itself.
 
 Real runs of small plans with the best transport this build has (``sim`` when present,
-else ``dry``; a local Kafka cluster is too slow for the unit suite).  The two-"machine"
-set is two runs under different CPU affinity (``taskset``), each labelled as its own
-machine in its manifest's ``machine`` fields, plus an experiment-M CSV per machine made
-by ``kbench codecs bench --csv RUN_DIR/M.csv``.
+else ``dry``; the real-Kafka set is in :func:`kafka_runs`).  The two-machine set is two
+runs under different CPU affinity (``taskset -c 0`` and ``taskset -c 0,1``): their manifests
+record different CPU counts (the affinity's), so they are two machines by their own facts,
+not by a label the test writes; plus an experiment-M CSV per machine made by
+``kbench codecs bench --csv RUN_DIR/M.csv`` under the same affinity.
 """
 
 from __future__ import annotations
@@ -25,19 +26,21 @@ def best_transport() -> str:
     return "sim" if importlib.util.find_spec("kbench.engine.transports.simulated") else "dry"
 
 
-def _env() -> dict[str, str]:
+def _env(steal: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if steal is not None:  # the steal figure every run sees (kbench.kafka.procstat.INJECT_ENV)
+        env["KBENCH_INJECT_STEAL_PCT"] = steal
     return env
 
 
 def kbench(
-    *args: str, cpus: str | None = None, check: bool = True, timeout: float = 300
+    *args: str, cpus: str | None = None, check: bool = True, timeout: float = 300, steal: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "kbench", *args]
     if cpus is not None and shutil.which("taskset"):
         cmd = ["taskset", "-c", cpus, *cmd]
-    p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, cwd=ROOT, env=_env(steal), capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     return p
@@ -137,9 +140,49 @@ def _run(
     plan = root / f"{name}.toml"
     plan.write_text(plan_text(name, sweeps, duration, transport))
     out = root / name
-    # --force: a shared CI machine often shows CPU steal; the manifest records it and the report lists it as a threat.
-    kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", "--force", cpus=cpus)
+    # Steal injected at 0 %: the rows' statuses must not depend on this host's hypervisor
+    # (the steal rule itself is tested with injected figures in test_engine_runner/rules).
+    kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", cpus=cpus, timeout=900, steal="0")
     return out
+
+
+#: Real-Kafka runs for the report tests: A latencies and a p99 verdict (none vs zstd:3 at a
+#: rate this machine holds), and a cell whose target no single producer on it can reach
+#: (2,000,000 msgs/s for 0.5 s, about 5x what it can even enqueue: REJECTED, with the
+#: achieved rate in its reason).
+KAFKA = """
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["none", "zstd:3"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = 2000
+
+[[sweep]]
+name = "impossible"
+experiments = ["A"]
+codec = ["none"]
+corpus = ["json"]
+batch_size = 65536
+linger_ms = 5
+rate = 2000000
+"""
+
+#: The impossible cell's target, msgs/s.
+IMPOSSIBLE_RATE = 2000000
+
+
+def kafka_runs(root: Path) -> Path:
+    """One short run of :data:`KAFKA` on a local Kafka cluster (3 repetitions of 0.5 s per cell).
+
+    Run the tests that use it under ``flock /tmp/kbench-kafka.lock`` (one cluster at a time)."""
+    key = f"kafka:{root}"
+    if key not in _CACHE:
+        root.mkdir(parents=True, exist_ok=True)
+        _CACHE[key] = _run(root, "kafka-report", KAFKA, transport="local", duration=0.5)
+    return _CACHE[key]  # type: ignore[return-value]
 
 
 def zstd_vs_none_run(root: Path, transport: str | None = None) -> Path:
@@ -152,12 +195,15 @@ def zstd_vs_none_run(root: Path, transport: str | None = None) -> Path:
     return _CACHE[key]  # type: ignore[return-value]
 
 
-def label_machine(run_dir: Path, label: str, cores: int) -> None:
-    """Name a run's machine in its manifest (the grouping key) and record its CPU share."""
-    path = run_dir / "manifest.json"
-    man = json.loads(path.read_text())
-    man["machine"].update(label=label, logical_cores=cores, physical_cores=cores)
-    path.write_text(json.dumps(man, indent=2, sort_keys=True))
+def machine_labels(dirs: list[Path]) -> list[str]:
+    """The machine each run directory is grouped under, from its own manifest."""
+    from kbench.reporting.frames import machine_label
+
+    return [machine_label(json.loads((d / "manifest.json").read_text())["machine"]) for d in dirs]
+
+
+#: The CPU sets of the two "machines" (different core counts, both real affinities).
+MACHINE_CPUS = ("0", "0,1")
 
 
 def _parallel(cmds: list[tuple[list[str], str]]) -> None:
@@ -180,13 +226,14 @@ def _parallel(cmds: list[tuple[list[str], str]]) -> None:
 
 
 def two_machines(root: Path) -> list[Path]:
-    """Two runs pinned to different CPUs (at the same time), labelled as two machines, each
-    with an M.csv from ``kbench codecs bench`` pinned the same way."""
+    """Two runs pinned to CPU sets of different sizes (:data:`MACHINE_CPUS`, at the same time),
+    each with an M.csv from ``kbench codecs bench`` pinned the same way."""
     key = f"two:{root}"
     if key not in _CACHE:
         root.mkdir(parents=True, exist_ok=True)
-        ncpu = len(os.sched_getaffinity(0))
-        cpus = [str(min(i, ncpu - 1)) for i in (0, 1)]
+        assert shutil.which("taskset"), "the two-machine runs need taskset (util-linux)"
+        assert len(os.sched_getaffinity(0)) >= 2, "the two-machine runs need 2 CPUs (taskset -c 0 and -c 0,1)"
+        cpus = list(MACHINE_CPUS)
         dirs = [root / f"machine-{i}" for i in (0, 1)]
         runs = []
         for i, (d, c) in enumerate(zip(dirs, cpus)):
@@ -220,7 +267,5 @@ def two_machines(root: Path) -> list[Path]:
                 for d, c in zip(dirs, cpus)
             ]
         )
-        for d, c in zip(dirs, cpus):
-            label_machine(d, f"cpu{c}-pinned", 1)
         _CACHE[key] = dirs
     return _CACHE[key]  # type: ignore[return-value]

@@ -9,6 +9,7 @@ import pytest
 
 from kbench.kafka import admin
 from kbench.kafka.drivers import KafkaError, ProducerSpec, consume, produce, redact
+from kbench.kafka.secret import REDACTED
 
 
 def closed_port() -> int:
@@ -47,7 +48,7 @@ def test_bad_property_value_is_librdkafkas_message_and_secrets_are_redacted() ->
             [b"x"],
         )
     assert "hunter2" not in str(ei.value)
-    assert redact({"sasl.password": "p", "acks": "all"}) == {"sasl.password": "[redacted]", "acks": "all"}
+    assert redact({"sasl.password": "p", "acks": "all"}) == {"sasl.password": REDACTED, "acks": "all"}
 
 
 @pytest.mark.parametrize("who", ["producer", "consumer", "admin"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from engine_fakes import SECRETS, grep_secrets
 
 from kbench.engine import store as results
+from kbench.kafka import procstat
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -53,16 +55,9 @@ rate = 2000
 topic_compression = ["producer", "lz4"]
 """
 
-ALLOWED = {
-    "OK",
-    "REJECTED",
-    "NA",
-    "INVALID",
-    "FAILED_CPU_REGRESSED",
-    "FAILED_LOSS",
-    "FAILED_TOPIC_CONFIG",
-    "FAILED_RUN",
-}
+#: Steal is injected at 0 %, so no row is INVALID; a repetition that missed its rate on a busy
+#: host is REJECTED and retried (the retry budget is the plan's repetitions), nothing else.
+ALLOWED = {"OK", "REJECTED"}
 TEXT_COLUMNS = {
     "cell_id",
     "sweep",
@@ -70,6 +65,8 @@ TEXT_COLUMNS = {
     "codec",
     "corpus",
     "acks",
+    "rate",
+    "key_policy",
     "topic_compression",
     "status",
     "reason",
@@ -85,17 +82,24 @@ TEXT_COLUMNS = {
 }
 
 
-def run_kbench(tmp: Path, plan_text: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    plan = tmp / "plan.toml"
+def _env(steal: str = "0") -> dict[str, str]:
+    """The environment of a kbench command whose every steal figure is ``steal`` % (injected:
+    the assertions below must not depend on this host's hypervisor)."""
+    return dict(os.environ, **{procstat.INJECT_ENV: steal})
+
+
+def run_kbench(
+    tmp: Path, plan_text: str, *extra: str, name: str = "run"
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    plan = tmp / f"{name}.toml"
     plan.write_text(plan_text)
-    out = tmp / "run"
-    # --force: a shared CI box may show steal or load; the gate is tested on its own, and
-    # --force is recorded in the manifest (checked below).
+    out = tmp / name
     p = subprocess.run(
-        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--force", "--gate-sample-s", "0.2", *extra],
+        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--gate-sample-s", "0.2", *extra],
         capture_output=True,
         text=True,
         timeout=900,
+        env=_env(),
     )
     return p, out
 
@@ -123,16 +127,24 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
             assert r["status"] in ALLOWED, r
             if r["status"] != "OK":
                 assert r["reason"], r  # every excluded row says why
+            if "lost" in r and exp != "B":  # B is saturated: no consumer, so no loss check
+                assert r["lost"] == "0" and r["duplicated"] == "0", r
+        # every repetition ends OK: its first attempt, or a retry of a REJECTED one
+        last: dict[tuple[str, str], tuple[int, str]] = {}
+        for r in body:
+            k, a = (r["cell_id"], r["rep"]), int(r["attempt"])
+            if a >= last.get(k, (0, ""))[0]:
+                last[k] = (a, r["status"])
+        assert len(last) == len({r["cell_id"] for r in body}) * 2, exp
+        assert {st for _, st in last.values()} == {"OK"}, (exp, last)
+        for r in body:
             for col, v in r.items():
                 if col not in TEXT_COLUMNS and v != "NA" and v != "":
                     assert math.isfinite(float(v)), (exp, col, v)
     ok = lambda exp: [r for r in csvs[exp][1] if r["status"] == "OK"]  # noqa: E731
-    # A: fixed rate held, latencies in µs and ordered, nothing lost
-    # Rows the rules excluded (e.g. INVALID for CPU steal on a shared VM) are still measured.
-    measured = [r for r in csvs["A"][1] if r["corrected_p99_us"] not in ("NA", "")]
-    assert measured, "A has measured latencies"
-    for r in ok("A"):
-        assert abs(float(r["rate_error_pct"])) <= 2.0
+    # A: latencies in µs and ordered, nothing lost, in every row (REJECTED ones are measured too)
+    measured = csvs["A"][1]
+    assert all(r["corrected_p99_us"] not in ("NA", "") for r in measured), "A has measured latencies"
     for r in measured:
         vals = [float(r[f"corrected_{p}"]) for p in ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")]
         assert vals == sorted(vals) and 1 <= vals[0] < 60e6
@@ -149,9 +161,27 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
     # D: every role present; broker CPU measured from the local pid
     roles = {r["role"] for r in csvs["D"][1]}
     assert {"producer", "consumer"} <= roles and any(x.startswith("broker-") for x in roles)
-    for r in csvs["D"][1]:
-        if r["status"] == "OK":
-            assert float(r["cpu_s"]) > 0 and float(r["cpu_s_per_gb"]) > 0
+    for r in ok("D"):
+        assert float(r["cpu_s"]) > 0 and float(r["cpu_s_per_gb"]) > 0 and r["steal_pct"] == "0"
+    c_payload = {(r["cell_id"], r["rep"], r["attempt"]): int(r["payload_bytes"]) for r in csvs["C"][1]}
+    for r in ok("D"):
+        # each role's CPU-s/GB divides by the payload of its own CPU window, not the run's: the
+        # producer's and brokers' windows leave out steady_skip_s = 0.3 s of a 2 s run (~15 %);
+        # the consumer's starts 0.3 s after it is assigned, which may be before the first message
+        whole = c_payload[(r["cell_id"], r["rep"], r["attempt"])] / 1e9
+        top = 1.0 if r["role"] == "consumer" else 0.97
+        assert 0.6 * whole < float(r["payload_gb"]) <= top * whole, (r["role"], r["payload_gb"], whole)
+        assert float(r["cpu_s_per_gb"]) == pytest.approx(float(r["cpu_s"]) / float(r["payload_gb"]), rel=1e-3)
+    # D: the producer's CPU split into the load generator's threads and librdkafka's (rdk:*), both
+    # measured over the same window as the total, so they sum to it within /proc's tick rounding
+    split = [r for r in ok("D") if r["role"] == "producer" and r["loadgen_cpu_s"] not in ("NA", "")]
+    assert split, "producer rows carry the load-generator / client split"
+    for r in split:
+        gen, lib, tot = float(r["loadgen_cpu_s"]), float(r["client_cpu_s"]), float(r["cpu_s"])
+        assert gen > 0 and lib > 0, r
+        assert abs(gen + lib - tot) <= 0.03, r  # three 10 ms ticks of rounding
+        assert float(r["client_cpu_s_per_gb"]) > 0 and float(r["loadgen_cpu_s_per_gb"]) > 0
+    assert all(r["loadgen_cpu_s"] in ("NA", "") for r in csvs["D"][1] if r["role"] != "producer")
     # E: batch fill from the inspector
     assert all(float(r["records_per_batch_p50"]) >= 1 for r in csvs["E"][1])
     assert any(
@@ -178,7 +208,7 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
     m = json.loads((run / "manifest.json").read_text())
     for key in ("machine", "versions", "seed", "corpora", "gate", "plan", "transport", "order", "state", "forced"):
         assert key in m, key
-    assert m["state"] == "complete"
+    assert m["state"] == "complete" and m["forced"] is False and m["steal_source"] == "injected: 0%"
     assert m["transport"]["kafka_version"] == "4.1.2" and m["transport"]["brokers"][0]["pid"] > 0
     assert m["versions"]["librdkafka"] and m["versions"]["java"]
     assert m["client_properties"]["sasl.password"] == "<redacted>"
@@ -208,13 +238,11 @@ def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path) -> None:
     p, run = run_kbench(tmp_path, TOO_FAST)
     assert p.returncode == 0, p.stderr[-3000:]
     _, body = rows(run / "A.csv")
-    assert len(body) == 1
-    r = body[0]
-    # REJECTED, unless CPU steal > 1 % also invalidated the run (INVALID outranks REJECTED);
-    # either way the rate rule's reason must be there.
-    assert r["status"] == "REJECTED" or (r["status"] == "INVALID" and "CPU steal" in r["reason"]), r
-    assert "off the target 1000000.0 msgs/s" in r["reason"]
-    assert float(r["achieved_rate_msgs"]) < 0.98 * 1_000_000
+    # the repetition and its one retry (budget = repetitions = 1), both REJECTED by the rate rule
+    assert [(r["rep"], r["attempt"], r["status"]) for r in body] == [("1", "1", "REJECTED"), ("1", "2", "REJECTED")]
+    for r in body:
+        assert "off the target 1000000.0 msgs/s" in r["reason"] and "steal" not in r["reason"]
+        assert float(r["achieved_rate_msgs"]) < 0.98 * 1_000_000
 
 
 KILL_PLAN = """
@@ -250,8 +278,8 @@ def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
     plan = tmp_path / "plan.toml"
     plan.write_text(KILL_PLAN)
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--force", "--gate-sample-s", "0.1"]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--gate-sample-s", "0.1"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
     journal = run / results.JOURNAL
     deadline = time.monotonic() + 300
     try:
@@ -273,15 +301,16 @@ def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
     assert 2 <= len(before) < 6
 
     r = subprocess.run(
-        [sys.executable, "-m", "kbench", "run", "--resume", str(run), "--force", "--gate-sample-s", "0.1"],
+        [sys.executable, "-m", "kbench", "run", "--resume", str(run), "--gate-sample-s", "0.1"],
         capture_output=True,
         text=True,
         timeout=900,
+        env=_env(),
     )
     assert r.returncode == 0, r.stderr[-3000:]
     for exp in "ACD":
         header, body = rows(run / f"{exp}.csv")
-        key = [(x["cell_id"], x["rep"], x.get("role", "")) for x in body]
+        key = [(x["cell_id"], x["rep"], x["attempt"], x.get("role", "")) for x in body]
         assert len(key) == len(set(key)), exp
         assert {(k[0], k[1]) for k in key} == {(f"fixed-{i:03d}", str(rep)) for i in range(3) for rep in (1, 2)}, exp
     assert json.loads((run / "manifest.json").read_text())["state"] == "complete"
@@ -321,13 +350,16 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
             bs,
             "--broker-pid",
             str(pid),
-            "--force",
             "--gate-sample-s",
             "0.1",
+            # a bootstrap cluster's brokers report no default compression.type to the gate
+            # (blocking "topic compression.type"): forced, and recorded in the manifest
+            "--force",
         ],
         capture_output=True,
         text=True,
         timeout=600,
+        env=_env(),
     )
     assert r.returncode == 0, r.stderr[-3000:]
     m = json.loads((run / "manifest.json").read_text())
@@ -335,13 +367,57 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
     _, d = rows(run / "D.csv")
     broker = [x for x in d if x["role"].startswith("broker-")]
     assert len(broker) == 1 and broker[0]["pid"] == str(pid)
-    assert broker[0]["status"] in ("OK", "INVALID") and broker[0]["cpu_s"] != "NA"
+    assert broker[0]["status"] == "OK" and float(broker[0]["cpu_s"]) > 0 and float(broker[0]["cpu_s_per_gb"]) > 0
     assert kafka1.pids[0] == pid and _alive(pid)  # type: ignore[attr-defined]  # never stopped by kbench
     g = subprocess.run(
         [sys.executable, "-m", "kbench", "gate", "--bootstrap", bs, "--sample-s", "0"],
         capture_output=True,
         text=True,
         timeout=120,
+        env=_env(),
     )
-    assert g.returncode in (0, 3), g.stderr
+    steal = [x for x in g.stdout.splitlines() if "CPU steal" in x]
+    assert len(steal) == 1 and "[ok  ]" in steal[0] and "0.00%" in steal[0], g.stdout
+    # the one blocking check a bootstrap cluster can fail here is the broker default above
+    assert g.returncode == 0 or (g.returncode == 3 and "BLOCKED (topic compression.type)" in g.stderr), g.stderr
     assert "broker versions equal" in g.stdout and "librdkafka version" in g.stdout
+
+
+WINDOW = """
+name = "kafka-window"
+repetitions = 2
+warmup = false
+duration_s = 5
+steady_skip_s = {skip}
+corpus_size = 300000
+seed = 5
+
+[transport]
+kind = "local"
+
+[[sweep]]
+name = "fixed"
+experiments = ["D"]
+codec = ["zstd:3"]
+rate = 4000
+"""
+
+
+def test_cpu_per_gb_is_the_same_for_two_window_lengths(tmp_path: Path) -> None:
+    """One steady fixed-rate run measured over a 4.5 s and a 2 s window: CPU-s/GB agrees
+    within noise for the producer and the broker.  Dividing by the whole run's payload (the
+    old rule) would make the short window read 2/4.5 of the long one."""
+    per_gb: dict[float, dict[str, float]] = {}
+    for skip in (0.5, 3.0):
+        p, run = run_kbench(tmp_path, WINDOW.format(skip=skip), name=f"skip{skip}")
+        assert p.returncode == 0, p.stderr[-3000:]
+        _, d = rows(run / "D.csv")
+        assert {r["status"] for r in d} <= ALLOWED and any(r["status"] == "OK" for r in d)
+        per_gb[skip] = {}
+        for role in ("producer", "broker"):
+            vals = [float(r["cpu_s_per_gb"]) for r in d if r["role"].startswith(role) and r["status"] == "OK"]
+            assert vals, role
+            per_gb[skip][role] = sorted(vals)[len(vals) // 2]
+    for role in ("producer", "broker"):
+        ratio = per_gb[3.0][role] / per_gb[0.5][role]
+        assert 0.7 < ratio < 1.45, (role, per_gb)

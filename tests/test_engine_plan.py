@@ -82,8 +82,11 @@ BAD = [
     ("[corpora.mine]\nsource = 'file'\npath = 'missing.txt'\n" + BASE, "corpora.mine.path", "not found"),
     (BASE.replace('experiments = ["A"]', 'experiments = ["B"]'), "sweep[0].rate", "saturated"),
     (BASE.replace("rate = 1000", 'rate = "auto"'), "sweep.rate", "saturated"),
-    ("repetitions = 0\n" + BASE, "repetitions", "> 0"),
+    ("repetitions = 0\n" + BASE, "repetitions", "at least 1"),
     ('[client]\n"compression.type" = "lz4"\n' + BASE, "client.compression.type", "sweep"),
+    # zstd allows 1..22, but the linked librdkafka refuses compression.level above 12 at run time
+    (BASE.replace('codec = ["none"]', 'codec = ["zstd:15"]'), "sweep[0].codec", "compression.level -1..12"),
+    ("[transport]\nheader_sample = 0\n" + BASE, "transport.header_sample", "at least 1"),
 ]
 
 
@@ -97,6 +100,20 @@ def test_bad_plan_names_key_and_fix(tmp_path: Path, text: str, key: str, fix: st
     assert "\n" not in msg
     assert msg.startswith(key), msg
     assert fix in msg, msg
+
+
+def test_client_level_range_is_asked_of_librdkafka_and_sim_keeps_high_levels(tmp_path: Path) -> None:
+    from kbench.kafka import drivers
+
+    assert drivers.client_level_range("zstd") == (-1, 12)  # librdkafka 2.0.2's compression.level
+    with pytest.raises(ValueError, match="compression.codec"):
+        drivers.client_level_range("brotli")
+    f = tmp_path / "p.toml"
+    f.write_text('[transport]\nkind = "sim"\nheader_sample = 50\n' + BASE.replace('["none"]', '["zstd:15"]'))
+    p = plan_mod.load(str(f))
+    assert [str(c) for c in p.sweeps[0].codec] == ["zstd:15"] and p.transport.header_sample == 50
+    f.write_text(BASE.replace('["none"]', '["zstd:12"]'))
+    assert plan_mod.load(str(f)).transport.header_sample == drivers.DEFAULT_HEADER_SAMPLE
 
 
 def test_unknown_builtin_plan_lists_the_builtins() -> None:
@@ -129,9 +146,66 @@ def test_client_axis_and_its_level_ranges() -> None:
         plan_mod.parse({**base, "sweep": [{**sweep, "codec": "zstd:3", "client": ["librdkafka", "java"]}]})
     )
     assert [c.client for c in two] == ["librdkafka", "java"]
-    with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.codec: zstd:19 is beyond librdkafka.*client = \"java\""):
-        plan_mod.parse({**base, "sweep": [{**sweep, "client": ["librdkafka", "java"]}]})
+    kafka = {"transport": {"kind": "bootstrap", "bootstrap": "b:9092"}}
+    plan_mod.parse({**kafka, "sweep": [sweep]})  # java takes zstd:19 on Kafka
+    with pytest.raises(
+        plan_mod.PlanError, match=r"sweep\[0\]\.codec: zstd:19 is refused by the client.*client = \"java\""
+    ):
+        plan_mod.parse({**kafka, "sweep": [{**sweep, "client": ["librdkafka", "java"]}]})
     with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.client: unknown client 'jvm'"):
         plan_mod.parse({**base, "sweep": [{**sweep, "client": "jvm"}]})
     with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.client: empty"):
         plan_mod.parse({**base, "sweep": [{**sweep, "client": []}]})
+
+
+# ---------------------------------------------------------------- parsed once, one spelling each
+
+PARSE_ONCE = """
+name = "p"
+[transport]
+kind = "dry"
+[[sweep]]
+name = "s"
+experiments = ["C", "F"]
+codec = ["zstd:3", "lz4"]
+rate = 100
+topic_compression = ["producer", "none"]
+key_policy = "{kp}"
+"""
+
+
+@pytest.mark.parametrize("kp", ["roundrobin", "round-robin"])
+def test_cells_carry_a_parsed_codec_and_one_spelling_each(tmp_path: Path, kp: str) -> None:
+    from kbench.kafka.drivers import KEY_POLICIES
+    from kbench.model.codecs import CodecSpec
+
+    path = tmp_path / "p.toml"
+    path.write_text(PARSE_ONCE.format(kp=kp))
+    cells = plan_mod.expand(plan_mod.load(str(path)))
+    assert {c.spec for c in cells} == {CodecSpec("zstd", 3), CodecSpec("lz4", None)}
+    assert all(str(c.spec) == c.codec for c in cells)
+    assert {c.topic_compression for c in cells} == {"producer", "uncompressed"}
+    assert {c.key_policy for c in cells} == {"round-robin"} and "round-robin" in KEY_POLICIES
+
+
+def test_transports_do_not_parse_the_codec_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbench.engine.transports.base import RunRequest
+    from kbench.engine.transports.dry import DryTransport
+    from kbench.engine.transports.simulated import SimTransport
+    from kbench.model import codecs, corpus
+
+    path = tmp_path / "p.toml"
+    path.write_text(PARSE_ONCE.format(kp="none"))
+    cells = plan_mod.expand(plan_mod.load(str(path)))
+
+    def refuse(text: str) -> codecs.CodecSpec:
+        raise AssertionError(f"codec parsed again: {text}")
+
+    monkeypatch.setattr(codecs, "parse_spec", refuse)
+    data = corpus.generate("json", 20000)
+    for transport in (DryTransport(), SimTransport()):
+        for c in cells:
+            req = RunRequest(cell=c, topic="t", corpus=data, rate=100.0, duration_s=0.01, steady_skip_s=0.0)
+            res = transport.run(req)
+            want = c.spec.codec if c.topic_compression == "producer" else "none"
+            assert set(res.stored_codecs) == {want}, (transport.kind, c)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbench.engine.redact import REDACTED, Scrubber, is_secret_key, redact, redact_argv
+from kbench.engine.redact import REDACTED, Scrubber, is_secret_property, redact, redact_argv
 
 
 def test_secret_keys() -> None:
@@ -14,9 +14,9 @@ def test_secret_keys() -> None:
         "my.client.secret",
         "ssl.keystore.password",
     ):
-        assert is_secret_key(k), k
+        assert is_secret_property(k), k
     for k in ("security.protocol", "bootstrap.servers", "compression.type", "ssl.ca.location"):
-        assert not is_secret_key(k), k
+        assert not is_secret_property(k), k
 
 
 def test_redact_nested_and_argv() -> None:
@@ -37,6 +37,6 @@ def test_redact_nested_and_argv() -> None:
 
 
 def test_scrubber_removes_values_from_text() -> None:
-    s = Scrubber.of({"sasl.password": "pw-123", "sasl.username": "bob"})
-    assert s("auth failed for bob with pw-123") == f"auth failed for {REDACTED} with {REDACTED}"
+    s = Scrubber.of({"sasl.password": "pw-123", "sasl.username": "bobby"})
+    assert s("auth failed for bobby with pw-123") == f"auth failed for {REDACTED} with {REDACTED}"
     assert s.deep({"msg": "pw-123", "sasl.password": "pw-123"}) == {"msg": REDACTED, "sasl.password": REDACTED}

@@ -37,18 +37,40 @@ def test_reconcile_drops_truncated_and_unjournaled_rows(tmp_path: Path) -> None:
         w.append("A", [row("c-000", rep)])
         w.mark_done("c-000", rep, "OK")
     w.append("A", [row("c-001", 1)])  # written, but the journal entry never made it
+    w.append("C", [{"cell_id": "c-002", "rep": 1}])  # c-002 feeds A and C: its A row never came
     with (tmp_path / "A.csv").open("a") as f:
         f.write("c-001,2,sw,zst")  # killed mid-row
     with (tmp_path / "done.jsonl").open("a") as f:
         f.write('{"cell_id": "c-0')  # killed mid-entry
     assert results.read_done(tmp_path) == {("c-000", 1), ("c-000", 2)}
-    dropped = results.reconcile(tmp_path)
-    assert dropped == {"done.jsonl": 1, "A.csv": 2}
+    fixed = results.reconcile(tmp_path, {"c-000": ["A"], "c-001": ["A"], "c-002": ["A", "C"]})
+    # the CSVs are the record: c-001 rep 1 is complete there, so the journal gets it back
+    assert fixed.restored == [("c-001", 1, 1)]
+    assert fixed.dropped == {"done.jsonl": 1, "A.csv": 1, "C.csv": 1}
     data = (tmp_path / "A.csv").read_bytes()
     assert data.endswith(b"\n")
-    assert [(r["cell_id"], r["rep"]) for r in results.read_rows(tmp_path / "A.csv")] == [("c-000", "1"), ("c-000", "2")]
+    assert [(r["cell_id"], r["rep"]) for r in results.read_rows(tmp_path / "A.csv")] == [
+        ("c-000", "1"),
+        ("c-000", "2"),
+        ("c-001", "1"),
+    ]
+    assert results.read_rows(tmp_path / "C.csv") == []
+    assert results.read_done(tmp_path) == {("c-000", 1), ("c-000", 2), ("c-001", 1)}
     assert (tmp_path / "done.jsonl").read_bytes().endswith(b"\n")
-    assert results.reconcile(tmp_path) == {}  # idempotent
+    assert not results.reconcile(tmp_path).changed  # idempotent
+
+
+def test_reconcile_rebuilds_a_deleted_journal_and_keeps_every_row(tmp_path: Path) -> None:
+    w = results.ResultsWriter(tmp_path)
+    for rep in (1, 2, 3):
+        w.append("A", [row("c-000", rep)])
+        w.mark_done("c-000", rep, "OK")
+    before = (tmp_path / "A.csv").read_bytes()
+    (tmp_path / "done.jsonl").unlink()
+    fixed = results.reconcile(tmp_path, {"c-000": ["A"]})
+    assert fixed.restored == [("c-000", 1, 1), ("c-000", 2, 1), ("c-000", 3, 1)] and not fixed.dropped
+    assert (tmp_path / "A.csv").read_bytes() == before
+    assert results.read_done(tmp_path) == {("c-000", 1), ("c-000", 2), ("c-000", 3)}
 
 
 def test_unknown_column_is_refused(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kbench.engine import verdict
 
 
@@ -52,3 +54,61 @@ def test_cells_differing_in_more_than_the_axis_are_not_paired() -> None:
 def test_headline_table_mentions_verdict() -> None:
     text = verdict.headline("A", rows("a", "none", [10, 11, 12]) + rows("b", "zstd:3", [11, 12, 13]))
     assert "no significant difference" in text and "11.00 [10.00–12.00]" in text
+
+
+# ---------------------------------------------------------------- the one verdict rule
+
+
+def test_range_verdict_overlap_and_touching_ranges_read_no_difference() -> None:
+    assert verdict.range_verdict(3, 10, 20, 3, 15, 25).text == verdict.NO_DIFF
+    touching = verdict.range_verdict(3, 10, 20, 3, 20, 30)
+    assert touching.text == verdict.NO_DIFF and not touching.apart
+
+
+def test_range_verdict_apart_says_which_side_is_lower() -> None:
+    below = verdict.range_verdict(3, 10, 19.9, 3, 20, 30)
+    above = verdict.range_verdict(3, 20, 30, 3, 10, 19.9)
+    assert below.apart and below.a_lower is True
+    assert above.apart and above.a_lower is False
+
+
+def test_range_verdict_needs_two_ok_repetitions_per_side() -> None:
+    for a_n, b_n in ((1, 3), (3, 1), (1, 1)):
+        rv = verdict.range_verdict(a_n, 10, 10, b_n, 100, 100)
+        assert rv.text == verdict.TOO_FEW and not rv.apart, (a_n, b_n)
+
+
+def test_range_verdict_without_ok_repetitions_is_not_comparable() -> None:
+    assert verdict.range_verdict(0, None, None, 3, 1, 2).text == verdict.NO_OK
+    assert verdict.range_verdict(3, 1, 2, 0, None, None).text == verdict.NO_OK
+
+
+def test_one_repetition_per_side_is_not_comparable_in_tables() -> None:
+    rs = rows("a", "none", [10]) + rows("b", "zstd:3", [100])
+    (c,) = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
+    assert c.verdict == verdict.TOO_FEW
+
+
+def test_cells_at_two_rates_are_not_paired() -> None:
+    rs = [dict(r, rate="100") for r in rows("a", "zstd:3", [10, 11])]
+    rs += [dict(r, rate="100000") for r in rows("b", "zstd:3", [20, 21])]
+    rs += [dict(r, rate="100") for r in rows("c", "none", [30, 31])]
+    comps = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
+    assert [(c.a.key[0], c.b.key[0]) for c in comps] == [("a", "c")]
+
+
+def test_report_verdicts_use_the_same_rule() -> None:
+    pytest.importorskip("numpy")
+    from kbench.reporting.provenance import Ledger
+    from kbench.reporting.summary import Stat, empty_stat, overlap_verdict
+
+    ledger = Ledger()
+
+    def stat(lo: float, hi: float, n: int) -> Stat:
+        return Stat(ledger, ledger.row_set("A", list(range(n)), {}), "m", "auto", (lo + hi) / 2, lo, hi, n)
+
+    assert overlap_verdict(stat(10, 10, 1), stat(100, 100, 1)) == verdict.TOO_FEW  # one OK rep per side
+    assert overlap_verdict(stat(10, 20, 3), stat(20, 30, 3)) == verdict.NO_DIFF  # touching
+    assert overlap_verdict(stat(10, 20, 3), stat(30, 40, 3)) == "higher"  # b above a
+    assert overlap_verdict(stat(30, 40, 3), stat(10, 20, 3)) == "lower"
+    assert overlap_verdict(empty_stat(ledger, "m"), stat(10, 20, 3)) == verdict.NO_OK

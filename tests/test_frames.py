@@ -11,7 +11,7 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
-from report_runs import two_machines  # noqa: E402
+from report_runs import machine_labels, two_machines  # noqa: E402
 
 from kbench.reporting import frames  # noqa: E402
 from kbench.results import load  # noqa: E402
@@ -28,7 +28,7 @@ def test_load_frames_per_experiment_with_machine_columns(machines: list[Path]) -
     for exp, df in data.items():
         for col in frames.MACHINE_COLUMNS:
             assert col in df.columns, (exp, col)
-        assert set(df["machine"]) == {"cpu0-pinned", "cpu1-pinned"}
+        assert set(df["machine"]) == set(machine_labels(machines)), exp
     rows = list(csv.DictReader((machines[0] / "B.csv").open()))
     b = data["B"]
     assert len(b) == len(rows) + len(list(csv.DictReader((machines[1] / "B.csv").open())))
@@ -37,12 +37,13 @@ def test_load_frames_per_experiment_with_machine_columns(machines: list[Path]) -
         rows[0]["achieved_rate_msgs"]
     )
     assert (data["M"]["warmup"].str.lower() != "true").all()  # M warm-ups are excluded
-    assert data["B"]["logical_cores"].unique().tolist() == [1]
+    # each run's CPU count as kbench recorded it under its affinity (taskset -c 0, -c 0,1)
+    assert data["B"]["logical_cores"].unique().tolist() == [1, 2]
 
 
 def test_load_one_experiment(machines: list[Path], tmp_path: Path) -> None:
     a = load(*machines, experiment="a")
-    assert list(a["machine"].unique()) == ["cpu0-pinned", "cpu1-pinned"]
+    assert list(a["machine"].unique()) == machine_labels(machines)
     run = tmp_path / "run"
     shutil.copytree(machines[0], run)
     (run / "F.csv").unlink()
@@ -52,14 +53,17 @@ def test_load_one_experiment(machines: list[Path], tmp_path: Path) -> None:
         load(machines[0], experiment="Z")
 
 
-def test_machine_label_without_label(machines: list[Path], tmp_path: Path) -> None:
+def test_machine_label_from_facts_or_a_given_label(machines: list[Path], tmp_path: Path) -> None:
+    man = json.loads((machines[0] / "manifest.json").read_text())
+    assert "label" not in man["machine"]
+    label = load(machines[0], experiment="B")["machine"].iloc[0]
+    m = man["machine"]
+    assert label.startswith(f"{m['arch']} {m['cpu_model']} 1 vCPU/") and m["hostname_hash"][:6] in label
     run = tmp_path / "run"
     shutil.copytree(machines[0], run)
-    man = json.loads((run / "manifest.json").read_text())
-    del man["machine"]["label"]
+    man["machine"]["label"] = "rack-3 box"
     (run / "manifest.json").write_text(json.dumps(man))
-    label = load(run, experiment="B")["machine"].iloc[0]
-    assert man["machine"]["arch"] in label and man["machine"]["hostname_hash"][:6] in label
+    assert set(load(run, experiment="B")["machine"]) == {"rack-3 box"}
 
 
 def test_load_errors(tmp_path: Path) -> None:

@@ -75,7 +75,6 @@ def test_cell_properties_in_each_clients_names() -> None:
     }
     r = clients.producer_props("librdkafka", base, "lz4", 9, 16384, 0.5, "1")
     assert r["compression.level"] == "9" and r["linger.ms"] == "0.5" and r["statistics.interval.ms"] == "1000"
-    assert clients.level_error("librdkafka", "zstd", 13) and clients.level_error("java", "zstd", 22) is None
 
 
 # ---------------------------------------------------------------------------- on Kafka
@@ -239,9 +238,12 @@ def test_kbench_run_with_both_clients(tmp_path: Path) -> None:
             assert r["status"] != "FAILED_RUN", (exp, r["reason"])
             assert int(r["messages"]) > 0
     with (out / "D.csv").open() as f:
-        roles = {(r["client"], r["role"]) for r in csv.DictReader(f)}
-    assert {("java", "producer.app"), ("java", "producer.client"), ("java", "producer.runtime")} <= roles
+        d = list(csv.DictReader(f))
+    roles = {(r["client"], r["role"]) for r in d}
     assert ("librdkafka", "producer") in roles and ("java", "producer") in roles
+    # the Java driver's thread groups land in main's split: app thread = loadgen, kafka-* = client
+    java_prod = [r for r in d if r["client"] == "java" and r["role"] == "producer" and r["status"] == "OK"]
+    assert java_prod and all(float(r["client_cpu_s"]) > 0 and float(r["loadgen_cpu_s"]) > 0 for r in java_prod)
     man = json.loads((out / "manifest.json").read_text())
     assert man["clients"]["java"]["version"] == "4.1.2"
     assert man["clients"]["java"]["runtime"].startswith("OpenJDK")

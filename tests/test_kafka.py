@@ -21,6 +21,7 @@ from kbench.kafka.drivers import KafkaError, ProducerSpec, produce, produce_and_
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 1000
 RATE = 500.0
+SAMPLE = 10  # one record in 10 carries the kb header
 PCTS = (50, 90, 99, 99.9, 100)
 
 
@@ -35,6 +36,7 @@ def check_run(cluster: LocalCluster, records, topic: str, codec: str, props: dic
         mode="fixed-rate",
         rate=RATE,
         count=N,
+        header_sample=SAMPLE,
     )
     with procstat.Sampler(cluster.pids, interval=0.5) as s:
         run = produce_and_consume(spec, records, consume_timeout=60)
@@ -44,11 +46,14 @@ def check_run(cluster: LocalCluster, records, topic: str, codec: str, props: dic
     assert (p.sent, p.delivered, p.failed, p.undelivered) == (N, N, 0, 0), p.delivery_errors
     assert p.delivery_errors == {}
     assert (c.records, c.unique, c.lost, c.duplicates, c.out_of_range, c.foreign) == (N, N, 0, 0, 0, 0)
+    # one record in SAMPLE carried the header, and every one of them was seen once
+    assert (p.sampled, c.sampled, c.samples_missing, c.no_header) == (N // SAMPLE, N // SAMPLE, 0, N - N // SAMPLE)
+    assert c.stored_records == N  # the high watermarks agree: nothing stored twice
     assert not c.timed_out
     assert c.bytes == p.bytes
-    # histograms hold every sample, percentiles ordered
-    for h in (p.service, p.delay, p.corrected, c.e2e):
-        assert h is not None and h.count == N and h.underflow == 0 and h.overflow == 0
+    # producer histograms hold every record, the consumer's the sampled ones; percentiles ordered
+    for h, n in ((p.service, N), (p.delay, N), (p.corrected, N), (c.e2e, N // SAMPLE)):
+        assert h is not None and h.count == n and h.underflow == 0 and h.overflow == 0
         ps = [h.percentile(q) for q in PCTS]
         assert ps == sorted(ps) and ps[-1] == h.max
     # corrected latency = service + delay per message, so it dominates both at every percentile
@@ -105,7 +110,8 @@ def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_p
     stats = tmp_path / "stats.jsonl"
     spec = ProducerSpec(
         topic="sat",
-        props=kafka1.client_props(**{"compression.type": "lz4", "statistics.interval.ms": "100"}),
+        # 10 ms: with one header in 1000 a 50,000-message run can finish within 100 ms
+        props=kafka1.client_props(**{"compression.type": "lz4", "statistics.interval.ms": "10"}),
         mode="saturated",
         count=50_000,
         keys="round-robin",
@@ -126,8 +132,9 @@ def test_saturated_mode_and_statistics(kafka1: LocalCluster, json_records, tmp_p
     )
     assert (bare.delivered, bare.service.count, bare.failed) == (5_000, 5_000, 0)
     assert 0 < bare.service.percentile(50) < 60 * 10**9
-    with pytest.raises(ValueError, match="only for saturated"):
-        ProducerSpec(topic="sat", props={}, rate=10, count=1, headers=False)
+    assert bare.sampled == 0 and bare.header_sample == 0
+    with pytest.raises(ValueError, match="header_sample must be >= 1"):
+        ProducerSpec(topic="sat", props={}, rate=10, count=1, header_sample=0)
 
 
 @pytest.mark.kafka
@@ -270,6 +277,8 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
             "-X",
             "sasl.password=s3cr3t-value",
             "--consume",
+            "--header-sample",
+            "4",
             "--json",
             str(out),
         ],
@@ -281,7 +290,8 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "sent 400, delivered 400, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
     r = json.loads(out.read_text())
-    assert r["producer"]["service"]["count"] == 400 and r["consumer"]["e2e"]["count"] == 400
+    # every record has its producer-side latency; one in 4 carried the header for the e2e sample
+    assert r["producer"]["service"]["count"] == 400 and r["consumer"]["e2e"]["count"] == 100
     assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout
     bad = subprocess.run(
         [

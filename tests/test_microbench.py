@@ -80,7 +80,7 @@ def test_cli_bad_input_one_line_and_existing_csv_untouched(tmp_path: Path) -> No
         (["--codecs", "zstd:40"], "zstd level 40 out of range"),
         (["--codecs", "brotli"], "unknown codec 'brotli'"),
         (["--corpus", str(tmp_path / "missing.txt")], "corpus file not found"),
-        (["--block-sizes", "0"], "block size must be > 0"),
+        (["--block-sizes", "0"], "--block-sizes: 0 is out of range"),
     ]:
         proc = subprocess.run(
             [sys.executable, "-m", "kbench", "codecs", "bench", *args, "--csv", str(out)],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from leakcheck import rss_kib, spin
+from leakcheck import repeat_for, rss_kib, spin
 
 from kbench import _native
 from kbench.model import codecs
@@ -58,12 +58,11 @@ def test_gil_released_during_compression(random_bytes: bytes) -> None:
     done = threading.Event()
 
     def worker() -> None:
-        codecs.compress(data, "zstd", 19)
+        repeat_for(lambda _: codecs.compress(data, "zstd", 19), 0.6)
         done.set()
 
     t = threading.Thread(target=worker)
     t.start()
     n, elapsed = spin(done)
     t.join()
-    assert elapsed > 0.3, "compression too quick to tell"
     assert n > 0.3 * rate * elapsed, f"main thread ran {n} iterations in {elapsed:.2f}s; expected ~{rate * elapsed:.0f}"

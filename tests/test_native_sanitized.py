@@ -1,4 +1,5 @@
-"""The Python-free C core under sanitizers: a C unit test (ASan+UBSan) and libFuzzer runs.
+"""The Python-free C core under sanitizers: C unit tests (ASan+UBSan, TSan), the producer and
+consumer loops against a real broker (ASan+UBSan), and libFuzzer runs.
 
 The fuzzers (tests/fuzz/) get a seed corpus generated here (batches of every codec, segments,
 truncations) and run for a bounded time each (``KBENCH_FUZZ_SECONDS``, default 20).  Any crash,
@@ -19,12 +20,38 @@ from kbench.model import batch
 from kbench.model.batch import Header, Record
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = ["crc32c.c", "varint.c", "recordbatch.c", "segment.c", "codecs.c", "batching.c", "sim.c", "clock.c"]
+CORE = [
+    "crc32c.c",
+    "varint.c",
+    "recordbatch.c",
+    "segment.c",
+    "codecs.c",
+    "batching.c",
+    "sim.c",
+    "clock.c",
+    "secret.c",
+    "entropy.c",
+    "codecbench.c",
+]
+#: The measuring parts: latency histogram and /proc CPU counters.
+MEASURE = ["histogram.c", "procstat.c", "clock.c"]
+#: The librdkafka client loops.
+CLIENTS = [
+    "producer.c",
+    "consumer.c",
+    "kafka_conf.c",
+    "secret.c",
+    "errcount.c",
+    "pacing.c",
+    "threadcpu.c",
+    "histogram.c",
+    "clock.c",
+]
 FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "20"))
 
 
-def _libs() -> tuple[list[str], list[str]]:
-    mods = ["libzstd", "liblz4", "snappy", "zlib"]
+def _libs(extra: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    mods = ["libzstd", "liblz4", "snappy", "zlib", *extra]
     cflags = subprocess.run(
         ["pkg-config", "--cflags", *mods], check=True, capture_output=True, text=True
     ).stdout.split()
@@ -32,10 +59,10 @@ def _libs() -> tuple[list[str], list[str]]:
     return cflags, libs + ["-lm"]
 
 
-def _clang(out: Path, main: Path, sanitize: str) -> Path:
+def _clang(out: Path, main: Path, sanitize: str, sources: list[str] = CORE, packages: tuple[str, ...] = ()) -> Path:
     clang = shutil.which("clang")
     assert clang, "clang not found; install it with: apt-get install -y clang libclang-rt-14-dev"
-    cflags, libs = _libs()
+    cflags, libs = _libs(packages)
     cmd = [
         clang,
         "-std=c11",
@@ -50,7 +77,7 @@ def _clang(out: Path, main: Path, sanitize: str) -> Path:
         f"-I{ROOT / 'csrc' / 'core'}",
         *cflags,
         str(main),
-        *[str(ROOT / "csrc" / "core" / c) for c in CORE],
+        *[str(ROOT / "csrc" / "core" / c) for c in sources],
         "-o",
         str(out),
         "-pthread",
@@ -74,6 +101,51 @@ def test_c_core_under_sanitizers(sanitize: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok ") and int(proc.stdout.split()[1]) > 500
+
+
+@pytest.mark.parametrize("sanitize", ["address,undefined", "thread"])
+def test_histogram_and_procstat_under_sanitizers(sanitize: str, tmp_path: Path) -> None:
+    # the latency histogram against exact percentiles, /proc CPU readers (busy loop, gone pid,
+    # zombie), two threads each with their own histogram and counters
+    exe = _clang(tmp_path / "test_measure", ROOT / "tests" / "c" / "test_measure.c", sanitize, MEASURE)
+    proc = subprocess.run(
+        [str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("ok ") and int(proc.stdout.split()[1]) >= 60, proc.stdout
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("sanitize", ["address,undefined"])
+def test_producer_and_consumer_under_sanitizers(sanitize: str, kafka1, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # producer.c and consumer.c built with the sanitizer (librdkafka itself is not instrumented):
+    # a consumer thread and a fixed-rate producer against a real broker, every record once.
+    # No TSan here: librdkafka starts its threads with C11 thrd_create, which TSan does not
+    # intercept, and TSan's allocator crashes on the first malloc in such a thread.
+    from kbench.kafka import admin
+
+    topic = "sanitized-" + sanitize.replace(",", "-")
+    admin.create_topic(kafka1.client_props(), topic, partitions=2)
+    exe = _clang(
+        tmp_path / "test_kafka_clients",
+        ROOT / "tests" / "c" / "test_kafka_clients.c",
+        sanitize,
+        CLIENTS,
+        ("rdkafka",),
+    )
+    proc = subprocess.run(
+        [str(exe), kafka1.bootstrap_servers, topic],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1", "TSAN_OPTIONS": "halt_on_error=1"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-6000:]
+    assert proc.stdout.startswith("ok ") and int(proc.stdout.split()[1]) >= 13, proc.stdout
 
 
 def _batch_seeds() -> list[bytes]:
@@ -116,14 +188,29 @@ def _segment_seeds() -> list[bytes]:
     return [whole, whole[:-7], bs[0] + b"\x00" * 13, bs[4]]
 
 
-@pytest.mark.parametrize("harness", ["batch", "segment"])
+def _codec_seeds() -> list[bytes]:
+    from kbench.model import codecs
+
+    samples = [b"", b"a", b"hello kafka " * 40, bytes(range(256)) * 8]
+    return [
+        bytes([i | (nib << 4)]) + codecs.compress(s, name)
+        for i, name in enumerate(["none", "gzip", "snappy", "lz4", "zstd"])
+        for s in samples
+        for nib in (0, 12)
+    ]
+
+
+SEEDS = {"batch": _batch_seeds, "segment": _segment_seeds, "codecs": _codec_seeds}
+
+
+@pytest.mark.parametrize("harness", ["batch", "segment", "codecs"])
 def test_fuzz(harness: str, tmp_path: Path) -> None:
     exe = _clang(
         tmp_path / f"fuzz_{harness}", ROOT / "tests" / "fuzz" / f"fuzz_{harness}.c", "fuzzer,address,undefined"
     )
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i, s in enumerate((_batch_seeds() if harness == "batch" else _segment_seeds()) + REGRESSIONS[harness]):
+    for i, s in enumerate(SEEDS[harness]() + REGRESSIONS.get(harness, [])):
         (corpus / f"seed{i:03d}").write_bytes(s)
     proc = subprocess.run(
         [

@@ -1,4 +1,5 @@
-"""The notebooks: committed without outputs, executed headless on two real runs labelled as two machines."""
+"""The notebooks: committed without outputs, executed headless on two runs whose machines differ
+(pinned to 1 and 2 CPUs: the manifests record different core counts)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 pytest.importorskip("pandas")
 
-from report_runs import ROOT, two_machines  # noqa: E402
+from report_runs import MACHINE_CPUS, ROOT, machine_labels, two_machines  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -53,7 +54,17 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return two_machines(tmp_path_factory.getbasetemp() / "machines")
 
 
+def test_the_two_machines_differ_in_their_own_facts(machines: list[Path]) -> None:
+    mans = [json.loads((d / "manifest.json").read_text())["machine"] for d in machines]
+    # what kbench recorded under each affinity, not what a test wrote
+    assert [m["logical_cores"] for m in mans] == [len(c.split(",")) for c in MACHINE_CPUS]
+    assert [m["cpu_affinity"] for m in mans] == ["0", "0-1"]
+    labels = machine_labels(machines)
+    assert len(set(labels)) == 2, labels
+
+
 def test_cross_architecture_shows_two_machines(machines: list[Path]) -> None:
+    labels = machine_labels(machines)
     outputs = _execute(ROOT / "notebooks" / "cross_architecture.ipynb", machines)
     assert not [o for o in outputs if o["output_type"] == "error"]
     tables = _tables(outputs)
@@ -61,19 +72,20 @@ def test_cross_architecture_shows_two_machines(machines: list[Path]) -> None:
     for exp in ("A:", "B:", "C:", "D:"):
         assert exp in captions
     b = next(t for t in tables if "B: msgs/s per machine" in t)
-    assert "cpu0-pinned" in b and "cpu1-pinned" in b
+    assert all(label in b for label in labels), labels
     assert "per vCPU" in b and "per core" in b
     assert any("spread" in t and "achieved_rate_msgs" in t for t in tables)
     assert any("image/png" in o.get("data", {}) for o in outputs)
 
 
 def test_codec_tradeoffs_shows_two_machines(machines: list[Path]) -> None:
+    labels = machine_labels(machines)
     outputs = _execute(ROOT / "notebooks" / "codec_tradeoffs.ipynb", machines)
     assert not [o for o in outputs if o["output_type"] == "error"]
     tables = _tables(outputs)
     m = next(t for t in tables if "M: MB/s" in t)
     e = next(t for t in tables if "E: ratio and batch fill" in t)
     for t in (m, e):
-        assert "cpu0-pinned" in t and "cpu1-pinned" in t
+        assert all(label in t for label in labels), labels
     assert "zstd" in m and "lz4" in m and "compress_mb_s per core" in m
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2

@@ -96,7 +96,7 @@ def test_inspect_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "TRUNCATED" in capsys.readouterr().out
     assert cli_main(["inspect", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no such file or directory" in err[0]
+    assert len(err) == 1 and "does not exist" in err[0]
     (tmp_path / "empty").mkdir()
     assert cli_main(["inspect", str(tmp_path / "empty")]) == 2
 

@@ -1,6 +1,7 @@
 /*
  * clock.c - monotonic and per-thread CPU clocks.
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 #include "clock.h"
 
 #include <time.h>

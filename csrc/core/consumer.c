@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "clock.h"
+#include "wire.h"
 
-/** Assign all partitions of c->topic at their high watermarks; 0 or -1 with err. */
-static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms) {
+/** Assign all partitions of c->topic at their high watermarks; 0 or -1 with err.  *out = the assignment. */
+static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out) {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
@@ -51,8 +52,23 @@ static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms) {
         }
     }
     c->partitions = np;
-    rd_kafka_topic_partition_list_destroy(l);
+    if (rc == 0)
+        *out = l;
+    else
+        rd_kafka_topic_partition_list_destroy(l);
     return rc;
+}
+
+/** Records stored after the start offsets now: sum of (high watermark - start); -1 when unreadable. */
+static int64_t stored_since(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *start) {
+    int64_t n = 0;
+    for (int i = 0; i < start->cnt; i++) {
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_query_watermark_offsets(rk, start->elems[i].topic, start->elems[i].partition, &lo, &hi, 5000))
+            return -1;
+        n += hi - start->elems[i].offset;
+    }
+    return n;
 }
 
 /** Count client-level errors (connection failures and the like). */
@@ -66,11 +82,14 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
 int kb_consumer_run(kb_consumer *c) {
     char err[KB_KERRLEN] = "";
     c->err[0] = 0;
+    c->stored_records = -1;
     uint8_t *seen = NULL;
-    if (c->expected > 0) {
-        seen = calloc((size_t)(c->expected + 7) / 8, 1);
+    int64_t hs = c->header_sample;
+    c->samples_expected = (c->expected > 0 && hs > 0) ? (c->expected + hs - 1) / hs : 0;
+    if (c->samples_expected > 0) {
+        seen = calloc((size_t)(c->samples_expected + 7) / 8, 1);
         if (!seen) {
-            snprintf(c->err, sizeof(c->err), "out of memory for %lld sequence numbers", (long long)c->expected);
+            snprintf(c->err, sizeof(c->err), "out of memory for %lld sequence numbers", (long long)c->samples_expected);
             return -1;
         }
     }
@@ -95,19 +114,30 @@ int kb_consumer_run(kb_consumer *c) {
         return -1;
     }
     rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *start = NULL;
     int tms = (int)(c->connect_timeout_s * 1000);
     if (kb_wait_reachable(rk, kb_props_get(&c->props, "bootstrap.servers"), tms, err, sizeof(err)) < 0) {
         snprintf(c->err, sizeof(c->err), "%s", err);
         goto out;
     }
-    if (assign_at_end(rk, c, tms) < 0)
+    if (assign_at_end(rk, c, tms, &start) < 0)
         goto out;
     atomic_store(&c->ready, 1);
     c->t_start = kb_now_ns();
     int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
+    int64_t target = c->expected, samples_seen = 0;
+    int rechecked = 0;
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
-        if (c->expected > 0 && c->unique >= c->expected)
-            break;
+        if (c->expected > 0 && c->records >= target && samples_seen >= c->samples_expected) {
+            if (rechecked)
+                break;
+            /* everything expected arrived: were more records (duplicates) stored than that? */
+            rechecked = 1;
+            c->stored_records = stored_since(rk, start);
+            if (c->stored_records > c->records)
+                target = c->stored_records;
+            continue;
+        }
         if (c->max_records > 0 && c->records >= c->max_records)
             break;
         int64_t now = kb_now_ns();
@@ -136,36 +166,45 @@ int kb_consumer_run(kb_consumer *c) {
             seq = kb_get_be64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
             run = kb_get_be64((const uint8_t *)hv + KB_HDR_RUN_OFF);
         }
+        if (t >= 0 && seq >= 0 && c->run_id && (uint64_t)run != c->run_id) {
+            c->foreign++; /* a sampled record of another run: not ours */
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        if (c->records == 0)
+            c->t_first = now;
+        c->t_last = now;
+        c->records++;
+        c->bytes += (int64_t)m->len;
         if (t < 0 || seq < 0) {
             c->no_header++;
-        } else if (c->run_id && (uint64_t)run != c->run_id) {
-            c->foreign++;
         } else {
-            if (c->records == 0)
-                c->t_first = now;
-            c->t_last = now;
-            c->records++;
-            c->bytes += (int64_t)m->len;
+            c->sampled++;
             kb_hist_record(c->e2e, now - t);
             if (seen) {
-                if (seq >= c->expected) {
+                if (seq % hs != 0 || seq / hs >= c->samples_expected) {
                     c->out_of_range++;
-                } else if (seen[seq >> 3] & (1u << (seq & 7))) {
-                    c->duplicates++;
+                } else if (seen[(seq / hs) >> 3] & (1u << ((seq / hs) & 7))) {
+                    c->sample_duplicates++;
                 } else {
-                    seen[seq >> 3] |= (uint8_t)(1u << (seq & 7));
-                    c->unique++;
+                    seen[(seq / hs) >> 3] |= (uint8_t)(1u << ((seq / hs) & 7));
+                    samples_seen++;
                 }
-            } else {
-                c->unique++;
             }
         }
         rd_kafka_message_destroy(m);
     }
     c->stopped = atomic_load(&c->stop);
+    c->duplicates = c->sample_duplicates;
+    if (c->expected > 0 && c->records - c->expected > c->duplicates)
+        c->duplicates = c->records - c->expected;
+    c->unique = c->records - c->duplicates;
+    c->samples_missing = c->samples_expected - samples_seen;
 out:
     c->t_end = kb_now_ns();
     atomic_store(&c->ready, 1); /* never leave a waiter hanging, even on error */
+    if (start)
+        rd_kafka_topic_partition_list_destroy(start);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     free(seen);

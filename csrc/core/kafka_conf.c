@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "secret.h"
 
 int kb_props_add(kb_props *p, const char *key, const char *val) {
     char **nk = realloc(p->keys, (p->n + 1) * sizeof(char *));
@@ -50,35 +51,10 @@ void kb_props_free(kb_props *p) {
     p->n = 0;
 }
 
-int kb_prop_is_secret(const char *key) {
-    static const char *const marks[] = {"password", "secret", "key.pem", "private", "sasl.oauthbearer.config",
-                                        "sasl.kerberos.keytab", NULL};
-    for (int i = 0; marks[i]; i++)
-        if (strstr(key, marks[i]))
-            return 1;
-    return 0;
-}
-
-/** Replace every occurrence of secret in s (in place, bounded by cap) with "[redacted]". */
-static void redact(char *s, size_t cap, const char *secret) {
-    size_t sl = strlen(secret);
-    if (sl == 0)
-        return;
-    char out[KB_KERRLEN];
-    size_t o = 0;
-    const char *r = s;
-    while (*r && o + 1 < sizeof(out)) {
-        if (strncmp(r, secret, sl) == 0) {
-            const char *rep = "[redacted]";
-            while (*rep && o + 1 < sizeof(out))
-                out[o++] = *rep++;
-            r += sl;
-        } else {
-            out[o++] = *r++;
-        }
-    }
-    out[o] = 0;
-    snprintf(s, cap, "%s", out);
+void kb_props_scrub(const kb_props *p, char *s, size_t cap) {
+    for (size_t i = 0; i < p->n; i++)
+        if (kb_is_secret_property(p->keys[i]))
+            kb_scrub_value(s, cap, p->vals[i]);
 }
 
 rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen) {
@@ -92,8 +68,7 @@ rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen) {
     for (size_t i = 0; i < p->n; i++) {
         char e[KB_KERRLEN] = "";
         if (rd_kafka_conf_set(conf, p->keys[i], p->vals[i], e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-            if (kb_prop_is_secret(p->keys[i]))
-                redact(e, sizeof(e), p->vals[i]);
+            kb_props_scrub(p, e, sizeof(e));
             snprintf(err, errlen, "%s", e);
             rd_kafka_conf_destroy(conf);
             return NULL;
@@ -137,4 +112,31 @@ int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, cha
              "(kbench cluster status) and bootstrap.servers is right",
              bootstrap ? bootstrap : "?", timeout_ms / 1000.0, rd_kafka_err2str(e));
     return -1;
+}
+
+int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    if (rd_kafka_conf_set(conf, "compression.codec", codec, err, errlen) == RD_KAFKA_CONF_OK) {
+        *lo = 1;
+        *hi = 0;
+        char v[16];
+        for (int level = -100; level <= 100; level++) {
+            snprintf(v, sizeof(v), "%d", level);
+            if (rd_kafka_conf_set(conf, "compression.level", v, NULL, 0) != RD_KAFKA_CONF_OK)
+                continue;
+            if (*lo > *hi)
+                *lo = level;
+            *hi = level;
+        }
+        rc = *lo <= *hi ? 0 : -1;
+        if (rc < 0)
+            snprintf(err, errlen, "librdkafka accepts no compression.level for codec %s", codec);
+    }
+    rd_kafka_conf_destroy(conf);
+    return rc;
 }

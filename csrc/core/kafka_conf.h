@@ -27,13 +27,16 @@ const char *kb_props_get(const kb_props *p, const char *key);
 /** Free every string and reset to empty. */
 void kb_props_free(kb_props *p);
 
-/** 1 when a property's value must never be printed (passwords, keys, secrets). */
-int kb_prop_is_secret(const char *key);
+/**
+ * Replace in s (buffer of cap bytes) every value of p whose property is secret
+ * (kb_is_secret_property(), secret.h) and long enough to scrub.
+ */
+void kb_props_scrub(const kb_props *p, char *s, size_t cap);
 
 /**
  * A new rd_kafka_conf_t holding every property of p, applied in order.  On
  * failure returns NULL with librdkafka's message in err (secret values
- * replaced by "[redacted]").
+ * scrubbed by kb_props_scrub()).
  */
 rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen);
 
@@ -48,5 +51,13 @@ rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *err
  * 0 on success, else -1 with a one-line message naming the bootstrap servers.
  */
 int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, char *err, size_t errlen);
+
+/**
+ * The compression.level values the linked librdkafka accepts with
+ * compression.codec = codec, asked of librdkafka itself (rd_kafka_conf_set on
+ * a throw-away conf, levels -100..100): 0 with [*lo, *hi], or -1 with
+ * librdkafka's message in err when it refuses the codec or every level.
+ */
+int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen);
 
 #endif

@@ -15,36 +15,54 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
-
-void kb_errcount_add(kb_errcount *e, int code) {
-    for (int i = 0; i < e->n; i++)
-        if (e->code[i] == code) {
-            e->count[i]++;
-            return;
-        }
-    if (e->n < KB_MAX_ERR_CODES) {
-        e->code[e->n] = code;
-        e->count[e->n++] = 1;
-    } else {
-        e->other++;
-    }
-}
-
-/** Big-endian 8-byte encoding of v. */
-static void be64(uint8_t *b, uint64_t v) {
-    for (int i = 7; i >= 0; i--) {
-        b[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
+#include "wire.h"
+#include "pacing.h"
 
 /** Due time of message seq on the fixed-rate schedule. */
 static inline int64_t due_of(const kb_producer *p, int64_t seq) {
-    return p->t0 + (int64_t)((double)seq * (1e9 / p->rate));
+    kb_pace s = {.t0 = p->t0, .rate = p->rate};
+    return kb_pace_due(&s, seq);
+}
+
+#define KB_MAX_SLOTS (1 << 27)
+
+/** A free slot for one in-flight message (grows by doubling), or -1 when out of memory. */
+static int32_t slot_take(kb_producer *p, int64_t seq, int64_t sent) {
+    if (p->slot_nfree == 0) {
+        int32_t ncap = p->slot_cap ? p->slot_cap * 2 : 4096;
+        if (ncap > KB_MAX_SLOTS)
+            return -1;
+        int64_t *a = realloc(p->slot_seq, (size_t)ncap * sizeof(int64_t));
+        if (a)
+            p->slot_seq = a;
+        int64_t *b = realloc(p->slot_sent, (size_t)ncap * sizeof(int64_t));
+        if (b)
+            p->slot_sent = b;
+        int32_t *f = realloc(p->slot_free, (size_t)ncap * sizeof(int32_t));
+        if (f)
+            p->slot_free = f;
+        if (!a || !b || !f)
+            return -1;
+        for (int32_t i = ncap - 1; i >= p->slot_cap; i--)
+            p->slot_free[p->slot_nfree++] = i;
+        p->slot_cap = ncap;
+    }
+    int32_t i = p->slot_free[--p->slot_nfree];
+    p->slot_seq[i] = seq;
+    p->slot_sent[i] = sent;
+    return i;
+}
+
+static void slot_put(kb_producer *p, int32_t i) {
+    if (i >= 0 && i < p->slot_cap)
+        p->slot_free[p->slot_nfree++] = i;
 }
 
 /** Delivery report: count and record latencies (runs in the loop's thread). */
@@ -52,6 +70,11 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     (void)rk;
     kb_producer *p = opaque;
     int64_t now = kb_now_ns();
+    int32_t slot = (int32_t)(intptr_t)m->_private;
+    if (slot < 0 || slot >= p->slot_cap)
+        return;
+    int64_t seq = p->slot_seq[slot], sent = p->slot_sent[slot];
+    slot_put(p, slot);
     if (m->err) {
         p->failed++;
         p->dr_failed++;
@@ -59,22 +82,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     }
     p->delivered++;
-    if (p->no_headers) { /* the opaque is the send time */
-        kb_hist_record(p->service, now - (int64_t)(intptr_t)m->_private);
-        return;
-    }
-    rd_kafka_headers_t *h = NULL;
-    const void *v;
-    size_t sz;
-    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, KB_HDR_NAME, &v, &sz) ||
-        sz != KB_HDR_LEN)
-        return;
-    int64_t sent = kb_get_be64((const uint8_t *)v + KB_HDR_TIME_OFF);
     kb_hist_record(p->service, now - sent);
-    if (p->mode == KB_MODE_FIXED_RATE) {
-        int64_t seq = (int64_t)(intptr_t)m->_private;
+    if (p->mode == KB_MODE_FIXED_RATE)
         kb_hist_record(p->corrected, now - due_of(p, seq));
-    }
 }
 
 /** Statistics JSON: one object per line in the statistics file. */
@@ -106,11 +116,11 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
 /** Build the kbench header for one message (one allocation for the list, one for the header). */
 static rd_kafka_headers_t *make_headers(int64_t sent, int64_t seq, uint64_t run_id) {
     uint8_t b[KB_HDR_LEN];
-    be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
-    be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
-    be64(b + KB_HDR_RUN_OFF, run_id);
+    kb_put_be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
+    kb_put_be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
+    kb_put_be64(b + KB_HDR_RUN_OFF, run_id);
     rd_kafka_headers_t *h = rd_kafka_headers_new(1);
-    rd_kafka_header_add(h, KB_HDR_NAME, 2, b, KB_HDR_LEN);
+    rd_kafka_header_add(h, KB_HDR_NAME, KB_HDR_NAME_LEN, b, KB_HDR_LEN);
     return h;
 }
 
@@ -121,20 +131,41 @@ static void sleep_until(int64_t t) {
     }
 }
 
-/** Wait until due, serving callbacks meanwhile; never sleeps past due by design. */
-static void wait_due(rd_kafka_t *rk, int64_t due) {
+/**
+ * Wait until the absolute time t, never spinning.  With an event fd (librdkafka
+ * writes to it when a delivery report reaches the empty main queue), sleep in
+ * ppoll() and serve reports the moment they arrive, so an ack's time is not
+ * rounded up to the next wake; without one, sleep and serve them at the wake.
+ */
+static void wait_until(rd_kafka_t *rk, int efd, int64_t t) {
     for (;;) {
-        int64_t left = due - kb_now_ns();
+        int64_t left = t - kb_now_ns();
         if (left <= 0)
             return;
-        if (left > 2000000) {
-            rd_kafka_poll(rk, (int)(left / 1000000) - 1);
-        } else if (left > 40000) {
-            rd_kafka_poll(rk, 0);
-            sleep_until(due - 20000);
+        if (efd < 0) {
+            if (left > 2000000) {
+                rd_kafka_poll(rk, (int)(left / 1000000) - 1);
+                continue;
+            }
+            sleep_until(t);
+            return;
         }
-        /* else spin the last few µs */
+        struct pollfd pfd = {.fd = efd, .events = POLLIN};
+        struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+        if (ppoll(&pfd, 1, &ts, NULL) > 0) {
+            uint64_t v;
+            if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+                /* nothing to do: the next poll serves whatever is queued */
+            }
+            rd_kafka_poll(rk, 0); /* drains the queue, so the next report signals again */
+        }
     }
+}
+
+/** Take the per-thread CPU sample that opens the window, once, when due. */
+static inline void cpu_mark(kb_producer *p, int64_t now) {
+    if (p->cpu_skip_s >= 0 && !p->cpu_start.ok && now >= p->t0 + (int64_t)(p->cpu_skip_s * 1e9))
+        kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_start);
 }
 
 /** Check the topic exists (metadata); 0 or -1 with err set. */
@@ -157,12 +188,90 @@ static int check_topic(rd_kafka_t *rk, const char *topic, int tms, char *err, si
     return rc;
 }
 
+/** Key of message seq under the key policy (NULL = no key). */
+static const char *key_of(const kb_producer *p, char **keys, int64_t seq, uint64_t *rnd, size_t *klen) {
+    *klen = 0;
+    if (!keys)
+        return NULL;
+    int64_t k;
+    if (p->key_policy == KB_KEYS_ROUND_ROBIN) {
+        k = seq % p->nkeys;
+    } else {
+        *rnd ^= *rnd << 13;
+        *rnd ^= *rnd >> 7;
+        *rnd ^= *rnd << 17;
+        k = (int64_t)(*rnd % (uint64_t)p->nkeys);
+    }
+    const char *key = keys[k];
+    *klen = key ? strlen(key) : 0;
+    return key;
+}
+
+/**
+ * Produce message seq (due at `due`, 0 in saturated mode), waiting for room
+ * while the queue is full.  0 when sent; 1 when the loop must end (stop
+ * requested while the queue was full, or no memory for a slot).
+ */
+static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64_t seq, int64_t due, size_t rec,
+                    const char *key, size_t klen) {
+    const uint8_t *val = p->payload + p->offsets[rec];
+    size_t vlen = (size_t)(p->offsets[rec + 1] - p->offsets[rec]);
+    int with_header = p->header_sample > 0 && seq % p->header_sample == 0;
+    rd_kafka_resp_err_t e;
+    int64_t sent;
+    for (;;) {
+        sent = kb_now_ns();
+        int32_t slot = slot_take(p, seq, sent);
+        if (slot < 0) {
+            snprintf(p->err, sizeof(p->err), "out of memory for in-flight message slots");
+            return 1;
+        }
+        if (with_header) {
+            rd_kafka_headers_t *hdrs = make_headers(sent, seq, p->run_id);
+            e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition), RD_KAFKA_V_MSGFLAGS(0),
+                                  RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_KEY(key, klen),
+                                  RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(intptr_t)slot), RD_KAFKA_V_END);
+            if (e)
+                rd_kafka_headers_destroy(hdrs);
+        } else {
+            e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition), RD_KAFKA_V_MSGFLAGS(0),
+                                  RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_KEY(key, klen),
+                                  RD_KAFKA_V_OPAQUE((void *)(intptr_t)slot), RD_KAFKA_V_END);
+        }
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+        slot_put(p, slot);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || atomic_load(&p->stop))
+            break;
+        p->queue_full++;
+        rd_kafka_poll(rk, 10); /* wait for deliveries to make room */
+    }
+    if (e) {
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            return 1; /* stop requested while the queue was full */
+        p->failed++;
+        kb_errcount_add(&p->dr_errors, e);
+        return 0;
+    }
+    if (p->sent == 0)
+        p->t_first_send = sent;
+    p->t_last_send = sent;
+    p->sent++;
+    p->sampled += with_header;
+    p->bytes += (int64_t)vlen;
+    if (p->mode == KB_MODE_FIXED_RATE) {
+        kb_hist_record(p->delay, sent - due);
+        p->t_last_due = due;
+    }
+    return 0;
+}
+
 int kb_producer_run(kb_producer *p) {
     char err[KB_KERRLEN] = "";
     p->err[0] = 0;
-    if (p->nrec == 0 || !p->topic || (p->count <= 0 && p->duration_s <= 0) ||
-        (p->mode == KB_MODE_FIXED_RATE && (!(p->rate > 0) || p->no_headers))) {
-        snprintf(p->err, sizeof(p->err), "bad producer arguments (records, count/duration or rate)");
+    if (p->nrec == 0 || !p->topic || (p->count <= 0 && p->duration_s <= 0) || p->header_sample < 0 ||
+        (p->mode == KB_MODE_FIXED_RATE && !(p->rate > 0))) {
+        snprintf(p->err, sizeof(p->err), "bad producer arguments (records, count/duration, rate or header sample)");
         return -1;
     }
     rd_kafka_conf_t *conf = kb_conf_new(&p->props, err, sizeof(err));
@@ -211,88 +320,75 @@ int kb_producer_run(kb_producer *p) {
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 
     uint64_t rnd = 0x9E3779B97F4A7C15ULL ^ p->run_id;
-    int64_t end_ns = p->duration_s > 0 ? 0 : INT64_MAX;
+    int64_t end_ns = INT64_MAX;
     p->t0 = kb_now_ns() + 1000000; /* first message due 1 ms from now */
     if (p->duration_s > 0)
         end_ns = p->t0 + (int64_t)(p->duration_s * 1e9);
     int64_t seq = 0;
     size_t rec = 0;
-    while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
-        if (p->count > 0 && seq >= p->count)
-            break;
-        int64_t due = 0;
-        if (p->mode == KB_MODE_FIXED_RATE) {
-            due = due_of(p, seq);
-            if (due >= end_ns)
+    int halt = 0;
+    if (p->mode == KB_MODE_FIXED_RATE) {
+        kb_pace pace = {.t0 = p->t0,
+                        .rate = p->rate,
+                        .tick_ns = p->tick_ns > 0 ? p->tick_ns : KB_DEFAULT_TICK_NS,
+                        .count = p->count,
+                        .end_ns = end_ns};
+        /* delivery reports wake the loop through an event fd (no fd: served at the wakes) */
+        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        rd_kafka_queue_t *mainq = efd >= 0 ? rd_kafka_queue_get_main(rk) : NULL;
+        if (mainq) {
+            static const uint64_t one = 1;
+            rd_kafka_queue_io_event_enable(mainq, efd, &one, sizeof(one));
+            rd_kafka_poll(rk, 0); /* the queue must be empty for the next report to signal */
+        } else if (efd >= 0) {
+            close(efd);
+            efd = -1;
+        }
+        int64_t wake = p->t0;
+        while (!halt && !atomic_load_explicit(&p->stop, memory_order_relaxed) && !kb_pace_done(&pace, seq)) {
+            wait_until(rk, efd, wake);
+            p->wakes++;
+            int64_t now = kb_now_ns();
+            cpu_mark(p, now);
+            int64_t upto = kb_pace_due_by(&pace, seq, now);
+            while (seq < upto && !halt) {
+                size_t klen;
+                const char *key = key_of(p, keys, seq, &rnd, &klen);
+                halt = send_one(p, rk, rkt, seq, kb_pace_due(&pace, seq), rec, key, klen) ||
+                       atomic_load_explicit(&p->stop, memory_order_relaxed);
+                seq++;
+                if (++rec == p->nrec)
+                    rec = 0;
+                if ((seq & 63) == 0)
+                    rd_kafka_poll(rk, 0);
+            }
+            rd_kafka_poll(rk, 0); /* delivery reports between ticks */
+            wake = kb_pace_wake(&pace, seq, wake);
+        }
+        if (mainq) {
+            rd_kafka_queue_io_event_enable(mainq, -1, NULL, 0);
+            rd_kafka_queue_destroy(mainq);
+            close(efd);
+        }
+    } else {
+        while (!halt && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+            if (p->count > 0 && seq >= p->count)
                 break;
-            wait_due(rk, due);
-        } else if ((seq & 1023) == 0 && kb_now_ns() >= end_ns) {
-            break;
-        }
-        const char *key = NULL;
-        size_t klen = 0;
-        if (keys) {
-            int64_t k;
-            if (p->key_policy == KB_KEYS_ROUND_ROBIN) {
-                k = seq % p->nkeys;
-            } else {
-                rnd ^= rnd << 13;
-                rnd ^= rnd >> 7;
-                rnd ^= rnd << 17;
-                k = (int64_t)(rnd % (uint64_t)p->nkeys);
-            }
-            key = keys[k];
-            klen = key ? strlen(key) : 0;
-        }
-        const uint8_t *val = p->payload + p->offsets[rec];
-        size_t vlen = (size_t)(p->offsets[rec + 1] - p->offsets[rec]);
-        rd_kafka_resp_err_t e;
-        int64_t sent;
-        for (;;) {
-            sent = kb_now_ns();
-            if (p->no_headers) {
-                e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition),
-                                      RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE((void *)val, vlen),
-                                      RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_OPAQUE((void *)(intptr_t)sent),
-                                      RD_KAFKA_V_END);
-                if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+            if ((seq & 1023) == 0) {
+                int64_t now = kb_now_ns();
+                if (now >= end_ns)
                     break;
-            } else {
-                rd_kafka_headers_t *hdrs = make_headers(sent, seq, p->run_id);
-                e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition),
-                                      RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE((void *)val, vlen),
-                                      RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_HEADERS(hdrs),
-                                      RD_KAFKA_V_OPAQUE((void *)(intptr_t)seq), RD_KAFKA_V_END);
-                if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
-                    break;
-                rd_kafka_headers_destroy(hdrs);
+                cpu_mark(p, now);
             }
-            if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || atomic_load(&p->stop))
-                break;
-            p->queue_full++;
-            rd_kafka_poll(rk, 10); /* wait for deliveries to make room */
+            size_t klen;
+            const char *key = key_of(p, keys, seq, &rnd, &klen);
+            halt = send_one(p, rk, rkt, seq, 0, rec, key, klen);
+            seq++;
+            if (++rec == p->nrec)
+                rec = 0;
+            if ((seq & 63) == 0)
+                rd_kafka_poll(rk, 0);
         }
-        if (e) {
-            if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                break; /* stop requested while the queue was full */
-            p->failed++;
-            kb_errcount_add(&p->dr_errors, e);
-        } else {
-            if (p->sent == 0)
-                p->t_first_send = sent;
-            p->t_last_send = sent;
-            p->sent++;
-            p->bytes += (int64_t)vlen;
-            if (p->mode == KB_MODE_FIXED_RATE) {
-                kb_hist_record(p->delay, sent - due);
-                p->t_last_due = due;
-            }
-        }
-        seq++;
-        if (++rec == p->nrec)
-            rec = 0;
-        if ((seq & 63) == 0)
-            rd_kafka_poll(rk, 0);
     }
     /* flush: bounded, interruptible */
     int64_t flush_end = kb_now_ns() + (int64_t)(p->flush_timeout_s * 1e9);
@@ -304,6 +400,9 @@ int kb_producer_run(kb_producer *p) {
         rd_kafka_flush(rk, 2000); /* serve the purged messages' reports */
     }
     p->t_end = kb_now_ns();
+    /* close the CPU window while the client's threads are still alive to be read */
+    if (p->cpu_start.ok)
+        kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_end);
     p->undelivered = p->sent - p->delivered - p->dr_failed;
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
@@ -313,5 +412,11 @@ int kb_producer_run(kb_producer *p) {
             free(keys[k]);
         free(keys);
     }
+    free(p->slot_seq);
+    free(p->slot_sent);
+    free(p->slot_free);
+    p->slot_seq = p->slot_sent = NULL;
+    p->slot_free = NULL;
+    p->slot_cap = p->slot_nfree = 0;
     return p->err[0] ? -1 : 0;
 }

@@ -1,7 +1,8 @@
 /*
  * producer.h - the producer loop over librdkafka: fixed-rate (schedule-based,
- * coordinated-omission-corrected) or saturated; each message carries a header
- * with the monotonic send time, sequence number and run id.
+ * coordinated-omission-corrected, sleeping between ticks) or saturated; one
+ * message in header_sample carries a header with the monotonic send time,
+ * sequence number and run id (the consumer's end-to-end latency sample).
  */
 #ifndef KBENCH_PRODUCER_H
 #define KBENCH_PRODUCER_H
@@ -10,45 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errcount.h"
 #include "histogram.h"
 #include "kafka_conf.h"
+#include "threadcpu.h"
 
 #define KB_MODE_SATURATED 0
 #define KB_MODE_FIXED_RATE 1
 #define KB_KEYS_NONE 0
 #define KB_KEYS_ROUND_ROBIN 1
 #define KB_KEYS_RANDOM 2
-#define KB_MAX_ERR_CODES 32
-
-/**
- * Every kbench message carries one header, "kb", of 24 bytes: three
- * big-endian 64-bit values at these offsets.
- */
-#define KB_HDR_NAME "kb"
-#define KB_HDR_LEN 24
-#define KB_HDR_TIME_OFF 0 /* CLOCK_MONOTONIC ns at produce() */
-#define KB_HDR_SEQ_OFF 8  /* sequence number, 0-based */
-#define KB_HDR_RUN_OFF 16 /* run id */
-
-/** Read a big-endian 64-bit value. */
-static inline int64_t kb_get_be64(const void *p) {
-    const uint8_t *b = p;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return (int64_t)v;
-}
-
-/** Error code -> count (librdkafka error codes). */
-typedef struct {
-    int n;
-    int code[KB_MAX_ERR_CODES];
-    int64_t count[KB_MAX_ERR_CODES];
-    int64_t other; /* codes beyond the table */
-} kb_errcount;
-
-/** Count one occurrence of code in e. */
-void kb_errcount_add(kb_errcount *e, int code);
+#define KB_DEFAULT_TICK_NS 500000 /* minimum time between two wakes of the fixed-rate loop */
+#define KB_CLIENT_THREAD_PREFIX "rdk:" /* librdkafka names its threads rdk:main, rdk:broker<id>, ... */
 
 /** A producer run: inputs set by the caller, outputs filled by kb_producer_run(). */
 typedef struct {
@@ -67,7 +41,9 @@ typedef struct {
     int32_t partition;       /* -1 = librdkafka's partitioner */
     uint64_t run_id;
     const char *stats_path;  /* NULL = no statistics file */
-    int no_headers;          /* saturated only: send no kb header (peer-equal bytes; no e2e, no sequence check) */
+    int64_t header_sample;   /* kb header on messages whose seq % header_sample == 0; 0 = none */
+    int64_t tick_ns;         /* fixed-rate: minimum time between two wakes (0 = KB_DEFAULT_TICK_NS) */
+    double cpu_skip_s;       /* per-thread CPU window from t0 + cpu_skip_s to the end of the flush; < 0 = none */
     double flush_timeout_s;
     double connect_timeout_s;
     atomic_int stop;         /* set from another thread to stop cleanly */
@@ -77,10 +53,17 @@ typedef struct {
     kb_hist *corrected;      /* delivery - due (fixed-rate) */
     int64_t sent, delivered, failed, dr_failed, bytes, queue_full, stats_count, undelivered;
     int64_t t0, t_first_send, t_last_send, t_last_due, t_end;
+    int64_t sampled;         /* messages sent with a kb header */
+    int64_t wakes;           /* fixed-rate: times the loop woke up */
+    kb_thread_cpu cpu_start, cpu_end; /* per-thread CPU window (cpu_start.ok = 0: not taken) */
     int stopped;             /* 1 when stop was requested */
     kb_errcount dr_errors;   /* delivery errors by code */
     kb_errcount client_errors; /* error_cb events by code */
     char err[KB_KERRLEN];
+    /* private: in-flight message slots (seq and send time), indexed by the message opaque */
+    int64_t *slot_seq, *slot_sent;
+    int32_t *slot_free;
+    int32_t slot_cap, slot_nfree;
 } kb_producer;
 
 /**

@@ -46,6 +46,23 @@ static PyObject *take_hist(kb_hist **h) {
 
 /* ------------------------------------------------------------------ Producer */
 
+/**
+ * The per-thread CPU window of a run as a dict of seconds (None when it was
+ * not taken): usr_s/sys_s of the whole process, client_* of the client
+ * library's threads, loadgen_* of every other thread, loop_* of the loop
+ * thread alone, wall_s; start_ns (CLOCK_MONOTONIC) where the window begins.
+ */
+static PyObject *thread_cpu_window(const kb_thread_cpu *a, const kb_thread_cpu *b) {
+    if (!a->ok || !b->ok)
+        Py_RETURN_NONE;
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:L}", "usr_s", b->proc_usr - a->proc_usr, "sys_s",
+                         b->proc_sys - a->proc_sys, "wall_s", (double)(b->t_ns - a->t_ns) / 1e9, "client_usr_s",
+                         b->client_usr - a->client_usr, "client_sys_s", b->client_sys - a->client_sys,
+                         "loadgen_usr_s", b->other_usr - a->other_usr, "loadgen_sys_s", b->other_sys - a->other_sys,
+                         "loop_usr_s", b->loop_usr - a->loop_usr, "loop_sys_s", b->loop_sys - a->loop_sys,
+                         "client_threads", b->client_threads, "start_ns", (long long)a->t_ns);
+}
+
 typedef struct {
     PyObject_HEAD kb_producer *p;
     Py_buffer payload, offsets;
@@ -73,16 +90,17 @@ static void producer_dealloc(ProducerObject *o) {
 static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
                              "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
-                             "stats_path", "flush_timeout", "connect_timeout", "headers", NULL};
+                             "stats_path", "flush_timeout", "connect_timeout", "header_sample", "tick",
+                             "cpu_skip", NULL};
     PyObject *props;
     const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
     PyObject *payload, *offsets;
-    double rate = 0, duration = 0, flush_to = 30, conn_to = 10;
-    long long count = 0, nkeys = 0, run_id = 0;
-    int partition = -1, headers = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddp:Producer", kwlist, &PyDict_Type, &props, &topic,
+    double rate = 0, duration = 0, flush_to = 30, conn_to = 10, tick = KB_DEFAULT_TICK_NS / 1e9, cpu_skip = -1;
+    long long count = 0, nkeys = 0, run_id = 0, header_sample = 1;
+    int partition = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLdd:Producer", kwlist, &PyDict_Type, &props, &topic,
                                      &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
-                                     &run_id, &stats, &flush_to, &conn_to, &headers))
+                                     &run_id, &stats, &flush_to, &conn_to, &header_sample, &tick, &cpu_skip))
         return NULL;
     ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
     if (!o)
@@ -129,11 +147,18 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
         PyErr_Format(PyExc_ValueError, "fixed-rate needs rate > 0 messages/s, got %g", rate);
         goto fail;
     }
-    if (!headers && p->mode != KB_MODE_SATURATED) {
-        PyErr_SetString(PyExc_ValueError, "headers=False is only for saturated runs (fixed-rate needs the kb header)");
+    if (header_sample < 0) {
+        PyErr_Format(PyExc_ValueError, "header_sample must be >= 0 (0 = no kb header), got %lld", header_sample);
         goto fail;
     }
-    p->no_headers = !headers;
+    if (!(tick >= 0) || tick > 1.0) {
+        PyErr_Format(PyExc_ValueError, "tick must be in 0..1 s (0 = the default %g s), got %g",
+                     KB_DEFAULT_TICK_NS / 1e9, tick);
+        goto fail;
+    }
+    p->header_sample = header_sample;
+    p->tick_ns = (int64_t)(tick * 1e9);
+    p->cpu_skip_s = cpu_skip;
     if (count <= 0 && !(duration > 0)) {
         PyErr_SetString(PyExc_ValueError, "give count > 0 or duration > 0");
         goto fail;
@@ -193,11 +218,15 @@ static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
     rc = kb_producer_run(p);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, p->err);
-        return NULL;
+        return kb_py_kafka_error(&p->props, p->err);
     }
+    PyObject *cpu = thread_cpu_window(&p->cpu_start, &p->cpu_end);
+    if (!cpu)
+        return NULL;
     return Py_BuildValue(
-        "{s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "mode",
+        "{s:N,s:L,s:L,s:L,s:L,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "cpu",
+        cpu, "header_sample", (long long)p->header_sample, "sampled", (long long)p->sampled, "wakes",
+        (long long)p->wakes, "tick_ns", (long long)(p->tick_ns > 0 ? p->tick_ns : KB_DEFAULT_TICK_NS), "mode",
         p->mode == KB_MODE_FIXED_RATE ? "fixed-rate" : "saturated", "sent", (long long)p->sent, "delivered",
         (long long)p->delivered, "failed", (long long)p->failed, "undelivered", (long long)p->undelivered, "bytes",
         (long long)p->bytes, "queue_full", (long long)p->queue_full, "stats_count", (long long)p->stats_count, "t0_ns",
@@ -228,7 +257,8 @@ static PyTypeObject ProducerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
               "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
-              "connect_timeout=10, headers=True): the C producer loop (see kbench.drivers).",
+              "connect_timeout=10, header_sample=1, tick=0.0005, cpu_skip=-1): the C producer loop\n"
+              "(see kbench.kafka.drivers).",
     .tp_methods = producer_methods,
     .tp_new = producer_new,
 };
@@ -251,16 +281,18 @@ static void consumer_dealloc(ConsumerObject *o) {
 }
 
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"props", "topic", "run_id", "expected", "max_records", "timeout", "connect_timeout", NULL};
+    static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
+                             "timeout", "connect_timeout", "header_sample", NULL};
     PyObject *props;
     const char *topic;
-    long long run_id = 0, expected = 0, max_records = 0;
+    long long run_id = 0, expected = 0, max_records = 0, header_sample = 1;
     double timeout = 60, conn_to = 10;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLdd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
-                                     &expected, &max_records, &timeout, &conn_to))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddL:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+                                     &expected, &max_records, &timeout, &conn_to, &header_sample))
         return NULL;
-    if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0) {
-        PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, expected/max_records >= 0");
+    if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "timeout and connect_timeout must be > 0, expected/max_records/header_sample >= 0");
         return NULL;
     }
     ConsumerObject *o = (ConsumerObject *)type->tp_alloc(type, 0);
@@ -280,6 +312,7 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->e2e = kb_hist_new();
     c->run_id = (uint64_t)run_id;
     c->expected = expected;
+    c->header_sample = header_sample;
     c->max_records = max_records;
     c->timeout_s = timeout;
     c->connect_timeout_s = conn_to;
@@ -302,10 +335,12 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
     rc = kb_consumer_run(c);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, c->err);
-        return NULL;
+        return kb_py_kafka_error(&c->props, c->err);
     }
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}", "records",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}",
+                         "sampled", (long long)c->sampled, "samples_expected", (long long)c->samples_expected,
+                         "samples_missing", (long long)c->samples_missing, "sample_duplicates",
+                         (long long)c->sample_duplicates, "stored_records", (long long)c->stored_records, "records",
                          (long long)c->records, "bytes", (long long)c->bytes, "unique", (long long)c->unique,
                          "duplicates", (long long)c->duplicates, "out_of_range", (long long)c->out_of_range,
                          "foreign", (long long)c->foreign, "no_header", (long long)c->no_header, "start_ns",
@@ -343,16 +378,45 @@ static PyTypeObject ConsumerType = {
     .tp_basicsize = sizeof(ConsumerObject),
     .tp_dealloc = (destructor)consumer_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Consumer(props, topic, run_id=0, expected=0, max_records=0, timeout=60, connect_timeout=10):\n"
+    .tp_doc = "Consumer(props, topic, run_id=0, expected=0, max_records=0, timeout=60, connect_timeout=10,\n"
+              "header_sample=1):\n"
               "the C consumer loop (see kbench.drivers).",
     .tp_methods = consumer_methods,
     .tp_getset = consumer_getset,
     .tp_new = consumer_new,
 };
 
+/* ------------------------------------------------------------------ client validation */
+
+static PyObject *py_client_level_range(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *codec;
+    if (!PyArg_ParseTuple(args, "s:client_level_range", &codec))
+        return NULL;
+    int lo = 0, hi = 0;
+    char err[KB_KERRLEN] = "";
+    if (kb_client_level_range(codec, &lo, &hi, err, sizeof(err)) < 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", lo, hi);
+}
+
+static PyMethodDef level_range_def = {
+    "client_level_range", py_client_level_range, METH_VARARGS,
+    "client_level_range(codec) -> (lo, hi): the compression.level values the linked librdkafka accepts for\n"
+    "compression.codec = codec, asked of librdkafka (ValueError with its message when it refuses the codec)"};
+
 int kb_py_drivers_init(PyObject *m) {
     if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&ConsumerType) < 0)
         return -1;
+    PyObject *name = PyModule_GetNameObject(m);
+    PyObject *f = name ? PyCFunction_NewEx(&level_range_def, NULL, name) : NULL;
+    Py_XDECREF(name);
+    if (!f || PyModule_AddObject(m, "client_level_range", f) < 0) {
+        Py_XDECREF(f);
+        return -1;
+    }
     if (PyModule_AddObjectRef(m, "Producer", (PyObject *)&ProducerType) < 0)
         return -1;
     return PyModule_AddObjectRef(m, "Consumer", (PyObject *)&ConsumerType);

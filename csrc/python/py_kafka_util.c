@@ -40,6 +40,15 @@ int kb_py_props(PyObject *dict, kb_props *p) {
     return 0;
 }
 
+PyObject *kb_py_kafka_error(const kb_props *p, const char *msg) {
+    char buf[KB_KERRLEN];
+    snprintf(buf, sizeof(buf), "%s", msg);
+    if (p)
+        kb_props_scrub(p, buf, sizeof(buf));
+    PyErr_SetString(kb_KafkaError, buf);
+    return NULL;
+}
+
 int kb_py_kafka_util_init(PyObject *m) {
     kb_KafkaError = PyErr_NewExceptionWithDoc("kbench.KafkaError",
                                               "A Kafka client operation failed; the message is librdkafka's own.",

@@ -20,6 +20,12 @@ extern PyObject *kb_KafkaError;
  */
 int kb_py_props(PyObject *dict, kb_props *p);
 
+/**
+ * Raise KafkaError with msg, every secret value of p (kb_props_scrub) replaced first; returns
+ * NULL.  Every librdkafka message reaching Python goes through here.
+ */
+PyObject *kb_py_kafka_error(const kb_props *p, const char *msg);
+
 /** Create KafkaError and add it to module m; 0 or -1. */
 int kb_py_kafka_util_init(PyObject *m);
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench import _native
+from kbench.commands.args import key_value
+from kbench.kafka import admin
 from kbench.kafka.cluster import (
     DEFAULT_HEAP,
     DEFAULT_PORT_BASE,
@@ -18,13 +19,9 @@ from kbench.kafka.cluster import (
     status,
 )
 from kbench.kafka.kafka_dist import KafkaDistError
+from kbench.model import limits
 
-
-def _kv(text: str) -> tuple[str, str]:
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. --broker-config num.io.threads=4)")
-    k, v = text.split("=", 1)
-    return k.strip(), v.strip()
+_KV = key_value("--broker-config num.io.threads=4")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     up.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
     up.add_argument(
         "--broker-config",
-        type=_kv,
+        type=_KV,
         action="append",
         default=[],
         metavar="K=V",
@@ -56,6 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help=f"node i listens on BASE+i-1 and its controller on BASE+100+i-1 (default {DEFAULT_PORT_BASE}; 0 = free ports)",
     )
     up.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    up.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="start brokers without the Prometheus JMX exporter (default: on BASE+200+i-1, docs/remote.md)",
+    )
     up.set_defaults(func=_up)
 
     st = csub.add_parser("status", help="show the cluster's brokers, pids and whether they are alive")
@@ -81,9 +83,12 @@ def _print_state(d: Path, alive: dict[int, bool] | None = None) -> None:
         print(
             f"  node {b.node_id}: pid {b.pid} port {b.port} controller {b.controller_port} data {b.data_dir} logs {b.log_dir}{extra}"
         )
+    if st.metrics_urls:
+        print(f"broker metrics: {','.join(st.metrics_urls)}")
 
 
 def _up(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         c = LocalCluster(
@@ -94,6 +99,7 @@ def _up(args: argparse.Namespace) -> int:
             port_base=args.port_base,
             start_timeout=args.timeout,
             die_with_parent=False,
+            metrics=not args.no_metrics,
         )
         c.start()
     except (ClusterError, KafkaDistError) as e:
@@ -111,15 +117,16 @@ def _status(args: argparse.Namespace) -> int:
         _print_state(d, alive)
         if not all(alive.values()):
             return 1
-        md = _native.metadata({"bootstrap.servers": read_state(d).bootstrap_servers}, timeout=5.0)
+        md = admin.metadata({"bootstrap.servers": read_state(d).bootstrap_servers}, timeout=5.0)
         print(f"registered brokers: {sorted(b[0] for b in md['brokers'])}; topics: {len(md['topics'])}")
-    except (ClusterError, _native.KafkaError) as e:
+    except (ClusterError, admin.KafkaError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
+    limits.check("--timeout", args.timeout, "timeout_s")
     d = _dir(args)
     try:
         pids = down(d, timeout=args.timeout)

@@ -7,8 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from kbench.model import codecs, corpus, microbench
+from kbench.model import codecs, corpus, limits, microbench
 from kbench.model.codecs import CodecSpec
+from kbench.model.paths import output_file_problem
 
 DEFAULT_CODECS = "zstd:1,zstd:3,lz4,snappy,gzip:6"
 DEFAULT_BLOCKS = "16384,65536,1048576"
@@ -35,9 +36,11 @@ def _blocks(text: str) -> list[int]:
             v = int(t) * mult
         except ValueError:
             raise ValueError(f"bad block size '{t}' in --block-sizes; give bytes like 16384,65536 or 16k,1m") from None
-        if v <= 0:
-            raise ValueError(f"block size must be > 0, got {v}; give e.g. --block-sizes 16384")
-        out.append(v)
+        out.append(int(limits.check("--block-sizes", v, "block_size")))
+    if not out:
+        raise ValueError("--block-sizes is empty; give e.g. --block-sizes 16384,65536")
+    if len(set(out)) != len(out):
+        raise ValueError("--block-sizes: a size is listed twice; list each once")
     return out
 
 
@@ -60,10 +63,14 @@ def _list(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     specs = _specs(args.codecs)
     blocks = _blocks(args.block_sizes)
-    if args.repeats < 1:
-        raise ValueError("--repeats must be >= 1")
-    if args.min_time <= 0:
-        raise ValueError("--min-time must be > 0 seconds")
+    limits.check("--repeats", args.repeats, "repeats")
+    limits.check("--min-time", args.min_time, "min_time")
+    limits.check("--seed", args.seed, "seed")
+    limits.check_corpus_size("--corpus-size", args.corpus_size)
+    if args.csv:
+        why = output_file_problem(args.csv)
+        if why is not None:
+            raise ValueError(f"--csv {args.csv}: {why}; give a file path in a writable directory")
     corpora = [
         corpus.load(c.strip(), size=args.corpus_size, seed=args.seed, fmt=args.corpus_format)
         for c in args.corpus.split(",")

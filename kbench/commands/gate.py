@@ -11,11 +11,17 @@ from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
+from kbench.kafka import procstat
+from kbench.model import limits
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("gate", help="check the environment before collecting", description=__doc__)
     p.add_argument("--bootstrap", help="host:port of a cluster to check (broker versions, compression.type)")
+    p.add_argument(
+        "--broker-metrics", metavar="URL[,URL...]", help="Prometheus endpoints of the brokers of --bootstrap"
+    )
+    p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
     p.add_argument("--plan", help="a plan whose topic compression and corpora to check")
     p.add_argument("--dir", default=".", help="where results will be written (free disk is checked there)")
     p.add_argument("--sample-s", type=float, default=1.0, help="seconds over which steal and swap are sampled")
@@ -23,16 +29,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    limits.check("--sample-s", args.sample_s, "gate_sample_s")
     kind = "bootstrap" if args.bootstrap else "local"
     ctx = gate_mod.GateContext(transport_kind=kind, disk_paths=[Path(args.dir)], sample_s=args.sample_s)
+    ctx.steal_source = procstat.injected_steal()  # tests only: a steal figure instead of /proc/stat
     if args.plan:
         from kbench.engine.runner import load_corpora
 
         p = plan_mod.load(args.plan)
         ctx.planned_topic_compression = sorted({t for s in p.sweeps for t in s.topic_compression})
         ctx.corpus_entropies = {n: c.entropy for n, c in load_corpora(p).items()}
+        ctx.steal_limit_pct = p.max_steal_pct
     if args.bootstrap:
-        t = make(plan_mod.TransportDef(kind="bootstrap", bootstrap=args.bootstrap))
+        defn = plan_mod.TransportDef(
+            kind="bootstrap",
+            bootstrap=args.bootstrap,
+            broker_metrics=tuple(args.broker_metrics.split(",")) if args.broker_metrics else (),
+            broker_version=args.broker_version,
+        )
+        t = make(defn)
         try:
             info = t.open()
         except TransportError as e:
@@ -41,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             ctx.broker_versions = [b.version for b in info.brokers]
             ctx.broker_default_compression = [b.default_compression for b in info.brokers]
+            if args.plan:
+                for k, v in gate_mod.topology_fields(p, info).items():
+                    setattr(ctx, k, v)
+            else:
+                ctx.broker_version_sources = [b.version_source for b in info.brokers]
+                ctx.broker_cpu_sources = ["metrics" if b.metrics_url else "" for b in info.brokers]
         finally:
             t.close()
     ctx.librdkafka_version = librdkafka_version()

@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import sys
 from pathlib import Path
 
 from kbench.model import segment
+from kbench.model.paths import output_file_problem
 
 NAME = "inspect"
 
@@ -39,11 +41,25 @@ def _fmt_dist(d: dict[str, float]) -> str:
     return " ".join(f"{k} {v:.0f}" for k, v in d.items())
 
 
+def _shown(name: str) -> str:
+    """A file name as printable text: bytes that are not UTF-8 shown as U+FFFD."""
+    return os.fsencode(name).decode("utf-8", "replace")
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.csv is not None:
+        why = output_file_problem(args.csv)
+        if why is not None:
+            raise ValueError(f"--csv {_shown(str(args.csv))}: {why}; give a file path in a writable directory")
     try:
-        rows = segment.scan_paths(args.paths, decompress=not args.no_decompress)
+        files = segment.log_files(args.paths)
+        rows = [r for f in files for r in segment.scan_file(f, decompress=not args.no_decompress)]
     except segment.SegmentError as e:
-        raise ValueError(str(e)) from None
+        raise ValueError(_shown(str(e))) from None
+    if not rows:
+        names = ", ".join(_shown(str(f)) for f in files)
+        print(f"kbench: no batches in {names} (empty segment); nothing to inspect", file=sys.stderr)
+        return 1
     if not args.summary_only:
         print(
             f"{'file':<28} {'position':>10} {'baseOffset':>11} {'records':>7} {'stored':>8} {'codec':<6} "
@@ -53,29 +69,39 @@ def main(args: argparse.Namespace) -> int:
             ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
             unc = str(r.uncompressed_bytes) if r.uncompressed_bytes is not None else "-"
             crc = "-" if r.crc_valid is None else ("ok" if r.crc_valid else "BAD")
-            name = Path(r.file).parent.name + "/" + Path(r.file).name[-12:]
+            name = _shown(Path(r.file).parent.name + "/" + Path(r.file).name[-12:])
             status = r.status if r.status == "ok" else f"{r.status.upper()}: {r.message}"
             print(
                 f"{name:<28} {r.position:>10} {r.base_offset:>11} {r.records:>7} {r.stored_bytes:>8} "
                 f"{r.codec or '?':<6} {unc:>8} {ratio:>6} {crc:<5} {status}"
             )
     s = segment.summarize(rows)
-    ratio = f"{s.ratio:.3f}" if s.ratio is not None else "unknown (use without --no-decompress)"
+    if s.ratio is not None:
+        ratio = f"{s.ratio:.3f}"
+    elif args.no_decompress:
+        ratio = "unknown (use without --no-decompress)"
+    else:
+        ratio = "unknown (no readable batch)"
     print(
-        f"summary: {s.files} file(s), {s.batches} batches, {s.records} records, {s.stored_bytes} stored bytes, "
+        f"summary: {len(files)} file(s), {s.batches} batches, {s.records} records, {s.stored_bytes} stored bytes, "
         f"ratio {ratio}"
     )
-    print(f"  stored batch bytes: {_fmt_dist(s.stored_size)}")
-    print(f"  records per batch:  {_fmt_dist(s.records_per_batch)}")
+    if s.batches:
+        print(f"  stored batch bytes: {_fmt_dist(s.stored_size)}")
+        print(f"  records per batch:  {_fmt_dist(s.records_per_batch)}")
     print(f"  codecs: {', '.join(f'{k} {v}' for k, v in sorted(s.codecs.items())) or 'none'}")
     if s.problems:
         print(f"  problems: {', '.join(f'{k} {v}' for k, v in sorted(s.problems.items()))}")
     if args.csv is not None:
         tmp = args.csv.with_name(f".{args.csv.name}.tmp{os.getpid()}")
-        with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(segment.BatchRow.CSV_FIELDS))
-            w.writeheader()
-            w.writerows(r.csv_row() for r in rows)
-        tmp.replace(args.csv)
-        print(f"wrote {args.csv}")
+        try:
+            # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
+            with tmp.open("w", newline="", encoding="utf-8", errors="surrogateescape") as f:
+                w = csv.DictWriter(f, fieldnames=list(segment.BatchRow.CSV_FIELDS))
+                w.writeheader()
+                w.writerows(r.csv_row() for r in rows)
+            tmp.replace(args.csv)
+        finally:
+            tmp.unlink(missing_ok=True)
+        print(f"wrote {_shown(str(args.csv))}")
     return 1 if s.problems else 0

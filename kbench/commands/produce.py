@@ -13,19 +13,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kbench.commands.args import key_value
+from kbench.engine.experiments import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
-from kbench.kafka.drivers import KafkaError, ProducerResult, ProducerSpec, produce, produce_and_consume, redact
-from kbench.model import corpus
+from kbench.kafka.drivers import (
+    DEFAULT_HEADER_SAMPLE,
+    KafkaError,
+    ProducerResult,
+    ProducerSpec,
+    produce,
+    produce_and_consume,
+    redact,
+)
+from kbench.model import corpus, limits
+from kbench.model.paths import output_file_problem
+from kbench.model.stats import histogram_us
 
-PCTS = (50, 95, 99, 99.9)
-
-
-def _kv(text: str) -> tuple[str, str]:
-    if "=" not in text or text.startswith("="):
-        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. -X linger.ms=5)")
-    k, v = text.split("=", 1)
-    return k.strip(), v.strip()
+_KV = key_value("-X linger.ms=5")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -49,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--create", action="store_true", help="create the topic first")
     p.add_argument("--partitions", type=int, default=3)
     p.add_argument("--replication-factor", type=int, default=1)
-    p.add_argument("--topic-config", type=_kv, action="append", default=[], metavar="K=V")
+    p.add_argument("--topic-config", type=_KV, action="append", default=[], metavar="K=V")
     p.add_argument("--mode", choices=("fixed-rate", "saturated"), default="fixed-rate")
     p.add_argument("--rate", type=float, default=0.0, help="messages/s (fixed-rate)")
     p.add_argument("--count", type=int, default=0, help="messages to send")
@@ -58,11 +63,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "-X",
         dest="props",
-        type=_kv,
+        type=_KV,
         action="append",
         default=[],
         metavar="PROP=VAL",
         help="client property (librdkafka's or Java's names, per --client), passed verbatim (repeatable)",
+    )
+    p.add_argument(
+        "--header-sample",
+        type=int,
+        default=DEFAULT_HEADER_SAMPLE,
+        metavar="N",
+        help=f"one message in N carries the kb latency header (e2e latency sample; default {DEFAULT_HEADER_SAMPLE})",
     )
     p.add_argument("--keys", choices=("none", "round-robin", "random"), default="none")
     p.add_argument("--nkeys", type=int, default=0)
@@ -81,24 +93,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _pcts(h: Any) -> dict[str, float | None]:
-    if h is None or h.count == 0:
-        return {}
-    out: dict[str, float | None] = {f"p{q:g}_us": h.percentile(q) / 1e3 for q in PCTS}
-    out["max_us"] = h.max / 1e3
-    out["count"] = h.count
-    return out
+    """A histogram's µs figures (kbench.model.stats.histogram_us); empty without samples."""
+    d = histogram_us(h)
+    return {k: v for k, v in d.items() if k != "out_of_range"} if d and d["count"] else {}
 
 
 def _summary(r: ProducerResult) -> dict[str, Any]:
     return {
         "mode": r.mode,
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "failed": r.failed,
-        "undelivered": r.undelivered,
-        "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate,
-        "delivered_rate": r.delivered_rate,
+        **r.counts(),
         "target_rate": r.rate or None,
         "rate_deviation": r.rate_deviation,
         "delivery_errors": r.delivery_errors,
@@ -152,7 +155,12 @@ def _run_driver(
         for r in corp.records:
             out.write(len(r).to_bytes(4, "big") + r)
     run_id = random.getrandbits(62) + 1
-    base = {"topic": args.topic, "run_id": run_id, "connect_timeout": args.connect_timeout}
+    base = {
+        "topic": args.topic,
+        "run_id": run_id,
+        "connect_timeout": args.connect_timeout,
+        "header_sample": args.header_sample,
+    }
     cons = None
     if args.consume:
         if not args.count:
@@ -213,7 +221,27 @@ def _run_driver(
     return summary, consumer
 
 
+def _check_bounds(args: argparse.Namespace) -> None:
+    """Counts, sizes, rates and durations within kbench.model.limits, before connecting."""
+    if args.mode == "fixed-rate" or args.rate:
+        limits.check("--rate", args.rate, "rate")
+    if args.count:
+        limits.check("--count", args.count, "count")
+    if args.duration or not args.count:
+        limits.check("--duration", args.duration, "duration_s")
+    limits.check("--partitions", args.partitions, "partitions")
+    limits.check("--replication-factor", args.replication_factor, "replication_factor")
+    limits.check("--nkeys", args.nkeys, "keys")
+    limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
+    limits.check_corpus_size("--corpus-size", args.corpus_size)
+    if args.json is not None:
+        why = output_file_problem(args.json)
+        if why is not None:
+            raise ValueError(f"--json {args.json}: {why}; give a file path in a writable directory")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_bounds(args)
     try:
         bs = args.bootstrap or read_state(args.cluster_dir or default_dir()).bootstrap_servers
     except ClusterError as e:
@@ -240,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         nkeys=args.nkeys,
         stats_path=args.stats,
         connect_timeout=args.connect_timeout,
+        header_sample=args.header_sample,
     )
     corp = corpus.load(args.corpus, size=args.corpus_size)
     try:
@@ -297,7 +326,7 @@ def run(args: argparse.Namespace) -> int:
         if s[name]:
             print(f"{name:9} " + "  ".join(f"{k}={v:,.1f}" for k, v in s[name].items() if k != "count"))
     if not s["latency_comparable"]:
-        print("latency-NOT-comparable-saturated: saturated latencies are queueing, not service")
+        print(f"{SATURATED_FLAG}: saturated latencies are queueing, not service")
     if "consumer" in out:
         c = out["consumer"]
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")

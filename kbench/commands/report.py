@@ -18,8 +18,39 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories made by kbench run")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT", help="directory for the report files")
     p.add_argument("--no-plots", action="store_true", help="tables only (faster)")
-    p.add_argument("--verify", action="store_true", help="re-check every number against the inputs after writing")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-check every figure (its rows and its value) and every number of report.md against the inputs",
+    )
+    p.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="check the report already under OUT against the run directories; write nothing",
+    )
     p.set_defaults(func=run)
+
+
+def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path]) -> int:
+    import json
+
+    from kbench.reporting import provenance
+    from kbench.reporting.frames import unique_dirs
+
+    problems = provenance.verify(
+        json.loads(provenance_path.read_text()), unique_dirs(run_dirs), markdown_path.read_text()
+    )
+    if problems:
+        for p in problems[:20]:
+            print(f"kbench: provenance: {p}", file=sys.stderr)
+        if len(problems) > 20:
+            print(f"kbench: provenance: … and {len(problems) - 20} more problems", file=sys.stderr)
+        return 1
+    print(
+        "verified: every figure is the OK rows of its cell and recomputes from the run directories;"
+        " every number in report.md is a figure or an input label"
+    )
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +63,16 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     import gc
 
-    from kbench.reporting import provenance, report
+    from kbench.reporting import report
+
+    if args.verify_only:
+        prov, md = args.output / "provenance.json", args.output / "report.md"
+        missing = [p.name for p in (prov, md) if not p.is_file()]
+        if missing:
+            raise ValueError(
+                f"{args.output}: no {' or '.join(missing)}; write the report first (kbench report … -o OUT)"
+            )
+        return _check(prov, md, args.run_dirs)
 
     # A report allocates a few hundred thousand small objects that live until it is written
     # (figures, ledger entries, table cells) and makes no cycles worth collecting early: with
@@ -51,12 +91,5 @@ def run(args: argparse.Namespace) -> int:
         gc.unfreeze()
     print(f"wrote {files.markdown}, {files.html} ({len(files.plots)} plots), {files.provenance}")
     if args.verify:
-        import json
-
-        problems = provenance.verify(json.loads(files.provenance.read_text()), args.run_dirs)
-        if problems:
-            for p in problems[:20]:
-                print(f"kbench: provenance: {p}", file=sys.stderr)
-            return 1
-        print("verified: every number in the report recomputes from the run directories")
+        return _check(files.provenance, files.markdown, args.run_dirs)
     return 0

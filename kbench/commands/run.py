@@ -10,14 +10,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
+from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
+from kbench.kafka import metrics, procstat
+from kbench.model import limits
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         help="local pid of a broker of --bootstrap (for broker CPU); repeat",
     )
+    p.add_argument(
+        "--broker-metrics",
+        metavar="URL[,URL...]",
+        help="Prometheus endpoints of the brokers of --bootstrap (JMX exporter): broker CPU, version, bytes",
+    )
+    p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
     p.add_argument("--transport", choices=plan_mod.TRANSPORT_KINDS, help="override the plan's transport kind")
     p.add_argument(
         "-X",
@@ -59,10 +70,53 @@ def _props(items: list[str]) -> dict[str, str]:
         if not sep or not k:
             raise plan_mod.PlanError(f"-X {it.split('=')[0]}: write -X key=value")
         out[k] = v
+    plan_mod.check_client("-X", out)  # the same rule as a plan's [client]
     return out
 
 
+def _check_new_run_dir(run_dir: Path) -> None:
+    """A new run directory must be creatable and empty: checked before anything is written."""
+    if run_dir.exists() or run_dir.is_symlink():
+        if not run_dir.is_dir():
+            raise plan_mod.PlanError(f"-o {run_dir}: exists and is not a directory; choose another -o")
+        if any(run_dir.iterdir()):
+            hint = f" or continue it with --resume {run_dir}" if (run_dir / manifest_mod.MANIFEST).exists() else ""
+            raise plan_mod.PlanError(f"-o {run_dir}: directory is not empty; choose another -o{hint}")
+        if not os.access(run_dir, os.W_OK):
+            raise plan_mod.PlanError(f"-o {run_dir}: directory is not writable; choose another -o")
+        return
+    parent = run_dir.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise plan_mod.PlanError(f"-o {run_dir}: {parent} is a file, not a directory; choose another -o")
+    try:  # a probe: catches read-only mounts, /proc, /sys
+        os.rmdir(tempfile.mkdtemp(prefix=".kbench-probe", dir=parent))
+    except OSError as e:
+        raise plan_mod.PlanError(
+            f"-o {run_dir}: cannot create it in {parent} ({e.strerror}); choose another -o"
+        ) from None
+
+
+def _check_resume_dir(run_dir: Path) -> None:
+    if not run_dir.is_dir():
+        what = "does not exist" if not run_dir.exists() else "is not a directory"
+        raise plan_mod.PlanError(f"--resume {run_dir}: {what}; give a run directory made by kbench run")
+    if not (run_dir / manifest_mod.MANIFEST).is_file():
+        raise plan_mod.PlanError(
+            f"--resume {run_dir}: no {manifest_mod.MANIFEST} in it; give a run directory made by kbench run"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.resume:
+        _check_resume_dir(args.resume)
+    if args.seed is not None:
+        limits.check("--seed", args.seed, "seed")
+    limits.check("--gate-sample-s", args.gate_sample_s, "gate_sample_s")
+    for pid in args.broker_pid:
+        limits.check("--broker-pid", pid, "pid")
+    client_overrides = _props(args.props)
     prior = manifest_mod.read(args.resume) if args.resume else {}
     spec = args.plan or prior.get("plan_source", "")
     if not spec:
@@ -79,9 +133,20 @@ def run(args: argparse.Namespace) -> int:
         overrides.update(kind="bootstrap", bootstrap=args.bootstrap)
     if args.broker_pid:
         overrides["broker_pids"] = list(args.broker_pid)
+    if args.broker_version:
+        overrides["broker_version"] = args.broker_version
+    secret_free = dict(overrides)  # what the manifest keeps (no credentials of metrics URLs)
+    if args.broker_metrics:
+        try:
+            urls = metrics.parse_urls(args.broker_metrics)
+        except metrics.MetricsError as e:
+            raise plan_mod.PlanError(f"--broker-metrics: {e}") from None
+        overrides["broker_metrics"] = list(urls)
+        secret_free["broker_metrics"] = [metrics.display_url(u) for u in urls]
     if overrides:
         t = dataclasses.replace(
-            plan.transport, **{k: (tuple(v) if k == "broker_pids" else v) for k, v in overrides.items()}
+            plan.transport,
+            **{k: (tuple(v) if k in ("broker_pids", "broker_metrics") else v) for k, v in overrides.items()},
         )
         if t.kind == "bootstrap" and not t.bootstrap:
             raise plan_mod.PlanError("--transport bootstrap: give --bootstrap host:port")
@@ -89,28 +154,39 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         plan = dataclasses.replace(plan, seed=args.seed)
     run_dir = args.resume or args.output or Path("runs") / f"{plan.name}-{_dt.datetime.now(_dt.UTC):%Y%m%d-%H%M%S}"
+    if not args.resume:
+        _check_new_run_dir(Path(run_dir))
     transport = make(plan.transport)
+    client_overrides = _props(args.props)
+    scrub = Scrubber.of(plan.raw, client_overrides)  # errors printed below may quote a library's message
     opts = RunOptions(
         plan=plan,
         run_dir=Path(run_dir),
         resume=bool(args.resume),
         force=args.force,
         argv=sys.argv,
-        client_overrides=_props(args.props),
+        client_overrides=client_overrides,
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
-        overrides=overrides,
+        overrides=secret_free,
+        steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
     )
     try:
         outcome = execute(opts, transport)
     except GateRefused as e:
-        print(f"kbench: {e}", file=sys.stderr)
+        print(f"kbench: {scrub(str(e))}", file=sys.stderr)
         return 3
     except TransportError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
+        print(f"kbench: error: {scrub(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"kbench: interrupted; continue with: kbench run --resume {run_dir}", file=sys.stderr)
         return 130
+    if outcome.already_complete:
+        fixed = (
+            f"journal rebuilt from the CSVs ({outcome.restored} repetitions)" if outcome.restored else "nothing changed"
+        )
+        print(f"kbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
+        return 0
     print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")
     return 0

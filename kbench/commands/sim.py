@@ -12,8 +12,10 @@ import tempfile
 from pathlib import Path
 
 from kbench.model import corpus as corpus_mod
+from kbench.model import limits
 from kbench.model import simulator as sim
-from kbench.model.codecs import parse_spec
+from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
+from kbench.model.paths import output_file_problem
 from kbench.model.units import parse_size
 
 NAME = "sim"
@@ -27,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--corpus", default="json", help="json, logs, random, or a file (one record per line); default json")
+    p.add_argument(
+        "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
+    )
     p.add_argument("--corpus-size", default="16MiB", help="payload size of a built-in corpus (default 16MiB)")
     p.add_argument("--codec", action="append", help="producer codec[:level], repeatable (default none)")
     p.add_argument(
@@ -60,12 +65,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def _check_bounds(args: argparse.Namespace) -> None:
+    """Every count, size, rate and duration flag within kbench.model.limits, before any work."""
+    limits.check("--linger-ms", args.linger_ms, "linger_ms")
+    limits.check("--partitions", args.partitions, "partitions")
+    limits.check("--rate", args.rate, "rate")
+    limits.check("--keys", args.keys, "keys")
+    limits.check("--seed", args.seed, "seed")
+    limits.check_corpus_size("--corpus-size", parse_size(args.corpus_size))
+    if args.csv is not None:
+        why = output_file_problem(args.csv)
+        if why is not None:
+            raise ValueError(f"--csv {args.csv}: {why}; give a file path in a writable directory")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out}: exists and is not a directory; give a directory")
+
+
 def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
+    _check_bounds(args)
     codecs = [parse_spec(c) for c in (args.codec or ["none"])]
-    sizes = [parse_size(s) for s in (args.batch_size or ["16KiB"])]
+    sizes = [int(limits.check("--batch-size", parse_size(s), "batch_size")) for s in (args.batch_size or ["16KiB"])]
     topic, tlevel = None, None
     if args.topic_compression and args.topic_compression != "producer":
-        ts = parse_spec("none" if args.topic_compression == "uncompressed" else args.topic_compression)
+        name, sep, level = args.topic_compression.partition(":")
+        ts = parse_spec(batch_codec(name) + sep + level)
         topic, tlevel = ts.codec, ts.level
     out = []
     for spec, bs in itertools.product(codecs, sizes):
@@ -91,7 +114,7 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
 
 def _line(r: sim.SimResult) -> str:
     c = r.config
-    codec = c.codec if c.level is None else f"{c.codec}:{c.level}"
+    codec = str(CodecSpec(c.codec, c.level))
     stored = ",".join(f"{k}" for k in sorted(r.stored_codecs))
     row = r.row()
     return (
@@ -105,7 +128,7 @@ def _line(r: sim.SimResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     configs = _configs(args)
-    corp = corpus_mod.load(args.corpus, size=parse_size(args.corpus_size), seed=args.seed)
+    corp = corpus_mod.load(args.corpus, size=parse_size(args.corpus_size), seed=args.seed, fmt=args.corpus_format)
     near = " (near random: a control, not real-shaped data)" if corp.near_random else ""
     print(
         f"corpus {corp.name}: {len(corp.records)} records, {corp.size} bytes, entropy {corp.entropy:.3f} bits/byte{near}, "

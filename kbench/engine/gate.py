@@ -13,6 +13,8 @@ import ctypes.util
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.machine import java_major
+from kbench.engine.plan import Plan
+from kbench.engine.transports.base import TransportInfo
+from kbench.kafka import procstat
 from kbench.model import codecs
 
 __all__ = ["CheckResult", "GateContext", "GateReport", "CHECKS", "run_gate", "steal_pct", "swap_pages"]
@@ -59,6 +64,15 @@ class GateContext:
     broker_versions: Sequence[str | None] = ()
     broker_default_compression: Sequence[str | None] = ()
     planned_topic_compression: Sequence[str] = ()
+    #: per broker, where its version came from ("local cluster", "metrics", "--broker-version", "")
+    broker_version_sources: Sequence[str] = ()
+    #: per broker, where its CPU will come from ("/proc", "metrics", "" = nowhere)
+    broker_cpu_sources: Sequence[str] = ()
+    planned_brokers: int | None = None  # transport.brokers of the plan (the topology it describes)
+    replication_factor: int = 1
+    min_insync_replicas: int | None = None
+    planned_acks: Sequence[str] = ()
+    stored_bytes_source: str = ""  # "segment files" (local log dirs) or "DescribeLogDirs"
     disk_paths: Sequence[Path] = (Path("."),)
     min_free_bytes: int = 2 * GIB
     min_open_files: int = 4096
@@ -74,6 +88,13 @@ class GateContext:
     time_sync: Callable[[], bool | None] | None = None
     before: ProcSample | None = None
     after: ProcSample | None = None
+    #: The plan's steal limit (``max_steal_pct``): a run above it is INVALID.
+    steal_limit_pct: float = 1.0
+    #: Where the steal figure's counters come from (None: ``proc``/stat); tests inject one.
+    steal_source: procstat.StealSource | None = None
+    #: Steal measured under load by :func:`run_gate` (None: from ``before``/``after``).
+    steal_under_load: float | None = None
+    loaded_cpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,22 +134,34 @@ def sample(proc: Path) -> ProcSample:
 
 
 def steal_pct(before: str, after: str) -> float | None:
-    """System-wide steal as % of all CPU time between two ``/proc/stat`` texts."""
+    """System-wide steal as % of all CPU time between two ``/proc/stat`` texts
+    (:func:`kbench.kafka.procstat.steal_pct`, the one steal rule; None when it cannot tell)."""
+    return procstat.steal_pct(procstat.parse_system(before), procstat.parse_system(after))
 
-    def cpu(text: str) -> list[int] | None:
-        for line in text.splitlines():
-            if line.startswith("cpu "):
-                return [int(x) for x in line.split()[1:]]
-        return None
 
-    a, b = cpu(before), cpu(after)
-    if a is None or b is None or len(a) < 8 or len(b) < 8:
-        return None
-    d = [y - x for x, y in zip(a, b)]
-    total = sum(d[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
-    if total <= 0:
-        return 0.0
-    return 100.0 * d[7] / total
+_BUSY = "import sys,time\nsys.stdout.write('1');sys.stdout.flush()\nt=time.monotonic()+float(sys.argv[1])\nwhile time.monotonic()<t: pass\n"
+
+
+def busy_load(cpus: int, seconds: float) -> list[subprocess.Popen[str]]:
+    """One busy-looping process per CPU for ``seconds``, returned once every one is spinning
+    (each says so on its stdout): CPU steal on a shared VM shows under load, not idle."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _BUSY, f"{seconds + 5.0}"], stdout=subprocess.PIPE, text=True)
+        for _ in range(max(1, cpus))
+    ]
+    for p in procs:
+        assert p.stdout is not None
+        p.stdout.read(1)
+    return procs
+
+
+def _stop(procs: Sequence[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
 
 
 def swap_pages(before: str, after: str) -> int | None:
@@ -154,38 +187,131 @@ def _r(name: str, sev: str, ok: bool | None, detail: str) -> CheckResult:
 
 
 def check_broker_versions(ctx: GateContext) -> CheckResult:
+    """Equal versions block when they differ; a version nobody reported is a warning saying how
+    to supply it (``--broker-metrics`` or ``--broker-version``), never a silent pass nor a block."""
+    name = "broker versions equal"
     vs = list(ctx.broker_versions)
     if not vs:
         return _r(
-            "broker versions equal",
+            name,
             BLOCKING,
             None if ctx.transport_kind not in ("sim", "dry") else True,
             f"no brokers (transport {ctx.transport_kind})",
         )
-    if any(v is None for v in vs):
-        return _r("broker versions equal", BLOCKING, None, f"a broker did not report its version: {vs}")
-    return _r(
-        "broker versions equal", BLOCKING, len(set(vs)) == 1, ", ".join(f"broker {i}: {v}" for i, v in enumerate(vs))
+    known = [v for v in vs if v is not None]
+    srcs = list(ctx.broker_version_sources) + [""] * len(vs)
+    shown = ", ".join(
+        f"broker {i}: {v or 'unknown'}{f' ({srcs[i]})' if v and srcs[i] else ''}" for i, v in enumerate(vs)
     )
+    if len(set(known)) > 1:
+        return _r(name, BLOCKING, False, shown)
+    if len(known) < len(vs):
+        return _r(
+            name,
+            WARNING,
+            None,
+            f"{shown}; the cluster does not report its version: give --broker-metrics URL,... (a Prometheus "
+            "JMX exporter exporting kafka.server:type=app-info) or --broker-version X.Y.Z",
+        )
+    return _r(name, BLOCKING, True, shown)
 
 
 def check_topic_compression(ctx: GateContext) -> CheckResult:
-    defaults = [d for d in ctx.broker_default_compression if d is not None]
-    planned = sorted(set(ctx.planned_topic_compression))
-    if not ctx.broker_default_compression:
+    """The plan sets ``compression.type`` on every topic it creates and reads it back per cell
+    (a mismatch makes that cell FAILED_TOPIC_CONFIG), so the broker default does not block."""
+    planned = sorted(set(ctx.planned_topic_compression)) or ["producer"]
+    per_topic = f"plan sets compression.type on each topic: {', '.join(planned)}; read back per cell"
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r("topic compression.type", BLOCKING, True, per_topic)
+    defaults = sorted({str(d) for d in ctx.broker_default_compression if d is not None})
+    default = f"broker default {', '.join(defaults)} (not used: the topic sets its own)" if defaults else ""
+    old = [v for v in ctx.broker_versions if v is not None and _version_tuple(v) < (2, 1)]
+    if "zstd" in planned and old:
         return _r(
             "topic compression.type",
             BLOCKING,
-            True if ctx.transport_kind in ("sim", "dry") else None,
-            f"plan: {', '.join(planned) or 'producer'}; each cell's topic is created with it and read back",
+            False,
+            f"{per_topic}; brokers {sorted(set(old))} predate zstd (Kafka 2.1): drop zstd from topic_compression",
         )
-    ok = all(d == "producer" for d in defaults) and len(defaults) == len(ctx.broker_default_compression)
-    return _r(
-        "topic compression.type",
-        BLOCKING,
-        ok,
-        f"broker default {sorted(set(map(str, ctx.broker_default_compression)))} (want producer); plan sets per topic: {', '.join(planned) or 'producer'}, read back per cell",
+    return _r("topic compression.type", BLOCKING, True, per_topic + (f"; {default}" if default else ""))
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def check_replication(ctx: GateContext) -> CheckResult:
+    """Replication factor, min.insync.replicas and acks that fit together and fit the cluster."""
+    name = "replication / min.insync / acks"
+    rf, misr = ctx.replication_factor, ctx.min_insync_replicas
+    acks = sorted(set(ctx.planned_acks))
+    n = len(ctx.broker_versions)
+    desc = (
+        f"RF {rf}, min.insync.replicas {misr if misr is not None else 'broker default'}, acks {', '.join(acks) or '-'}"
     )
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r(name, WARNING, True, f"{desc} (not replicated by transport {ctx.transport_kind})")
+    if n and rf > n:
+        return _r(name, BLOCKING, False, f"{desc}: RF {rf} exceeds the {n} brokers; lower replication_factor")
+    if misr is not None and misr > rf:
+        return _r(
+            name,
+            BLOCKING,
+            False,
+            f"{desc}: min.insync.replicas {misr} > RF {rf}: every acks=all produce would fail; lower it",
+        )
+    weak = [a for a in acks if a not in ("all", "-1")]
+    if misr is not None and misr > 1 and weak:
+        return _r(name, WARNING, False, f"{desc}: min.insync.replicas only applies to acks=all, not acks {weak}")
+    if rf > 1 and misr is None:
+        return _r(
+            name,
+            WARNING,
+            None,
+            f"{desc}: the topics get the cluster's min.insync.replicas; set transport.min_insync_replicas",
+        )
+    return _r(name, BLOCKING, True, desc)
+
+
+def check_broker_count(ctx: GateContext) -> CheckResult:
+    """The cluster's broker count against the topology the plan describes (a warning)."""
+    n = len(ctx.broker_versions)
+    if ctx.transport_kind in ("sim", "dry") or ctx.planned_brokers is None:
+        return _r("broker count", WARNING, True, f"{n} brokers")
+    return _r(
+        "broker count",
+        WARNING,
+        n == ctx.planned_brokers,
+        f"{n} brokers reachable, the plan describes {ctx.planned_brokers}"
+        + ("" if n == ctx.planned_brokers else " (per-broker figures compare only like topologies)"),
+    )
+
+
+def check_broker_observability(ctx: GateContext) -> CheckResult:
+    """Where broker CPU and stored bytes will come from; what cannot be read says how to supply it."""
+    name = "broker CPU / stored bytes sources"
+    if ctx.transport_kind in ("sim", "dry"):
+        return _r(name, WARNING, True, f"transport {ctx.transport_kind}")
+    srcs = list(ctx.broker_cpu_sources)
+    if not srcs and not ctx.broker_versions:
+        return _r(name, WARNING, None, "no brokers to look at yet (kbench run starts or reaches them)")
+    blind = [i for i, s in enumerate(srcs) if not s]
+    stored = ctx.stored_bytes_source or "DescribeLogDirs (codec inferred from topic config)"
+    detail = f"broker CPU from {', '.join(s or 'nowhere' for s in srcs) or 'nowhere'}; stored bytes from {stored}"
+    if blind or not srcs:
+        return _r(
+            name,
+            WARNING,
+            False,
+            f"{detail}: broker CPU will be NA (D, F); give --broker-metrics URL,... (Prometheus JMX exporter) or --broker-pid",
+        )
+    return _r(name, WARNING, True, detail)
 
 
 def check_governor(ctx: GateContext) -> CheckResult:
@@ -207,12 +333,25 @@ def check_clocksource(ctx: GateContext) -> CheckResult:
 
 
 def check_steal(ctx: GateContext) -> CheckResult:
-    if ctx.before is None or ctx.after is None:
-        return _r("CPU steal", BLOCKING, None, "not sampled")
-    s = steal_pct(ctx.before.stat, ctx.after.stat)
+    lim = ctx.steal_limit_pct
+    s = ctx.steal_under_load
+    how = (
+        f"under load ({ctx.loaded_cpus} CPUs busy for {ctx.sample_s:.1f}s)"
+        if ctx.loaded_cpus
+        else "(steal source given, no load applied)"
+    )
     if s is None:
-        return _r("CPU steal", BLOCKING, None, "/proc/stat unreadable")
-    return _r("CPU steal", BLOCKING, s <= 1.0, f"{s:.2f}% over {ctx.sample_s:.1f}s (limit 1%)")
+        if ctx.before is None or ctx.after is None:
+            return _r("CPU steal", BLOCKING, None, "not sampled")
+        s = steal_pct(ctx.before.stat, ctx.after.stat)
+        how = f"over {ctx.sample_s:.1f}s"
+    if s is None:
+        return _r("CPU steal", BLOCKING, None, "cannot tell (/proc/stat unreadable or no time sampled)")
+    if s > lim:
+        verdict = "runs will likely be INVALID; use a quieter machine, or raise max_steal_pct in the plan (recorded next to every number)"
+    else:
+        verdict = "runs should stay valid"
+    return _r("CPU steal", BLOCKING, s <= lim, f"{s:.2f}% {how}, plan limit {lim:g}%: {verdict}")
 
 
 def check_load(ctx: GateContext) -> CheckResult:
@@ -366,6 +505,9 @@ def check_corpus_entropy(ctx: GateContext) -> CheckResult:
 CHECKS: tuple[Callable[[GateContext], CheckResult], ...] = (
     check_broker_versions,
     check_topic_compression,
+    check_replication,
+    check_broker_count,
+    check_broker_observability,
     check_governor,
     check_clocksource,
     check_steal,
@@ -382,13 +524,39 @@ CHECKS: tuple[Callable[[GateContext], CheckResult], ...] = (
 )
 
 
+def topology_fields(plan: Plan, info: TransportInfo) -> dict[str, Any]:
+    """The GateContext fields about the cluster's topology and what can be observed of it."""
+    t = plan.transport
+    return {
+        "broker_version_sources": [
+            b.version_source or ("local cluster" if info.kind == "local" and b.version else "") for b in info.brokers
+        ],
+        "broker_cpu_sources": ["/proc" if b.pid else ("metrics" if b.metrics_url else "") for b in info.brokers],
+        "planned_brokers": t.brokers if (t.kind == "local" or t.brokers > 1) else None,
+        "replication_factor": t.replication_factor,
+        "min_insync_replicas": t.min_insync_replicas,
+        "planned_acks": sorted({a for s in plan.sweeps for a in s.acks}),
+        "stored_bytes_source": "segment files" if info.log_dirs else "",
+    }
+
+
 def run_gate(ctx: GateContext, force: bool = False) -> GateReport:
-    """Sample /proc over ``ctx.sample_s`` (unless given) and run every check."""
+    """Sample /proc over ``ctx.sample_s`` with every CPU busy (unless given) and run every check."""
     if ctx.before is None:
-        ctx.before = sample(ctx.proc)
-        if ctx.sample_s > 0:
-            time.sleep(ctx.sample_s)  # the measurement window for steal and swap
-        ctx.after = sample(ctx.proc)
+        source = ctx.steal_source or (lambda: procstat.parse_system(_read(ctx.proc / "stat") or ""))
+        load = busy_load(ctx.cpu_count, ctx.sample_s) if ctx.sample_s > 0 else []
+        try:
+            ctx.loaded_cpus = len(load)
+            ctx.before, a = sample(ctx.proc), source()
+            if ctx.sample_s > 0:
+                time.sleep(ctx.sample_s)  # the measurement window for steal (under load) and swap
+            ctx.after, b = sample(ctx.proc), source()
+        finally:
+            _stop(load)
+        # with no time sampled, live counters cannot tell; an injected source always can
+        ctx.steal_under_load = procstat.steal_pct(a, b) if (load or ctx.steal_source) else None
+    elif ctx.steal_under_load is None and ctx.steal_source is not None:  # /proc samples given, steal injected
+        ctx.steal_under_load = procstat.steal_pct(ctx.steal_source(), ctx.steal_source())
     if not ctx.codec_versions:
         ctx.codec_versions = codecs.library_versions()
     results = []

@@ -5,8 +5,6 @@ All readers take the ``/proc`` root as a parameter so tests can point them at fi
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import platform
 import re
@@ -24,6 +22,9 @@ __all__ = ["Machine", "describe", "java_version", "librdkafka_version", "version
 
 @dataclass(frozen=True)
 class Machine:
+    """What a run ran on.  ``logical_cores`` and ``physical_cores`` count the CPUs the run may
+    use (its CPU affinity, e.g. under ``taskset``), ``host_logical_cores`` all of the host's."""
+
     arch: str
     cpu_model: str
     physical_cores: int | None
@@ -32,6 +33,8 @@ class Machine:
     kernel: str
     os: str
     hostname_hash: str  # a hash, not the name: manifests get shared
+    host_logical_cores: int = 0
+    cpu_affinity: str = ""  # the CPU ids the run may use, e.g. "0-3,8"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,9 +69,34 @@ def _cpuinfo(proc: Path) -> tuple[str, int | None]:
     return model, (len(cores) or None)
 
 
-def _physical_cores_sysfs(sys_root: Path) -> int | None:
+def _affinity() -> list[int]:
+    """The CPU ids this process may run on (all CPUs where the OS has no affinity call)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 0))
+
+
+def _ranges(ids: list[int]) -> str:
+    """``0-3,8`` for [0, 1, 2, 3, 8]."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _physical_cores_sysfs(sys_root: Path, cpus: list[int] | None = None) -> int | None:
+    """Distinct (package, core) pairs among ``cpus`` (all CPUs when None)."""
     ids: set[tuple[str, str]] = set()
-    for topo in sys_root.glob("devices/system/cpu/cpu[0-9]*/topology"):
+    dirs = (
+        [sys_root / f"devices/system/cpu/cpu{c}/topology" for c in cpus]
+        if cpus is not None
+        else list(sys_root.glob("devices/system/cpu/cpu[0-9]*/topology"))
+    )
+    for topo in dirs:
         try:
             ids.add(((topo / "physical_package_id").read_text().strip(), (topo / "core_id").read_text().strip()))
         except OSError:
@@ -88,35 +116,31 @@ def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machi
     import hashlib
 
     model, phys = _cpuinfo(proc)
+    host = os.cpu_count() or 0
+    cpus = _affinity()
+    if cpus and len(cpus) < host:  # pinned (taskset, cgroup cpuset): the cores of those CPUs
+        phys = _physical_cores_sysfs(sys_root, cpus)
+    else:
+        phys = phys or _physical_cores_sysfs(sys_root)
     return Machine(
         arch=platform.machine(),
         cpu_model=model,
-        physical_cores=phys or _physical_cores_sysfs(sys_root),
-        logical_cores=os.cpu_count() or 0,
+        physical_cores=phys,
+        logical_cores=len(cpus) or host,
         memory_bytes=_memory(proc),
         kernel=platform.release(),
         os=platform.platform(),
         hostname_hash=hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+        host_logical_cores=host,
+        cpu_affinity=_ranges(cpus),
     )
 
 
 def librdkafka_version() -> str | None:
-    """The librdkafka version loaded at run time (from kbench._native if it exports it)."""
-    native = getattr(kbench._native, "rdkafka_version", None)
-    if isinstance(native, str):
-        return native
-    for name in ("rdkafka", "librdkafka.so.1"):
-        path = ctypes.util.find_library(name) if name == "rdkafka" else name
-        if not path:
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        fn = lib.rd_kafka_version_str
-        fn.restype = ctypes.c_char_p
-        return fn().decode()
-    return None
+    """The librdkafka version loaded at run time (the one the C drivers are linked against)."""
+    from kbench.kafka.drivers import librdkafka_version as loaded
+
+    return loaded()
 
 
 def java_version() -> str | None:

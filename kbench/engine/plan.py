@@ -15,6 +15,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,9 +23,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kbench.kafka.clients import CLIENTS, level_error
-from kbench.model import codecs
+from kbench.engine import experiments
+from kbench.kafka.clients import CLIENTS
+from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
+from kbench.model import codecs, limits
+from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
+from kbench.model.paths import not_a_regular_file
 
 __all__ = [
     "Cell",
@@ -34,25 +39,21 @@ __all__ = [
     "PlanError",
     "Sweep",
     "TransportDef",
+    "MANAGED_CLIENT_KEYS",
     "builtin_plans",
+    "check_client",
     "expand",
     "load",
     "parse",
 ]
 
-#: The experiments a sweep can feed (DESIGN §2).
-EXPERIMENTS: dict[str, str] = {
-    "A": "latency cost of a codec at a common fixed rate",
-    "B": "throughput cost (saturated producer)",
-    "C": "compression ratio vs corpus (stored bytes)",
-    "D": "who pays the CPU (per role, fixed rate)",
-    "E": "batch-size effect (batch.size x linger.ms x partitions)",
-    "F": "broker recompression (topic compression.type vs producer codec)",
-}
-FIXED_RATE_EXPERIMENTS = frozenset("ADE")
+#: The experiments a sweep can feed (DESIGN §2), from the registry.
+EXPERIMENTS: dict[str, str] = {k: experiments.get(k).title for k in experiments.RUN_EXPERIMENTS}
 TRANSPORT_KINDS = ("local", "bootstrap", "sim", "dry")
 ACKS = ("0", "1", "all", "-1")
-TOPIC_COMPRESSION = ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd")
+TOPIC_COMPRESSION = (*codecs.TOPIC_COMPRESSION, "none")
+#: The key policy: the plan may write ``roundrobin`` (the older spelling) for ``round-robin``.
+KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
 
 TOP_KEYS = {
     "name": "a short name for the plan",
@@ -64,11 +65,13 @@ TOP_KEYS = {
     "steady_skip_s": "seconds at the start of each repetition left out of the CPU window",
     "seed": "integer seed of the cell order (random when absent; always recorded)",
     "auto_rate_fraction": 'fraction of the minimum saturated rate used for rate = "auto"',
-    "transport": "table: kind, brokers, bootstrap, replication_factor, broker_pids",
+    "transport": "table: kind, brokers, bootstrap, replication_factor, min_insync_replicas, broker_pids, broker_metrics",
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",
     "corpus_size": "bytes of each built-in corpus",
+    "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
+    "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
 }
 TRANSPORT_KEYS = {
     "kind": "local, bootstrap, sim or dry",
@@ -77,6 +80,9 @@ TRANSPORT_KEYS = {
     "replication_factor": "replication factor of each cell's topic",
     "min_insync_replicas": "min.insync.replicas of each cell's topic",
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
+    "broker_metrics": "Prometheus endpoints of the brokers (URL or host:port, one per broker): broker CPU, version, bytes",
+    "broker_version": "the brokers' Kafka version, when neither the cluster nor its metrics report it",
+    "header_sample": "one record in this many carries the kb latency header (default 1000)",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
@@ -97,7 +103,7 @@ SWEEP_KEYS = {
     "rate": 'messages/s (a number), "saturated", or "auto", or a list',
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
-    "key_policy": "none, roundrobin or random",
+    "key_policy": "none, round-robin or random",
     "client": "the Kafka client driving the cell: librdkafka or java, or a list",
 }
 
@@ -114,6 +120,9 @@ class TransportDef:
     replication_factor: int = 1
     min_insync_replicas: int | None = None
     broker_pids: tuple[int, ...] = ()
+    broker_metrics: tuple[str, ...] = ()
+    broker_version: str | None = None
+    header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
 
 
 @dataclass(frozen=True)
@@ -130,7 +139,7 @@ class CorpusDef:
 class Sweep:
     name: str
     experiments: tuple[str, ...]
-    codec: tuple[str, ...]
+    codec: tuple[CodecSpec, ...]
     corpus: tuple[str, ...]
     batch_size: tuple[int, ...]
     linger_ms: tuple[float, ...]
@@ -157,10 +166,19 @@ class Cell:
     partitions: int
     acks: str
     rate: float | str  # msgs/s, "saturated" or "auto"
-    topic_compression: str
+    topic_compression: str  # Kafka's spelling (codecs.topic_compression): producer, uncompressed, ...
     topic_config: Mapping[str, str] = field(default_factory=dict)
-    key_policy: str = "none"
+    key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
     client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
+    #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
+    spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            object.__setattr__(self, "spec", codecs.parse_spec(self.codec))
+        # the one place a cell's settings get their single spelling
+        object.__setattr__(self, "topic_compression", codecs.topic_compression(self.topic_compression))
+        object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
 
     @property
     def saturated(self) -> bool:
@@ -178,6 +196,8 @@ class Cell:
             "linger_ms": self.linger_ms,
             "partitions": self.partitions,
             "acks": self.acks,
+            "rate": self.rate,
+            "key_policy": self.key_policy,
             "topic_compression": self.topic_compression,
         }
 
@@ -199,6 +219,8 @@ class Plan:
     sweeps: tuple[Sweep, ...]
     source: str = ""  # where it came from: builtin:<name> or a path
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    max_steal_pct: float = 1.0  # a run with more CPU steal is INVALID (seed 000: 1 %)
+    retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
 
     @property
     def experiments(self) -> list[str]:
@@ -236,11 +258,18 @@ def load(spec: str | Path, base_dir: Path | None = None) -> Plan:
             )
         text, source, base = res.read_text(), f"builtin:{spec}", Path.cwd()
     else:
-        if not p.is_file():
+        why = not_a_regular_file(p)
+        if why == "does not exist":
             raise PlanError(
                 f"plan file not found: {p}; give an existing .toml file or one of {', '.join(builtin_plans())}"
             )
-        text, source, base = p.read_text(), str(p.resolve()), p.resolve().parent
+        if why is not None:
+            raise PlanError(f"plan {p} {why}; give a .toml file")
+        try:
+            text = p.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PlanError(f"plan file {p} is not UTF-8 text (byte {e.start}); is it really a .toml plan?") from None
+        source, base = str(p.resolve()), p.resolve().parent
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -269,12 +298,22 @@ def _number(
 ) -> float | int:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise PlanError(f"{where}: {v!r} is not a number; write a {'whole ' if integer else ''}number")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise PlanError(f"{where}: {v} is not a finite number; give a finite value")
     if integer and not float(v).is_integer():
         raise PlanError(f"{where}: {v!r} must be a whole number")
     if positive and (v < 0 or (v == 0 and not allow_zero)):
         bound = ">= 0" if allow_zero else "> 0"
         raise PlanError(f"{where}: {v!r} must be {bound}; give a {'non-negative' if allow_zero else 'positive'} value")
     return int(v) if integer else float(v)
+
+
+def _bounded(where: str, v: Any, kind: str) -> Any:
+    """``v`` within ``limits.BOUNDS[kind]`` (finite, in range, whole where it must be)."""
+    try:
+        return limits.check(where, v, kind)
+    except limits.LimitError as e:
+        raise PlanError(str(e)) from None
 
 
 def _rate(where: str, v: Any) -> float | str:
@@ -286,7 +325,79 @@ def _rate(where: str, v: Any) -> float | str:
         raise PlanError(
             f'{where}: {v!r} is not a valid rate; write messages/s as a positive number, "saturated" or "auto"'
         )
-    return float(v)
+    return float(_bounded(where, v, "rate"))
+
+
+def _axis(where: str, values: list[Any]) -> list[Any]:
+    """A sweep axis: at least one value, none twice (two identical cells measure nothing new)."""
+    if not values:
+        raise PlanError(f"{where}: empty list; give at least one value")
+    seen: set[str] = set()
+    for v in values:
+        key = repr(v)
+        if key in seen:
+            raise PlanError(f"{where}: {v!r} is listed twice (two identical cells); list each value once")
+        seen.add(key)
+    return values
+
+
+#: librdkafka properties kbench sets per cell; a plan's [client] and ``-X`` may not set them.
+MANAGED_CLIENT_KEYS = frozenset(
+    {
+        "compression.type",
+        "compression.codec",
+        "compression.level",
+        "batch.size",
+        "linger.ms",
+        "acks",
+        "bootstrap.servers",
+    }
+)
+
+
+def check_client(where: str, props: Mapping[str, Any]) -> None:
+    """Refuse client properties kbench sets per cell (``where``: "client" or "-X")."""
+    for k in props:
+        if k in MANAGED_CLIENT_KEYS:
+            sep = " " if where == "-X" else "."
+            raise PlanError(f"{where}{sep}{k}: kbench sets this per cell; put it in a [[sweep]] axis instead")
+
+
+def _check_name(name: str) -> str:
+    """A plan name becomes a directory under runs/: one path component, no traversal."""
+    if (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or len(name.encode()) > 100
+        or not name.isprintable()
+    ):
+        raise PlanError(
+            f"name: {name!r} is not a usable run-directory name; use letters, digits, '-', '_' or '.' (no '/', at most 100 bytes)"
+        )
+    return name
+
+
+def check_budget(plan: Plan) -> None:
+    """Refuse a plan whose planned time exceeds limits.MAX_PLAN_S, or whose fixed-rate cells
+    would send less than one message per repetition."""
+    cells = expand(plan)
+    for c in cells:
+        if isinstance(c.rate, float) and c.rate * plan.duration_s < 1:
+            raise PlanError(
+                f"sweep.rate: {c.rate:g} msgs/s x duration_s {plan.duration_s:g} s = {c.rate * plan.duration_s:.3g} "
+                f"messages per repetition (cell {c.cell_id}); at least 1 is needed: raise the rate or the duration"
+            )
+    per_cell = plan.repetitions * plan.duration_s + (plan.warmup_s if plan.warmup else 0.0)
+    total = len(cells) * per_cell
+    if total > limits.MAX_PLAN_S:
+        raise PlanError(
+            f"plan: {len(cells)} cells x {plan.repetitions} repetitions x {plan.duration_s:g} s (+ warm-ups) = "
+            f"{total:.3g} s planned, above the limit of {limits.MAX_PLAN_S} s (7 days); "
+            "lower repetitions, duration_s or the sweeps"
+        )
 
 
 def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> dict[str, CorpusDef]:
@@ -307,16 +418,25 @@ def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> d
                 raise PlanError(f'{where}path: missing; a file corpus needs path = "..."')
             fp = Path(str(tbl["path"]))
             fp = fp if fp.is_absolute() else base_dir / fp
-            if not fp.is_file():
-                raise PlanError(f"{where}path: corpus file not found: {fp}; give an existing file")
+            why = not_a_regular_file(fp)
+            if why is not None:
+                what = "corpus file not found" if why == "does not exist" else f"corpus {why}"
+                raise PlanError(f"{where}path: {what}: {fp}; give an existing regular file")
             path = str(fp)
         fmt = str(tbl.get("format", "lines"))
         if fmt not in ("lines", "lenprefixed"):
             raise PlanError(f"{where}format: unknown format '{fmt}'; use lines or lenprefixed")
-        size = int(_number(where + "size", tbl.get("size", corpus_size), integer=True))
-        seed = int(_number(where + "seed", tbl.get("seed", 1), integer=True, allow_zero=True))
+        size = _corpus_size(where + "size", tbl.get("size", corpus_size))
+        seed = int(_bounded(where + "seed", tbl.get("seed", 1), "seed"))
         out[name] = CorpusDef(name=name, source=source, path=path, format=fmt, size=size, seed=seed)
     return out
+
+
+def _corpus_size(where: str, v: Any) -> int:
+    try:
+        return limits.check_corpus_size(where, v)
+    except limits.LimitError as e:
+        raise PlanError(str(e)) from None
 
 
 def _resolve_corpus(where: str, name: str, corpora: dict[str, CorpusDef], base_dir: Path, corpus_size: int) -> str:
@@ -327,9 +447,11 @@ def _resolve_corpus(where: str, name: str, corpora: dict[str, CorpusDef], base_d
         return name
     fp = Path(name)
     fp = fp if fp.is_absolute() else base_dir / fp
-    if not fp.is_file():
+    why = not_a_regular_file(fp)
+    if why is not None:
+        what = "corpus file not found" if why == "does not exist" else f"corpus {why}"
         raise PlanError(
-            f"{where}: corpus file not found: {fp}; give an existing file, a [corpora] name, or one of {', '.join(BUILTIN_CORPORA)}"
+            f"{where}: {what}: {fp}; give an existing file, a [corpora] name, or one of {', '.join(BUILTIN_CORPORA)}"
         )
     corpora[name] = CorpusDef(name=name, source="file", path=str(fp))
     return name
@@ -349,25 +471,28 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     for e in exps:
         if e not in EXPERIMENTS:
             raise PlanError(f"{w}experiments: unknown experiment '{e}'; use some of {', '.join(EXPERIMENTS)}")
-    codecs_: list[str] = []
-    for c in _as_list(tbl.get("codec", "none")):
+    codecs_: list[CodecSpec] = []
+    for c in _axis(f"{w}codec", _as_list(tbl.get("codec", "none"))):
         try:
-            codecs_.append(str(codecs.parse_spec(str(c))))
+            codecs_.append(codecs.parse_spec(str(c)))
         except codecs.CodecError as e:
             raise PlanError(f"{w}codec: {e}") from None
+    _axis(f"{w}codec", codecs_)  # "zstd" and "zstd:3" may differ in text only
     corp = [
         _resolve_corpus(f"{w}corpus", str(c), corpora, base_dir, corpus_size)
-        for c in _as_list(tbl.get("corpus", "json"))
+        for c in _axis(f"{w}corpus", _as_list(tbl.get("corpus", "json")))
     ]
-    bs = [int(_number(f"{w}batch_size", v, integer=True)) for v in _as_list(tbl.get("batch_size", 16384))]
-    lg = [float(_number(f"{w}linger_ms", v, allow_zero=True)) for v in _as_list(tbl.get("linger_ms", 5))]
-    parts = [int(_number(f"{w}partitions", v, integer=True)) for v in _as_list(tbl.get("partitions", 1))]
-    acks = [str(a) for a in _as_list(tbl.get("acks", "all"))]
+    bs = [int(_bounded(f"{w}batch_size", v, "batch_size")) for v in _as_list(tbl.get("batch_size", 16384))]
+    lg = [float(_bounded(f"{w}linger_ms", v, "linger_ms")) for v in _as_list(tbl.get("linger_ms", 5))]
+    parts = [int(_bounded(f"{w}partitions", v, "partitions")) for v in _as_list(tbl.get("partitions", 1))]
+    for axis, vals in (("batch_size", bs), ("linger_ms", lg), ("partitions", parts)):
+        _axis(f"{w}{axis}", vals)
+    acks = _axis(f"{w}acks", [str(a) for a in _as_list(tbl.get("acks", "all"))])
     for a in acks:
         if a not in ACKS:
             raise PlanError(f"{w}acks: '{a}' is not valid; use 0, 1 or all")
-    rates = [_rate(f"{w}rate", r) for r in _as_list(tbl.get("rate", "auto"))]
-    tc = [str(t) for t in _as_list(tbl.get("topic_compression", "producer"))]
+    rates = _axis(f"{w}rate", [_rate(f"{w}rate", r) for r in _as_list(tbl.get("rate", "auto"))])
+    tc = _axis(f"{w}topic_compression", [str(t) for t in _as_list(tbl.get("topic_compression", "producer"))])
     for t in tc:
         if t not in TOPIC_COMPRESSION:
             raise PlanError(
@@ -384,20 +509,17 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     for c in clients:
         if c not in CLIENTS:
             raise PlanError(f"{w}client: unknown client '{c}'; use one of {', '.join(CLIENTS)}")
-        for spec in codecs_:
-            parsed = codecs.parse_spec(spec)
-            why = level_error(c, parsed.codec, parsed.level)
-            if why:
-                raise PlanError(f"{w}codec: {why}")
     kp = str(tbl.get("key_policy", "none"))
-    if kp not in ("none", "roundrobin", "random"):
-        raise PlanError(f"{w}key_policy: '{kp}' is unknown; use none, roundrobin or random")
+    kp = KEY_POLICY_SPELLINGS.get(kp, kp)
+    if kp not in KEY_POLICIES:
+        raise PlanError(f"{w}key_policy: '{kp}' is unknown; use {', '.join(KEY_POLICIES)}")
     # The experiments' rules (DESIGN §2).
-    if "B" in exps and any(r != "saturated" for r in rates):
-        raise PlanError(
-            f'{w}rate: experiment B measures a saturated producer; set rate = "saturated" or move B to its own sweep'
-        )
-    fixed = FIXED_RATE_EXPERIMENTS.intersection(exps)
+    for e in sorted(experiments.SATURATED.intersection(exps)):
+        if any(r != "saturated" for r in rates):
+            raise PlanError(
+                f'{w}rate: experiment {e} measures a saturated producer; set rate = "saturated" or move {e} to its own sweep'
+            )
+    fixed = experiments.FIXED_RATE.intersection(exps)
     if fixed and any(r == "saturated" for r in rates):
         raise PlanError(f'{w}rate: experiments {", ".join(sorted(fixed))} need a fixed rate; give messages/s or "auto"')
     if "F" in exps and len(set(tc)) < 2:
@@ -414,21 +536,39 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         partitions=tuple(parts),
         acks=tuple("all" if a == "-1" else a for a in acks),
         rate=tuple(rates),
-        topic_compression=tuple("uncompressed" if t == "none" else t for t in tc),
+        topic_compression=tuple(tc),
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
         client=tuple(clients),
     )
 
 
+def _check_client_levels(i: int, s: Sweep) -> None:
+    """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range
+    (the Java client's per-codec ranges are its own to enforce)."""
+    if "librdkafka" not in s.client:
+        return
+    for spec in s.codec:
+        text = str(spec)
+        if spec.level is None:
+            continue
+        lo, hi = client_level_range(spec.codec)
+        if not lo <= spec.level <= hi:
+            raise PlanError(
+                f"sweep[{i}].codec: {text} is refused by the client ({client_version()} accepts "
+                f"compression.level {lo}..{hi}); use {spec.codec}:{max(lo, 1)}..{spec.codec}:{hi} on a Kafka "
+                f'transport, client = "java" for higher levels, or kind = "sim"'
+            )
+
+
 def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None = None) -> Plan:
     """Validate a plan's TOML data and build a :class:`Plan`. Raises PlanError."""
     base = base_dir or Path.cwd()
     _check_keys("", data, TOP_KEYS)
-    reps = int(_number("repetitions", data.get("repetitions", 3), integer=True))
-    duration = float(_number("duration_s", data.get("duration_s", 10)))
-    warmup_s = float(_number("warmup_s", data.get("warmup_s", min(duration, 3.0))))
-    skip = float(_number("steady_skip_s", data.get("steady_skip_s", 0.0), allow_zero=True))
+    reps = int(_bounded("repetitions", data.get("repetitions", 3), "repetitions"))
+    duration = float(_bounded("duration_s", data.get("duration_s", 10), "duration_s"))
+    warmup_s = float(_bounded("warmup_s", data.get("warmup_s", min(duration, 3.0)), "warmup_s"))
+    skip = float(_bounded("steady_skip_s", data.get("steady_skip_s", 0.0), "steady_skip_s"))
     if skip >= duration:
         raise PlanError(f"steady_skip_s: {skip} must be below duration_s ({duration})")
     warmup = data.get("warmup", True)
@@ -436,11 +576,13 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError("warmup: must be true or false")
     seed = data.get("seed")
     if seed is not None:
-        seed = int(_number("seed", seed, integer=True, allow_zero=True))
-    frac = float(_number("auto_rate_fraction", data.get("auto_rate_fraction", 0.5)))
-    if frac > 1:
-        raise PlanError(f"auto_rate_fraction: {frac} must be in (0, 1]; e.g. 0.5 for half of saturation")
-    corpus_size = int(_number("corpus_size", data.get("corpus_size", 4 << 20), integer=True))
+        seed = int(_bounded("seed", seed, "seed"))
+    frac = float(_bounded("auto_rate_fraction", data.get("auto_rate_fraction", 0.5), "auto_rate_fraction"))
+    corpus_size = _corpus_size("corpus_size", data.get("corpus_size", 4 << 20))
+    max_steal = float(_number("max_steal_pct", data.get("max_steal_pct", 1.0)))
+    if max_steal > 100:
+        raise PlanError(f"max_steal_pct: {max_steal} must be in (0, 100]; the method's default is 1")
+    retries = int(_number("retries", data.get("retries", reps), integer=True, allow_zero=True))
 
     t = data.get("transport", {})
     if not isinstance(t, dict):
@@ -451,33 +593,39 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError(f"transport.kind: unknown transport '{kind}'; use one of {', '.join(TRANSPORT_KINDS)}")
     if kind == "bootstrap" and not t.get("bootstrap"):
         raise PlanError('transport.bootstrap: missing; give bootstrap = "host:port" or use kind = "local"')
-    brokers = int(_number("transport.brokers", t.get("brokers", 1), integer=True))
-    rf = int(_number("transport.replication_factor", t.get("replication_factor", 1), integer=True))
+    brokers = int(_bounded("transport.brokers", t.get("brokers", 1), "brokers"))
+    rf = int(_bounded("transport.replication_factor", t.get("replication_factor", 1), "replication_factor"))
     if kind == "local" and rf > brokers:
         raise PlanError(
             f"transport.replication_factor: {rf} exceeds transport.brokers ({brokers}); lower it or add brokers"
         )
     misr = t.get("min_insync_replicas")
     if misr is not None:
-        misr = int(_number("transport.min_insync_replicas", misr, integer=True))
-    pids = tuple(int(_number("transport.broker_pids", p, integer=True)) for p in _as_list(t.get("broker_pids", [])))
-    transport = TransportDef(kind, brokers, t.get("bootstrap"), rf, misr, pids)
+        misr = int(_bounded("transport.min_insync_replicas", misr, "min_insync_replicas"))
+        if misr > rf:
+            raise PlanError(
+                f"transport.min_insync_replicas: {misr} exceeds replication_factor ({rf}); no write could succeed, lower it"
+            )
+    pids = tuple(int(_bounded("transport.broker_pids", p, "pid")) for p in _as_list(t.get("broker_pids", [])))
+    endpoints = tuple(str(u) for u in _as_list(t.get("broker_metrics", [])))
+    bver = t.get("broker_version")
+    hs = int(_bounded("transport.header_sample", t.get("header_sample", DEFAULT_HEADER_SAMPLE), "header_sample"))
+    transport = TransportDef(
+        kind,
+        brokers,
+        t.get("bootstrap"),
+        rf,
+        misr,
+        pids,
+        broker_metrics=endpoints,
+        broker_version=None if bver is None else str(bver),
+        header_sample=hs,
+    )
 
     client = data.get("client", {})
     if not isinstance(client, dict):
         raise PlanError('client: must be a table of librdkafka properties, e.g. [client] "security.protocol" = "SSL"')
-    managed = {
-        "compression.type",
-        "compression.codec",
-        "compression.level",
-        "batch.size",
-        "linger.ms",
-        "acks",
-        "bootstrap.servers",
-    }
-    for k in client:
-        if k in managed:
-            raise PlanError(f"client.{k}: kbench sets this per cell; put it in a [[sweep]] axis instead")
+    check_client("client", client)
 
     cdata = data.get("corpora", {})
     if not isinstance(cdata, dict):
@@ -489,6 +637,9 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    if kind in ("local", "bootstrap"):
+        for i, s in enumerate(sweeps):
+            _check_client_levels(i, s)
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")
@@ -496,8 +647,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError(
             'sweep.rate: "auto" derives the rate from saturated cells, but no sweep has rate = "saturated"; add one or give messages/s'
         )
-    return Plan(
-        name=str(data.get("name", Path(source).stem)),
+    plan = Plan(
+        name=_check_name(str(data.get("name", Path(source).stem))),
         description=str(data.get("description", "")),
         repetitions=reps,
         warmup=warmup,
@@ -512,7 +663,11 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         sweeps=sweeps,
         source=source,
         raw=dict(data),
+        max_steal_pct=max_steal,
+        retries=retries,
     )
+    check_budget(plan)
+    return plan
 
 
 def expand(plan: Plan) -> list[Cell]:
@@ -528,7 +683,8 @@ def expand(plan: Plan) -> list[Cell]:
                     cell_id=f"{s.name}-{j:03d}",
                     sweep=s.name,
                     experiments=s.experiments,
-                    codec=c,
+                    codec=str(c),
+                    spec=c,
                     corpus=corp,
                     batch_size=bs,
                     linger_ms=lg,

@@ -1,33 +1,32 @@
 """Secrets never leave the process: redaction of configs, command lines and free text.
 
-A key is secret when its name contains ``password`` or ``secret``, or starts with
-``sasl.`` (all case-insensitive); the value is replaced by :data:`REDACTED`.
-:class:`Scrubber` also removes the secret *values* from any text (error messages,
-logs), in case a library echoes them.
+Which keys are secret is decided by the one secret rule, :func:`kbench.kafka.secret.is_secret_property`
+(defined in C and shared with the librdkafka config path); the value of a secret key is replaced by
+:data:`REDACTED`.  :class:`Scrubber` also removes the secret *values* from any text (error messages,
+logs, the saved command line) in case a library echoes them: only where the whole value appears, and
+only for values of at least :data:`~kbench.kafka.secret.MIN_SCRUB_LEN` characters.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REDACTED", "Scrubber", "is_secret_key", "redact", "redact_argv", "secret_values"]
+from kbench.kafka.secret import MIN_SCRUB_LEN, REDACTED, is_secret_property
 
-REDACTED = "<redacted>"
-SECRET_PATTERNS: tuple[str, ...] = ("*password*", "*secret*", "sasl.*")
+__all__ = ["REDACTED", "Scrubber", "is_secret_property", "redact", "redact_argv", "secret_values"]
 
 
-def is_secret_key(key: str) -> bool:
-    k = key.lower()
-    return any(fnmatch.fnmatchcase(k, p) for p in SECRET_PATTERNS)
+def _is_secret_key(key: object) -> bool:
+    return isinstance(key, str) and is_secret_property(key)
 
 
 def redact(obj: Any) -> Any:
     """A copy of ``obj`` (nested dicts/lists) with the values of secret keys replaced."""
     if isinstance(obj, Mapping):
-        return {k: (REDACTED if isinstance(k, str) and is_secret_key(k) else redact(v)) for k, v in obj.items()}
+        return {k: (REDACTED if _is_secret_key(k) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
     return obj
@@ -38,7 +37,7 @@ def secret_values(obj: Any) -> set[str]:
     out: set[str] = set()
     if isinstance(obj, Mapping):
         for k, v in obj.items():
-            if isinstance(k, str) and is_secret_key(k) and not isinstance(v, (Mapping, list, tuple)):
+            if _is_secret_key(k) and not isinstance(v, (Mapping, list, tuple)):
                 if str(v):
                     out.add(str(v))
             else:
@@ -49,18 +48,35 @@ def secret_values(obj: Any) -> set[str]:
     return out
 
 
+def _secret_value_at(arg: str) -> int | None:
+    """Index of the ``=`` after which a command-line argument holds a secret value, or None.
+
+    Understands ``key=value``, ``-Xkey=value`` and ``--option=key=value``."""
+    start = 0
+    for i, ch in enumerate(arg):
+        if ch != "=":
+            continue
+        key = arg[start:i]
+        if start == 0:
+            key = key[2:] if key.startswith("-X") else key.lstrip("-")
+        if is_secret_property(key):
+            return i
+        start = i + 1
+    return None
+
+
 def redact_argv(argv: Iterable[str]) -> list[str]:
-    """A command line with ``key=value`` secrets (``-X sasl.password=...``) redacted."""
+    """A command line with ``key=value`` secrets (``-X sasl.password=...``, ``-Xssl.key.pem=...``) redacted."""
     out: list[str] = []
     for a in argv:
-        key, sep, _ = a.partition("=")
-        out.append(f"{key}={REDACTED}" if sep and is_secret_key(key.lstrip("-")) else a)
+        at = _secret_value_at(a)
+        out.append(a if at is None else f"{a[: at + 1]}{REDACTED}")
     return out
 
 
 @dataclass(frozen=True)
 class Scrubber:
-    """Removes known secret values from text."""
+    """Removes known secret values (of at least ``MIN_SCRUB_LEN`` characters) from text."""
 
     values: frozenset[str] = frozenset()
 
@@ -69,7 +85,9 @@ class Scrubber:
         vals: set[str] = set()
         for o in objs:
             vals |= secret_values(o)
-        return cls(frozenset(v for v in vals if len(v) >= 1))
+        # a value with quotes, backslashes or newlines also appears JSON-escaped in logs and JSON texts
+        forms = vals | {json.dumps(v)[1:-1] for v in vals}
+        return cls(frozenset(v for v in forms if len(v) >= MIN_SCRUB_LEN))
 
     def __call__(self, text: str) -> str:
         for v in sorted(self.values, key=len, reverse=True):

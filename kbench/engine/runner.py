@@ -1,10 +1,12 @@
-"""The runner: a plan's cells, in a seeded random order, each with a discarded warm-up and
-n repetitions, rows written as each repetition completes, resumable after any crash.
+"""The runner: a plan's (cell, repetition) pairs in a seeded random order, each cell with a
+discarded warm-up before its first run, rows written as each attempt completes, an INVALID
+or REJECTED attempt run again within the plan's retry budget, resumable after any crash.
 
-Order: all saturated cells first (shuffled), then all other cells (shuffled), both with the
+Order: all saturated pairs first (shuffled), then all other pairs (shuffled), both with the
 seed recorded in the manifest — saturated results must exist before ``rate = "auto"`` can
 be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``).
-The method is described in ``docs/methodology.md``.
+A retry goes to the end of its group's queue, so it too runs at another time than its first
+attempt.  The method is described in ``docs/methodology.md``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import random
 import secrets as _secrets
 import statistics
 import sys
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +27,16 @@ from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine import rules, verdict
 from kbench.engine import store as results
+from kbench.engine.experiments import get as experiment
 from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
 from kbench.engine.redact import Scrubber, redact, redact_argv
 from kbench.engine.transports.base import RunRequest, Transport, TransportError, TransportInfo
+from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus, CorpusError, generate, read_records
 
-__all__ = ["GateRefused", "RunOptions", "RunOutcome", "derive_rate", "execute", "load_corpora", "order_cells"]
+__all__ = ["GateRefused", "RunOptions", "RunOutcome", "derive_rate", "execute", "load_corpora", "order_runs"]
 
 
 class GateRefused(RuntimeError):
@@ -51,6 +56,9 @@ class RunOptions:
     gate_overrides: Mapping[str, Any] = field(default_factory=dict)  # GateContext fields (tests)
     print_tables: TextIO | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)  # command-line transport overrides, reused on resume
+    #: Where every steal figure (gate and runs) reads its counters; None = the live /proc/stat.
+    #: Tests inject :class:`kbench.kafka.procstat.FixedSteal`; the manifest records it.
+    steal_source: StealSource | None = None
 
 
 @dataclass
@@ -59,6 +67,16 @@ class RunOutcome:
     state: str
     rows_written: int
     gate: gate_mod.GateReport | None
+    already_complete: bool = False  # a --resume of a complete run: nothing was run
+    restored: int = 0  # journal entries rebuilt from the CSVs by this resume
+
+
+def _remaining(plan: Plan, journal: Sequence[tuple[str, int, int, str]]) -> int:
+    """(cell, repetition) pairs of the plan still to run: never attempted, or retryable within the budget."""
+    a = _Attempts.of(journal)
+    return sum(
+        a.pending(c.cell_id, r, plan.retries) for c in plan_mod.expand(plan) for r in range(1, plan.repetitions + 1)
+    )
 
 
 def _now() -> str:
@@ -79,36 +97,66 @@ def load_corpora(plan: Plan) -> dict[str, Corpus]:
     return out
 
 
-def order_cells(cells: Sequence[Cell], seed: int) -> list[Cell]:
-    """Saturated cells first, then the rest; each group shuffled with ``seed``."""
+def order_runs(cells: Sequence[Cell], repetitions: int, seed: int) -> list[tuple[Cell, int]]:
+    """Every (cell, repetition) pair: saturated pairs first, then the rest; each group
+    shuffled with ``seed``, so repetitions of a cell interleave with other cells'."""
     rng = random.Random(seed)
-    sat = [c for c in cells if c.saturated]
-    rest = [c for c in cells if not c.saturated]
+    reps = range(1, repetitions + 1)
+    sat = [(c, r) for c in cells if c.saturated for r in reps]
+    rest = [(c, r) for c in cells if not c.saturated for r in reps]
     rng.shuffle(sat)
     rng.shuffle(rest)
     return sat + rest
 
 
+_MEASURED_STATUSES = ("INVALID", "REJECTED")  # measured, excluded by a rule of the machine or load
+
+
 def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) -> dict[str, Any]:
-    """The common rate from the saturated cells' OK rows in this run's CSVs."""
-    per_cell: dict[str, dict[int, float]] = {}
+    """The common rate from the saturated cells' OK rows in this run's CSVs.
+
+    With no OK saturated repetition, it falls back (visibly: ``fallback`` in the derivation,
+    shown by the manifest and every table) to the medians of the measured saturated
+    repetitions (INVALID or REJECTED: measured, then excluded by a rule); with none measured
+    either, it raises a one-line error saying what to change."""
+    ok: dict[str, dict[tuple[int, int], float]] = {}
+    measured: dict[str, dict[tuple[int, int], float]] = {}
+    reasons: set[str] = set()
     for exp in results.COLUMNS:
         for r in results.read_rows(run_dir / f"{exp}.csv"):
-            if r["cell_id"] in saturated_ids and r["status"] == "OK" and r["achieved_rate_msgs"] not in ("", "NA"):
-                per_cell.setdefault(r["cell_id"], {})[int(r["rep"])] = float(r["achieved_rate_msgs"])
-    medians = {cid: statistics.median(v.values()) for cid, v in per_cell.items() if v}
-    if not medians:
-        raise TransportError(
-            'cannot derive rate = "auto": no saturated cell has an OK repetition; check the B rows\' reasons, or give the rate in msgs/s'
+            if r["cell_id"] not in saturated_ids or r["achieved_rate_msgs"] in ("", "NA"):
+                continue
+            key = (int(r["rep"]), results.attempt_of(r))
+            if r["status"] == "OK":
+                ok.setdefault(r["cell_id"], {})[key] = float(r["achieved_rate_msgs"])
+            elif r["status"] in _MEASURED_STATUSES:
+                measured.setdefault(r["cell_id"], {})[key] = float(r["achieved_rate_msgs"])
+                reasons.add(r["status"])
+    fallback = None
+    per_cell = ok
+    if not ok:
+        if not measured:
+            raise TransportError(
+                'cannot derive rate = "auto": no saturated repetition measured a rate (see B.csv\'s reasons); '
+                "fix the failure, or give the rate in msgs/s in the plan"
+            )
+        per_cell = measured
+        fallback = (
+            f"no saturated cell had an OK repetition ({', '.join(sorted(reasons))}); the rate is derived from the "
+            "medians of the measured saturated repetitions instead"
         )
+    medians = {cid: statistics.median(v.values()) for cid, v in per_cell.items() if v}
     low = min(medians, key=lambda k: medians[k])
-    return {
+    out: dict[str, Any] = {
         "method": "auto: min over saturated cells of the median achieved msgs/s, times auto_rate_fraction",
         "fraction": fraction,
         "saturated_medians_msgs": medians,
         "min_cell": low,
         "rate_msgs": round(medians[low] * fraction, 3),
     }
+    if fallback:
+        out["fallback"] = fallback
+    return out
 
 
 def _gate_context(
@@ -131,6 +179,9 @@ def _gate_context(
         java_version=java_version() if info.kind == "local" else None,
         corpus_entropies=dict(entropies),
         sample_s=opts.gate_sample_s,
+        **gate_mod.topology_fields(plan, info),
+        steal_limit_pct=plan.max_steal_pct,
+        steal_source=opts.steal_source,
     )
     for k, v in opts.gate_overrides.items():
         setattr(ctx, k, v)
@@ -141,50 +192,80 @@ def _planned_s(plan: Plan, reps: int, warmup: bool) -> float:
     return reps * plan.duration_s + (plan.warmup_s if warmup else 0.0)
 
 
-def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
-    """Run (or resume) a plan into ``opts.run_dir`` with ``transport``."""
-    plan = opts.plan
-    run_dir = opts.run_dir
-    client = {**plan.client, **opts.client_overrides}
-    scrub = Scrubber.of(plan.raw, client)
-    log_path = run_dir / "run.log"
+@dataclass
+class _Session:
+    """What every step of one ``execute`` call shares."""
 
-    def log(msg: str) -> None:
-        with log_path.open("a") as f:
-            f.write(f"{_now()} {scrub(msg)}\n")
+    opts: RunOptions
+    transport: Transport
+    client: dict[str, str]
+    scrub: Scrubber
+    corpora: dict[str, Corpus]
+    entropies: dict[str, float]
+    man: dict[str, Any] = field(default_factory=dict)
+    rows_written: int = 0
+    resumed_state: str | None = None  # --resume: the manifest state the run had before
+    refused: bool = False  # the gate refused this call
+    restored: int = 0  # --resume: journal entries rebuilt from the CSVs
 
-    corpora = load_corpora(plan)  # before anything is written: a bad corpus leaves no trace
-    machine = describe().as_dict()
-    prior: dict[str, Any] = {}
-    if opts.resume:
-        prior = manifest_mod.read(run_dir)
-        if prior.get("plan_fingerprint") != plan.fingerprint():
-            raise PlanError(
-                f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan"
-            )
-        was = prior.get("machine", {})
-        if (was.get("hostname_hash"), was.get("arch")) != (machine["hostname_hash"], machine["arch"]):
-            raise PlanError(
-                f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
-            )
-        dropped = results.reconcile(run_dir)
-        if dropped:
-            log(f"resume: dropped incomplete rows {dropped}")
-    else:
+    @property
+    def plan(self) -> Plan:
+        return self.opts.plan
+
+    @property
+    def run_dir(self) -> Path:
+        return self.opts.run_dir
+
+    def log(self, msg: str) -> None:
+        with (self.run_dir / "run.log").open("a") as f:
+            f.write(f"{_now()} {self.scrub(msg)}\n")
+
+    def save(self) -> None:
+        manifest_mod.write(self.run_dir, self.man, self.scrub)
+
+
+def _prepare_dir(s: _Session, machine: Mapping[str, Any]) -> dict[str, Any]:
+    """A new, empty run directory; or, with --resume, the prior manifest after checking that
+    the plan and machine are the same and dropping incomplete rows."""
+    run_dir, plan = s.run_dir, s.plan
+    if not s.opts.resume:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise FileExistsError(
                 f"run directory {run_dir} is not empty; choose another -o or continue it with --resume {run_dir}"
             )
         run_dir.mkdir(parents=True, exist_ok=True)
+        return {}
+    prior = manifest_mod.read(run_dir)
+    if prior.get("plan_fingerprint") != plan.fingerprint():
+        raise PlanError(
+            f"--resume {run_dir}: the plan differs from the one this run started with ({prior.get('plan_source')}); resume with that plan"
+        )
+    was = prior.get("machine", {})
+    if (was.get("hostname_hash"), was.get("arch")) != (machine["hostname_hash"], machine["arch"]):
+        raise PlanError(
+            f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
+        )
+    fixed = results.reconcile(run_dir, {c.cell_id: c.experiments for c in plan_mod.expand(plan)})
+    if fixed.dropped:
+        s.log(f"resume: dropped incomplete rows {fixed.dropped}")
+    if fixed.restored:
+        s.log(f"resume: journal rebuilt from the CSVs: {len(fixed.restored)} complete repetitions restored")
+    s.resumed_state = str(prior.get("state", "interrupted"))
+    s.restored = len(fixed.restored)
+    return prior
 
-    seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
-    run_id = str(prior.get("run_id", _secrets.token_hex(4)))
-    entropies = {n: c.entropy for n, c in corpora.items()}
-    cells = plan_mod.expand(plan)
-    ordered = order_cells(cells, seed)
-    done = results.read_done(run_dir)
-    writer = results.ResultsWriter(run_dir)
 
+def _start_manifest(
+    s: _Session,
+    prior: Mapping[str, Any],
+    machine: Mapping[str, Any],
+    run_id: str,
+    seed: int,
+    cells: Sequence[Cell],
+    ordered: Sequence[tuple[Cell, int]],
+) -> None:
+    """The manifest as the run starts (or resumes): plan, machine, versions, corpora, rules."""
+    plan, opts = s.plan, s.opts
     man: dict[str, Any] = dict(prior)
     man.update(
         run_id=run_id,
@@ -193,14 +274,13 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         plan_source=plan.source,
         plan_fingerprint=plan.fingerprint(),
         plan=redact(plan.raw),
-        client_properties=redact(client),
+        client_properties=redact(s.client),
         seed=seed,
-        order=[c.cell_id for c in ordered],
+        order=[[c.cell_id, rep] for c, rep in ordered],
         cells={
             c.cell_id: {
                 **c.params(),
                 "experiments": list(c.experiments),
-                "rate": c.rate,
                 "topic_config": dict(c.topic_config),
             }
             for c in cells
@@ -211,12 +291,12 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
             n: {
                 "source": c.source,
                 "sha256": c.sha256,
-                "entropy_bits_per_byte": entropies[n],
+                "entropy_bits_per_byte": s.entropies[n],
                 "records": len(c.records),
                 "bytes": c.size,
                 "near_random": c.near_random,
             }
-            for n, c in corpora.items()
+            for n, c in s.corpora.items()
         },
         command=redact_argv(opts.argv),
         overrides=dict(opts.overrides),
@@ -224,11 +304,17 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         warmup=plan.warmup,
         duration_s=plan.duration_s,
         steady_skip_s=plan.steady_skip_s,
+        retries=plan.retries,
         rules={
             "rate_tolerance": rules.RATE_TOLERANCE,
-            "steal_limit_pct": rules.STEAL_LIMIT_PCT,
+            "steal_limit_pct": plan.max_steal_pct,
+            "method_steal_limit_pct": rules.STEAL_LIMIT_PCT,
+            "retry_statuses": sorted(rules.RETRY_STATUSES),
             "saturated_flag": rules.SATURATED_FLAG,
         },
+        steal_source=getattr(opts.steal_source, "describe", lambda: "measured: /proc/stat")()
+        if opts.steal_source is not None
+        else "measured: /proc/stat",
     )
     man.setdefault("started_at", _now())
     man.setdefault("resumes", [])
@@ -237,133 +323,315 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         entry: dict[str, Any] = {"at": _now()}
         if now_versions != man["versions"]:
             entry["versions"] = now_versions
-            log(f"resume: library versions changed since the run started: {now_versions}")
+            s.log(f"resume: library versions changed since the run started: {now_versions}")
         man["resumes"] = list(man["resumes"]) + [entry]
-    manifest_mod.write(run_dir, man, scrub)
+    s.man = man
+    s.save()
 
-    rows_written = 0
+
+def _open_and_gate(s: _Session) -> gate_mod.GateReport:
+    """Open the transport, record it, and run the environment gate (raises GateRefused)."""
+    plan, opts, man = s.plan, s.opts, s.man
+    info = s.transport.open()
+    man["transport"] = {
+        "kind": info.kind,
+        "bootstrap": info.bootstrap,
+        "client": info.client,
+        "kafka_version": info.kafka_version,
+        "brokers": [vars(b) for b in info.brokers],
+        "replication_factor": plan.transport.replication_factor,
+        "extra": dict(info.extra),
+    }
+    report = gate_mod.run_gate(_gate_context(plan, info, s.corpora, s.entropies, s.run_dir, opts), force=opts.force)
+    man.setdefault("gate_runs", [])
+    man["gate_runs"] = list(man["gate_runs"]) + [{"at": _now(), **report.as_dict()}]
+    man["gate"] = report.as_dict()
+    man["forced"] = bool(man.get("forced")) or (opts.force and report.blocked)
+    print("environment gate:\n" + report.table(), file=opts.progress_stream)
+    if report.blocked and not opts.force:
+        # A resume refused by the gate leaves the state of the work already done as it was.
+        man["state"] = s.resumed_state if s.resumed_state is not None else "refused-by-gate"
+        s.refused = True
+        s.save()
+        names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
+        raise GateRefused(
+            f"environment gate: blocking check failed: {names}; fix it, or pass --force (recorded in the manifest)"
+        )
+    man["state"] = "running"
+    s.save()
+    return report
+
+
+def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float | None:
+    """The cell's target msgs/s: its number, None when saturated, or the common rate (derived
+    from the saturated cells' rows once, then recorded in the manifest)."""
+    if cell.rate == "saturated":
+        return None
+    if cell.rate != "auto":
+        return float(cell.rate)
+    common: float | None = s.man.get("rate_derivation", {}).get("rate_msgs")
+    if common is None:
+        deriv = derive_rate(s.run_dir, saturated_ids, s.plan.auto_rate_fraction)
+        s.man["rate_derivation"] = deriv
+        s.save()
+        common = float(deriv["rate_msgs"])
+        s.log(f"common rate derived: {deriv}")
+    return common
+
+
+def _request(
+    s: _Session, run_id: str, cell: Cell, target: float | None, rep: int | None, attempt: int = 1
+) -> RunRequest:
+    """The transport request of one attempt of a repetition (``rep=None``: the warm-up)."""
+    plan = s.plan
+    suffix = "w" if rep is None else (f"r{rep}" if attempt == 1 else f"r{rep}a{attempt}")
+    return RunRequest(
+        cell=cell,
+        topic=f"kbench-{run_id}-{cell.cell_id}-{suffix}",
+        corpus=s.corpora[cell.corpus],
+        rate=target,
+        duration_s=plan.warmup_s if rep is None else plan.duration_s,
+        steady_skip_s=0.0 if rep is None else plan.steady_skip_s,
+        replication_factor=plan.transport.replication_factor,
+        min_insync_replicas=plan.transport.min_insync_replicas,
+        client_properties=s.client,
+        warmup=rep is None,
+        steal_source=s.opts.steal_source,
+    )
+
+
+def _warm_up(s: _Session, progress: Progress, run_id: str, cell: Cell, target: float | None) -> None:
+    """The cell's discarded warm-up run (before its first attempt in this session)."""
+    progress.show(f"{cell.cell_id} warm-up")
     try:
-        info = transport.open()
-        man["transport"] = {
-            "kind": info.kind,
-            "bootstrap": info.bootstrap,
-            "client": info.client,
-            "kafka_version": info.kafka_version,
-            "brokers": [vars(b) for b in info.brokers],
-            "replication_factor": plan.transport.replication_factor,
-            "extra": dict(info.extra),
-        }
-        report = gate_mod.run_gate(_gate_context(plan, info, corpora, entropies, run_dir, opts), force=opts.force)
-        man.setdefault("gate_runs", [])
-        man["gate_runs"] = list(man["gate_runs"]) + [{"at": _now(), **report.as_dict()}]
-        man["gate"] = report.as_dict()
-        man["forced"] = bool(man.get("forced")) or (opts.force and report.blocked)
-        print("environment gate:\n" + report.table(), file=opts.progress_stream)
-        if report.blocked and not opts.force:
-            man["state"] = "refused-by-gate"
-            manifest_mod.write(run_dir, man, scrub)
-            names = ", ".join(f"{r.name} ({r.detail})" for r in report.blocking_failures)
-            raise GateRefused(
-                f"environment gate: blocking check failed: {names}; fix it, or pass --force (recorded in the manifest)"
-            )
-        man["state"] = "running"
-        manifest_mod.write(run_dir, man, scrub)
+        s.transport.run(_request(s, run_id, cell, target, None))
+    except TransportError as e:
+        s.log(f"{cell.cell_id} warm-up failed: {e}")
+    progress.advance(s.plan.warmup_s, f"{cell.cell_id} warm-up done")
 
-        todo = [(c, [r for r in range(1, plan.repetitions + 1) if (c.cell_id, r) not in done]) for c in ordered]
-        todo = [(c, reps) for c, reps in todo if reps]
-        total_runs = sum(len(reps) + int(plan.warmup) for _, reps in todo)
+
+def _run_attempt(
+    s: _Session,
+    writer: results.ResultsWriter,
+    progress: Progress,
+    run_id: str,
+    cell: Cell,
+    rep: int,
+    attempt: int,
+    target: float | None,
+) -> str:
+    """One attempt of one repetition, its rows written; returns its status (the worst of its rows)."""
+    plan = s.plan
+    label = f"{cell.cell_id} rep {rep}/{plan.repetitions}" + (f" attempt {attempt}" if attempt > 1 else "")
+    progress.show(label)
+    try:
+        res = s.transport.run(_request(s, run_id, cell, target, rep, attempt))
+        rows = rules.rows_for(
+            cell,
+            rep,
+            res,
+            s.corpora[cell.corpus],
+            s.entropies[cell.corpus],
+            plan.transport.replication_factor,
+            steal_limit_pct=plan.max_steal_pct,
+            attempt=attempt,
+        )
+        writer.write_histograms(cell.cell_id, rep, res.histograms, attempt)
+        if res.client and s.man.get("clients", {}).get(cell.client) != dict(res.client):
+            s.man["clients"] = {**s.man.get("clients", {}), cell.client: dict(res.client)}
+            s.save()  # client library, runtime and its flags
+    except TransportError as e:
+        s.log(f"{cell.cell_id} rep {rep} attempt {attempt} failed: {e}")
+        rows = rules.failed_rows(cell, rep, target, s.scrub(str(e)), attempt)
+    for exp, rs in rows.items():
+        for r in rs:
+            r["reason"] = s.scrub(str(r.get("reason", "")))
+            for k in ("stored_source", "cpu_source"):  # may quote a tool's error message
+                if isinstance(r.get(k), str):
+                    r[k] = s.scrub(r[k])
+        writer.append(exp, rs)
+        s.rows_written += len(rs)
+    status = rules.worst(r["status"] for rs in rows.values() for r in rs)
+    writer.mark_done(cell.cell_id, rep, status, attempt)
+    progress.advance(plan.duration_s, f"{label} {status}")
+    return status
+
+
+@dataclass
+class _Attempts:
+    """Per (cell, rep): attempts journalled and the last one's status; per cell: retries used."""
+
+    last: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)
+    retries_used: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, journal: Sequence[tuple[str, int, int, str]]) -> _Attempts:
+        a = cls()
+        for cid, rep, attempt, status in journal:
+            if attempt >= a.last.get((cid, rep), (0, ""))[0]:
+                a.last[(cid, rep)] = (attempt, status)
+        for (cid, _), (n, _) in a.last.items():
+            a.retries_used[cid] = a.retries_used.get(cid, 0) + max(0, n - 1)
+        return a
+
+    def record(self, cell_id: str, rep: int, attempt: int, status: str) -> None:
+        self.last[(cell_id, rep)] = (attempt, status)
+
+    def pending(self, cell_id: str, rep: int, budget: int) -> bool:
+        """Whether this pair still has an attempt to run (without taking from the budget)."""
+        n, status = self.last.get((cell_id, rep), (0, ""))
+        return n == 0 or (status in rules.RETRY_STATUSES and self.retries_used.get(cell_id, 0) < budget)
+
+    def next_attempt(self, cell_id: str, rep: int, budget: int) -> int | None:
+        """The attempt to run next for this pair (None: done), taking a retry from the budget."""
+        n, status = self.last.get((cell_id, rep), (0, ""))
+        if n == 0:
+            return 1
+        if status in rules.RETRY_STATUSES and self.retries_used.get(cell_id, 0) < budget:
+            self.retries_used[cell_id] = self.retries_used.get(cell_id, 0) + 1
+            return n + 1
+        return None
+
+
+def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
+    """Run (or resume) a plan into ``opts.run_dir`` with ``transport``."""
+    plan = opts.plan
+    client = {**plan.client, **opts.client_overrides}
+    corpora = load_corpora(plan)  # before anything is written: a bad corpus leaves no trace
+    s = _Session(
+        opts, transport, client, Scrubber.of(plan.raw, client), corpora, {n: c.entropy for n, c in corpora.items()}
+    )
+    machine = describe().as_dict()
+    prior = _prepare_dir(s, machine)
+    if opts.resume and not _remaining(plan, results.read_journal(s.run_dir)):
+        # Every repetition is in the CSVs: nothing to run, and nothing (gate, manifest) to rewrite.
+        if prior.get("state") != "complete":
+            manifest_mod.write(
+                s.run_dir, dict(prior, state="complete", finished_at=prior.get("finished_at") or _now()), s.scrub
+            )
+        return RunOutcome(s.run_dir, "complete", 0, None, already_complete=True, restored=s.restored)
+    seed = int(prior.get("seed", plan.seed if plan.seed is not None else _secrets.randbits(32)))
+    run_id = str(prior.get("run_id", _secrets.token_hex(4)))
+    cells = plan_mod.expand(plan)
+    ordered = order_runs(cells, plan.repetitions, seed)
+    attempts = _Attempts.of(results.read_journal(s.run_dir))
+    writer = results.ResultsWriter(s.run_dir)
+    _start_manifest(s, prior, machine, run_id, seed, cells, ordered)
+
+    try:
+        report = _open_and_gate(s)
+        groups: list[deque[tuple[Cell, int, int]]] = [deque(), deque()]
+        for c, rep in ordered:
+            nxt = attempts.next_attempt(c.cell_id, rep, plan.retries)
+            if nxt is not None:
+                groups[0 if c.saturated else 1].append((c, rep, nxt))
+        todo_cells = {c.cell_id for g in groups for c, _, _ in g}
         progress = Progress(
-            total_runs, sum(_planned_s(plan, len(reps), plan.warmup) for _, reps in todo), stream=opts.progress_stream
+            sum(len(g) for g in groups) + int(plan.warmup) * len(todo_cells),
+            sum(_planned_s(plan, len(g), False) for g in groups) + int(plan.warmup) * plan.warmup_s * len(todo_cells),
+            stream=opts.progress_stream,
         )
         progress.show("starting")
-        common_rate: float | None = man.get("rate_derivation", {}).get("rate_msgs")
         saturated_ids = [c.cell_id for c in cells if c.saturated]
-
-        for cell, reps in todo:
-            target: float | None
-            if cell.rate == "auto":
-                if common_rate is None:
-                    deriv = derive_rate(run_dir, saturated_ids, plan.auto_rate_fraction)
-                    man["rate_derivation"] = deriv
-                    manifest_mod.write(run_dir, man, scrub)
-                    common_rate = float(deriv["rate_msgs"])
-                    log(f"common rate derived: {deriv}")
-                target = common_rate
-            elif cell.rate == "saturated":
-                target = None
-            else:
-                target = float(cell.rate)
-            corpus = corpora[cell.corpus]
-
-            def request(
-                rep: int | None, cell: Cell = cell, corpus: Corpus = corpus, target: float | None = target
-            ) -> RunRequest:
-                suffix = "w" if rep is None else f"r{rep}"
-                return RunRequest(
-                    cell=cell,
-                    topic=f"kbench-{run_id}-{cell.cell_id}-{suffix}",
-                    corpus=corpus,
-                    rate=target,
-                    duration_s=plan.warmup_s if rep is None else plan.duration_s,
-                    steady_skip_s=0.0 if rep is None else plan.steady_skip_s,
-                    replication_factor=plan.transport.replication_factor,
-                    min_insync_replicas=plan.transport.min_insync_replicas,
-                    client_properties=client,
-                    warmup=rep is None,
-                )
-
-            if plan.warmup:
-                progress.show(f"{cell.cell_id} warm-up")
-                try:
-                    transport.run(request(None))
-                except TransportError as e:
-                    log(f"{cell.cell_id} warm-up failed: {e}")
-                progress.advance(plan.warmup_s, f"{cell.cell_id} warm-up done")
-            for rep in reps:
-                progress.show(f"{cell.cell_id} rep {rep}/{plan.repetitions}")
-                try:
-                    res = transport.run(request(rep))
-                    rows = rules.rows_for(
-                        cell, rep, res, corpus, entropies[cell.corpus], plan.transport.replication_factor
-                    )
-                    writer.write_histograms(cell.cell_id, rep, res.histograms)
-                    if res.client and man.get("clients", {}).get(cell.client) != dict(res.client):
-                        man["clients"] = {**man.get("clients", {}), cell.client: dict(res.client)}
-                        manifest_mod.write(run_dir, man, scrub)  # client library, runtime and its flags
-                except TransportError as e:
-                    log(f"{cell.cell_id} rep {rep} failed: {e}")
-                    rows = rules.failed_rows(cell, rep, target, scrub(str(e)))
-                status = "OK"
-                for exp, rs in rows.items():
-                    for r in rs:
-                        r["reason"] = scrub(str(r.get("reason", "")))
-                    writer.append(exp, rs)
-                    rows_written += len(rs)
-                    status = rs[0]["status"] if status == "OK" else status
-                writer.mark_done(cell.cell_id, rep, status)
-                progress.advance(plan.duration_s, f"{cell.cell_id} rep {rep} {status}")
+        warmed: set[str] = set()
+        for queue in groups:
+            while queue:
+                cell, rep, attempt = queue.popleft()
+                target = _target_rate(s, cell, saturated_ids)
+                if plan.warmup and cell.cell_id not in warmed:
+                    warmed.add(cell.cell_id)
+                    _warm_up(s, progress, run_id, cell, target)
+                status = _run_attempt(s, writer, progress, run_id, cell, rep, attempt, target)
+                attempts.record(cell.cell_id, rep, attempt, status)
+                nxt = attempts.next_attempt(cell.cell_id, rep, plan.retries)
+                if nxt is not None:  # a retry, at the end of its group: another time than the first
+                    s.log(f"{cell.cell_id} rep {rep} attempt {attempt} {status}: retry as attempt {nxt}")
+                    queue.append((cell, rep, nxt))
+                    progress.total_runs += 1
+                    progress.planned_s += plan.duration_s
         progress.finish()
-        man["state"] = "complete"
-        man["finished_at"] = _now()
-        manifest_mod.write(run_dir, man, scrub)
+        s.man["state"] = "complete"
+        s.man["finished_at"] = _now()
+        s.save()
     except (KeyboardInterrupt, Exception) as e:
-        if man.get("state") not in ("refused-by-gate",):
-            man["state"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
-            man["stopped_at"] = _now()
+        if not s.refused:
+            s.man["state"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+            s.man["stopped_at"] = _now()
             if not isinstance(e, KeyboardInterrupt):
-                man["error"] = str(e)
-            manifest_mod.write(run_dir, man, scrub)
+                s.man["error"] = str(e)
+            s.save()
         raise
     finally:
         transport.close()
     if opts.print_tables is not None:
-        opts.print_tables.write(tables(run_dir, plan.experiments) + "\n")
-    return RunOutcome(run_dir, man["state"], rows_written, report)
+        opts.print_tables.write(tables(s.run_dir, plan.experiments) + "\n")
+    return RunOutcome(s.run_dir, s.man["state"], s.rows_written, report, restored=s.restored)
+
+
+#: Per status: what caused a repetition to be excluded, and what to change.
+_CAUSE_FIX: dict[str, tuple[str, str]] = {
+    "INVALID": (
+        "CPU steal above the plan's max_steal_pct",
+        "run on a machine with less steal (kbench gate measures it under load), or raise retries or max_steal_pct in the plan",
+    ),
+    "REJECTED": (
+        "the fixed rate was not held within 2 %",
+        "lower the rate (rate, or auto_rate_fraction) or give the producer more CPU",
+    ),
+    "FAILED_LOSS": ("records were lost or duplicated", "see the reason and run.log; check the brokers' logs"),
+    "FAILED_RUN": ("the run could not complete", "see the reason and run.log"),
+    "FAILED_TOPIC_CONFIG": ("the topic's compression.type did not read back as planned", "check the brokers' config"),
+    "FAILED_CPU_REGRESSED": ("a CPU counter went backwards", "check the clock source and /proc of the roles"),
+    "NA": ("a needed figure was not measured", "see the reason (transport or CPU window)"),
+}
+
+
+def _notes(run_dir: Path) -> list[str]:
+    """What every table of the run must carry next to its numbers: a steal limit above the
+    method's, an injected steal source, a common rate that fell back."""
+    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
+    out = []
+    lim = man.get("rules", {}).get("steal_limit_pct")
+    if isinstance(lim, (int, float)) and lim > rules.STEAL_LIMIT_PCT:
+        out.append(
+            f"NOTE: this plan accepts CPU steal up to {lim:g}% per run (the method's limit is {rules.STEAL_LIMIT_PCT:g}%)"
+        )
+    src = str(man.get("steal_source", ""))
+    if src.startswith("injected"):
+        out.append(f"NOTE: steal was not measured but {src} (a test)")
+    fb = man.get("rate_derivation", {}).get("fallback")
+    if fb:
+        out.append(f'NOTE: rate = "auto" fell back: {fb}')
+    return out
+
+
+def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list[str]:
+    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix."""
+    e = experiment(exp)
+    out = []
+    for cs in verdict.summarise(exp, rows, e.verdict_on):
+        if cs.n >= want:
+            continue
+        mine = [r for r in rows if (r["cell_id"], *(r.get(k, "") for k in e.row_key)) == cs.key]
+        bad = [r for r in mine if r["status"] != "OK"]
+        attempts = len({(r["rep"], results.attempt_of(r)) for r in mine})
+        status = rules.worst(r["status"] for r in bad) if bad else "NA"
+        cause, fix = _CAUSE_FIX.get(status, ("", "see the reasons"))
+        example = next((r["reason"] for r in bad if r["status"] == status), "")
+        out.append(
+            f"{'/'.join(cs.key)}: n = {cs.n} OK of {attempts} attempts (want {want}): {cause}"
+            + (f" ({example})" if example else "")
+            + f"; fix: {fix}"
+        )
+    return out
 
 
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:
-    """The headline tables of a run directory, from its CSVs only."""
+    """The headline tables of a run directory, from its CSVs (and the manifest's notes)."""
     out = []
+    notes = _notes(run_dir)
+    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
+    want = min(2, int(man.get("repetitions", 2) or 2))
     for exp in experiments:
         rows = results.read_rows(run_dir / f"{exp}.csv")
         title = f"== {exp}: {plan_mod.EXPERIMENTS[exp]} =="
@@ -371,10 +639,19 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
             out.append(f"{title}\n(no rows)")
             continue
         text = verdict.headline(exp, rows)
+        if notes:
+            text = "\n".join(notes) + "\n" + text
         excluded: dict[tuple[str, str, str, str], list[str]] = {}
         for r in rows:
             if r["status"] != "OK":
-                excluded.setdefault((r["cell_id"], r["rep"], r["status"], r["reason"]), []).append(r.get("role", ""))
+                rep = r["rep"] + (f" attempt {r['attempt']}" if results.attempt_of(r) > 1 else "")
+                excluded.setdefault((r["cell_id"], rep, r["status"], r["reason"]), []).append(r.get("role", ""))
+        retried = sum(1 for r in rows if results.attempt_of(r) > 1)
+        if retried:
+            text += f"\n\n{retried} rows come from retried attempts (column attempt > 1)"
+        short = _short_cells(exp, rows, want)
+        if short:
+            text += "\n\ncells short of OK repetitions:\n  " + "\n  ".join(short)
         if excluded:
             items = [
                 f"{cid} rep {rep}{(' [' + ', '.join(x for x in roles if x) + ']') if any(roles) else ''}: {st} ({why})"

@@ -1,10 +1,12 @@
 """Tidy CSV results: one file per experiment, rows appended only when complete.
 
 Crash safety: every completed repetition's rows are appended to the experiment CSVs
-(write, flush, fsync), then its key ``(cell_id, rep)`` is appended to the journal
-``done.jsonl`` (flush, fsync).  A repetition is done only once it is in the journal.
-:func:`reconcile` (run by ``--resume``) drops rows whose key is not in the journal and
-any truncated trailing line, rewriting a CSV atomically only when something is dropped.
+(write, flush, fsync), then its key ``(cell_id, rep, attempt)`` and status are appended to the
+journal ``done.jsonl`` (flush, fsync).  An attempt is done only once it is in the journal.
+:func:`reconcile` (run by ``--resume``) treats the CSVs as the record: a missing or damaged
+journal is rebuilt from complete CSV rows (never the other way round); rows of an incomplete
+repetition and a truncated trailing line are dropped, each file rewritten atomically and only
+when something changes.
 The columns of each experiment are documented in ``docs/csv-schema.md``.
 """
 
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbench.engine.experiments import RUN_EXPERIMENTS, columns
+
 __all__ = [
     "COLUMNS",
     "JOURNAL",
@@ -26,6 +30,9 @@ __all__ = [
     "STATUSES",
     "format_value",
     "read_done",
+    "Reconciled",
+    "attempt_of",
+    "read_journal",
     "read_rows",
     "reconcile",
 ]
@@ -44,114 +51,8 @@ STATUSES = (
     "FAILED_RUN",
 )
 
-CELL_COLUMNS: tuple[str, ...] = (
-    "cell_id",
-    "rep",
-    "sweep",
-    "client",
-    "codec",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "topic_compression",
-    "target_rate_msgs",
-    "achieved_rate_msgs",
-    "rate_error_pct",
-    "messages",
-)
-TAIL_COLUMNS: tuple[str, ...] = ("status", "reason")
-
-_LAT = ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")
-
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "A": CELL_COLUMNS
-    + tuple(f"corrected_{p}" for p in _LAT)
-    + tuple(f"service_{p}" for p in _LAT)
-    + (
-        "delay_p99_us",
-        "delay_max_us",
-        "e2e_p50_us",
-        "e2e_p99_us",
-        "e2e_max_us",
-        "out_of_range",
-        "lost",
-        "duplicated",
-        "delivery_errors",
-    )
-    + TAIL_COLUMNS,
-    "B": CELL_COLUMNS
-    + (
-        "payload_mb_per_s",
-        "producer_wire_mb_per_s",
-        "service_p50_us",
-        "service_p99_us",
-        "latency_flag",
-        "lost",
-        "duplicated",
-        "delivery_errors",
-    )
-    + TAIL_COLUMNS,
-    "C": CELL_COLUMNS
-    + (
-        "payload_bytes",
-        "stored_bytes",
-        "ratio",
-        "batch_ratio",
-        "corpus_entropy_bits",
-        "corpus_sha256",
-        "corpus_near_random",
-        "stored_batches",
-        "stored_codecs",
-    )
-    + TAIL_COLUMNS,
-    "D": CELL_COLUMNS
-    + (
-        "role",
-        "pid",
-        "usr_pct",
-        "sys_pct",
-        "cpu_s",
-        "payload_gb",
-        "cpu_s_per_gb",
-        "wire_bytes",
-        "wire_source",
-        "steal_pct",
-    )
-    + TAIL_COLUMNS,
-    "E": CELL_COLUMNS
-    + (
-        "batches",
-        "records_per_batch_p50",
-        "records_per_batch_p90",
-        "records_per_batch_max",
-        "bytes_per_batch_p50",
-        "bytes_per_batch_p90",
-        "bytes_per_batch_max",
-        "fill_source",
-        "client_records_per_batch_p50",
-        "client_records_per_batch_p90",
-        "client_batch_bytes_p50",
-        "client_batch_bytes_p90",
-        "payload_bytes",
-        "stored_bytes",
-        "ratio",
-    )
-    + TAIL_COLUMNS,
-    "F": CELL_COLUMNS
-    + (
-        "producer_codec",
-        "stored_codecs",
-        "recompressed",
-        "broker_usr_pct",
-        "broker_sys_pct",
-        "broker_cpu_s_per_gb",
-        "payload_bytes",
-        "stored_bytes",
-    )
-    + TAIL_COLUMNS,
-}
+#: Columns per experiment CSV, from the experiments registry.
+COLUMNS: dict[str, tuple[str, ...]] = {e: columns(e) for e in RUN_EXPERIMENTS}
 
 
 def format_value(v: Any) -> str:
@@ -177,8 +78,9 @@ def _fsync_append(path: Path, data: bytes) -> None:
 
 
 def _csv_line(values: Sequence[str]) -> bytes:
+    # One row is one line (the crash-safety rules are line-based): no newline inside a field.
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(values)
+    csv.writer(buf, lineterminator="\n").writerow([v.replace("\r", " ").replace("\n", " ") for v in values])
     return buf.getvalue().encode()
 
 
@@ -204,8 +106,9 @@ class ResultsWriter:
             data += _csv_line([format_value(row.get(c)) for c in cols])
         _fsync_append(path, data)
 
-    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str]) -> Path | None:
-        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows."""
+    def write_histograms(self, cell_id: str, rep: int, histograms: Mapping[str, str], attempt: int = 1) -> Path | None:
+        """``histograms/<cell>-r<rep>.json`` (atomic), written before the repetition's rows; a
+        retried repetition's file holds its latest attempt (the one that counts), named inside."""
         if not histograms:
             return None
         d = self.run_dir / "histograms"
@@ -214,6 +117,7 @@ class ResultsWriter:
         body = {
             "cell_id": cell_id,
             "rep": rep,
+            "attempt": attempt,
             "unit": "ns",
             "encoding": "kbench.Histogram.encode, base64",
             "histograms": dict(histograms),
@@ -221,25 +125,36 @@ class ResultsWriter:
         atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
         return path
 
-    def mark_done(self, cell_id: str, rep: int, status: str) -> None:
-        _fsync_append(
-            self.run_dir / JOURNAL, (json.dumps({"cell_id": cell_id, "rep": rep, "status": status}) + "\n").encode()
-        )
+    def mark_done(self, cell_id: str, rep: int, status: str, attempt: int = 1) -> None:
+        line = {"cell_id": cell_id, "rep": rep, "attempt": attempt, "status": status}
+        _fsync_append(self.run_dir / JOURNAL, (json.dumps(line) + "\n").encode())
 
 
-def read_done(run_dir: Path) -> set[tuple[str, int]]:
-    """Keys of the repetitions in the journal (a truncated last line is ignored)."""
+def attempt_of(row: Mapping[str, str]) -> int:
+    """A row's attempt number (1 when the column is absent or NA: a first attempt)."""
+    v = row.get("attempt", "")
+    return int(v) if v not in ("", "NA", None) else 1
+
+
+def read_journal(run_dir: Path) -> list[tuple[str, int, int, str]]:
+    """``(cell_id, rep, attempt, status)`` of every journalled attempt, in run order (a
+    truncated last line is ignored; a line without ``attempt`` is attempt 1)."""
     path = run_dir / JOURNAL
-    out: set[tuple[str, int]] = set()
+    out: list[tuple[str, int, int, str]] = []
     if not path.exists():
         return out
     for line in path.read_bytes().split(b"\n"):
         try:
             d = json.loads(line)
-            out.add((str(d["cell_id"]), int(d["rep"])))
-        except (ValueError, KeyError, TypeError):
+            out.append((str(d["cell_id"]), int(d["rep"]), int(d.get("attempt", 1)), str(d.get("status", ""))))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # empty or truncated line
     return out
+
+
+def read_done(run_dir: Path) -> set[tuple[str, int]]:
+    """Keys ``(cell_id, rep)`` of the repetitions with at least one journalled attempt."""
+    return {(c, r) for c, r, _, _ in read_journal(run_dir)}
 
 
 def _complete_lines(data: bytes) -> tuple[list[bytes], bool]:
@@ -278,41 +193,105 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
-def reconcile(run_dir: Path) -> dict[str, int]:
-    """Make a run directory consistent with its journal; returns rows dropped per file."""
-    done = read_done(run_dir)
-    dropped: dict[str, int] = {}
-    jpath = run_dir / JOURNAL
-    if jpath.exists():
-        lines, truncated = _complete_lines(jpath.read_bytes())
-        if truncated:
-            atomic_write(jpath, b"".join(x + b"\n" for x in lines))
-            dropped[JOURNAL] = 1
-    for exp in COLUMNS:
-        path = run_dir / f"{exp}.csv"
-        if not path.exists():
-            continue
-        lines, truncated = _complete_lines(path.read_bytes())
-        if not lines:
-            path.unlink()
-            continue
-        header = lines[0]
-        names = next(csv.reader([header.decode()]))
-        kept = [header]
-        n_drop = int(truncated)
-        for line in lines[1:]:
+@dataclass
+class Reconciled:
+    """What :func:`reconcile` changed: rows dropped per file, journal entries restored from CSVs."""
+
+    dropped: dict[str, int]
+    restored: list[tuple[str, int, int]]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.dropped or self.restored)
+
+
+def _csv_keys(path: Path) -> tuple[bytes, list[tuple[bytes, tuple[str, int, int] | None, str]], int]:
+    """A CSV's header, its complete lines with their (cell_id, rep, attempt) key (None when unusable) and
+    status, and the number of truncated trailing lines (0 or 1).  A line cut inside a quoted field
+    is a truncated trailing line too."""
+    lines, truncated = _complete_lines(path.read_bytes())
+    if not lines:
+        return b"", [], int(truncated)
+    header = lines[0]
+    names = next(csv.reader([header.decode("utf-8", "replace")]), [])
+    out: list[tuple[bytes, tuple[str, int, int] | None, str]] = []
+    for line in lines[1:]:
+        try:
             fields = next(csv.reader([line.decode()]), [])
             row = dict(zip(names, fields))
-            try:
-                key = (row["cell_id"], int(row["rep"]))
-            except (KeyError, ValueError):
-                n_drop += 1
-                continue
-            if len(fields) != len(names) or key not in done:
-                n_drop += 1
-                continue
-            kept.append(line)
+            key = (row["cell_id"], int(row["rep"]), attempt_of(row)) if len(fields) == len(names) else None
+        except (KeyError, ValueError, csv.Error):
+            key, row = None, {}
+        out.append((line, key, row.get("status", "")))
+    return header, out, int(truncated)
+
+
+def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None) -> Reconciled:
+    """Make a run directory's journal agree with its CSVs, which are the record.
+
+    A repetition is complete when each experiment it feeds (``expected``: cell_id -> experiments;
+    by default every CSV holding a row of that cell) has a complete row for it.  Complete
+    repetitions missing from the journal (deleted, damaged, or killed between the rows and the
+    journal entry) are restored into it; rows of incomplete repetitions and truncated trailing
+    lines are dropped, and their journal entries removed so they run again.  Files are rewritten
+    atomically and only when something changes."""
+    parsed = {}
+    for exp in COLUMNS:
+        path = run_dir / f"{exp}.csv"
+        if path.exists():
+            parsed[exp] = _csv_keys(path)
+    present: dict[str, dict[tuple[str, int, int], str]] = {
+        exp: {k: st for _, k, st in rows if k is not None} for exp, (_, rows, _) in parsed.items()
+    }
+    cells: dict[str, set[str]] = {}
+    for exp, keys in present.items():
+        for cid, _, _ in keys:
+            cells.setdefault(cid, set()).add(exp)
+    complete: dict[tuple[str, int, int], str] = {}
+    for keys in present.values():
+        for key, status in keys.items():
+            need = set(expected[key[0]]) if expected is not None and key[0] in expected else cells[key[0]]
+            if all(key in present.get(e, {}) for e in need):
+                complete.setdefault(key, status)
+    dropped: dict[str, int] = {}
+    for exp, (header, rows, truncated) in parsed.items():
+        path = run_dir / f"{exp}.csv"
+        kept = [line for line, key, _ in rows if key is not None and key in complete]
+        n_drop = truncated + len(rows) - len(kept)
+        if not kept and not rows:
+            if not header:
+                path.unlink()
+            elif truncated:
+                atomic_write(path, header + b"\n")
+            if truncated:
+                dropped[path.name] = n_drop
+            continue
         if n_drop:
-            atomic_write(path, b"".join(x + b"\n" for x in kept))
+            atomic_write(path, b"".join(x + b"\n" for x in [header, *kept]))
             dropped[path.name] = n_drop
-    return dropped
+    # The journal: exactly the complete repetitions, in the order they were journaled.
+    jpath = run_dir / JOURNAL
+    journaled: list[tuple[str, int, int]] = []
+    bad = 0
+    if jpath.exists():
+        for line in jpath.read_bytes().split(b"\n"):
+            if not line:
+                continue
+            try:
+                d = json.loads(line)
+                journaled.append((str(d["cell_id"]), int(d["rep"]), int(d.get("attempt", 1))))
+            except (ValueError, KeyError, TypeError):
+                bad += 1
+    seen = set(journaled)
+    restored = [k for k in sorted(complete) if k not in seen]
+    stale = [k for k in journaled if k not in complete]
+    if bad or restored or stale or len(seen) != len(journaled):
+        order = [k for k in dict.fromkeys(journaled) if k in complete] + restored
+        body = b"".join(
+            (json.dumps({"cell_id": c, "rep": r, "attempt": a, "status": complete[(c, r, a)]}) + "\n").encode()
+            for c, r, a in order
+        )
+        atomic_write(jpath, body)
+        if bad or stale:
+            dropped[JOURNAL] = bad + len(stale)
+    return Reconciled(dropped, restored)

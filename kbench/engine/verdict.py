@@ -11,37 +11,63 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CellSummary", "Comparison", "HEADLINE", "compare", "summarise", "format_table"]
+from kbench.engine.experiments import EXPERIMENTS, LABELS
+
+__all__ = [
+    "CellSummary",
+    "Comparison",
+    "HEADLINE",
+    "NO_DIFF",
+    "NO_OK",
+    "TOO_FEW",
+    "RangeVerdict",
+    "compare",
+    "format_table",
+    "range_verdict",
+    "summarise",
+]
+
+NO_DIFF = "no significant difference"
+NO_OK = "not comparable (no OK repetitions)"
+TOO_FEW = "not comparable (fewer than 2 OK repetitions)"
 
 #: Per experiment: (metric column, unit, lower is better?) shown in headline tables.
 HEADLINE: dict[str, tuple[tuple[str, str, bool], ...]] = {
-    "A": (("corrected_p50_us", "µs", True), ("corrected_p99_us", "µs", True), ("corrected_p999_us", "µs", True)),
-    "B": (("achieved_rate_msgs", "msgs/s", False), ("payload_mb_per_s", "MB/s", False)),
-    "C": (("ratio", "x", False), ("batch_ratio", "x", False), ("corpus_entropy_bits", "bits/B", False)),
-    "D": (("cpu_s_per_gb", "CPU-s/GB", True), ("usr_pct", "%", True), ("sys_pct", "%", True)),
-    "E": (("ratio", "x", False), ("records_per_batch_p50", "rec", False), ("bytes_per_batch_p50", "B", False)),
-    "F": (("broker_cpu_s_per_gb", "CPU-s/GB", True), ("recompressed", "", True)),
+    k: tuple((m.column, m.unit, m.lower_is_better) for m in e.headline) for k, e in EXPERIMENTS.items() if e.in_run
 }
-#: The metric each experiment's pairwise verdicts are drawn on.
-VERDICT_ON: dict[str, str] = {
-    "A": "corrected_p99_us",
-    "B": "achieved_rate_msgs",
-    "C": "ratio",
-    "D": "cpu_s_per_gb",
-    "E": "ratio",
-    "F": "broker_cpu_s_per_gb",
-}
-#: Columns that identify a cell in a table (besides cell_id); D adds the role.
-LABEL_COLUMNS = ("client", "codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
-#: The axis each experiment compares; cells equal on every other label are paired.
-COMPARED: dict[str, tuple[str, ...]] = {
-    "A": ("codec",),
-    "B": ("codec",),
-    "C": ("codec",),
-    "D": ("codec",),
-    "E": ("batch_size", "linger_ms", "partitions"),
-    "F": ("topic_compression",),
-}
+
+
+@dataclass(frozen=True)
+class RangeVerdict:
+    """The overlap rule's outcome: ``text`` is :data:`NO_DIFF`, a not-comparable reason, or
+    ``apart``; when apart, ``a_lower`` says which side's range lies below the other's."""
+
+    text: str
+    a_lower: bool | None = None
+
+    @property
+    def apart(self) -> bool:
+        return self.a_lower is not None
+
+
+def range_verdict(
+    a_n: int,
+    a_lo: float | None,
+    a_hi: float | None,
+    b_n: int,
+    b_lo: float | None,
+    b_hi: float | None,
+) -> RangeVerdict:
+    """The one verdict rule (docs/methodology.md): no OK repetition on a side, or fewer than
+    2, → not comparable (with that reason); ranges [lo, hi] that overlap or touch → no
+    significant difference; otherwise the ranges are apart and ``a_lower`` tells the order."""
+    if a_n < 1 or b_n < 1 or a_lo is None or a_hi is None or b_lo is None or b_hi is None:
+        return RangeVerdict(NO_OK)
+    if a_n < 2 or b_n < 2:
+        return RangeVerdict(TOO_FEW)
+    if a_lo <= b_hi and b_lo <= a_hi:
+        return RangeVerdict(NO_DIFF)
+    return RangeVerdict("apart", a_hi < b_lo)
 
 
 @dataclass(frozen=True)
@@ -79,15 +105,13 @@ def summarise(experiment: str, rows: Sequence[Mapping[str, str]], metric: str) -
     """Median and range of ``metric`` per cell (per cell and role for D), OK rows only."""
     groups: dict[tuple[str, ...], list[Mapping[str, str]]] = {}
     for r in rows:
-        key = (r["cell_id"], r.get("role", "")) if experiment == "D" else (r["cell_id"],)
+        key = (r["cell_id"], *(r.get(k, "") for k in EXPERIMENTS[experiment].row_key))
         groups.setdefault(key, []).append(r)
     out = []
     for key in sorted(groups):
         rs = groups[key]
         vals = [x for x in (_float(r.get(metric)) for r in rs if r.get("status") == "OK") if x is not None]
-        labels = {c: rs[0].get(c, "") for c in LABEL_COLUMNS}
-        if experiment == "D":
-            labels["role"] = rs[0].get("role", "")
+        labels = {c: rs[0].get(c, "") for c in (*LABELS, *EXPERIMENTS[experiment].row_key)}
         out.append(
             CellSummary(
                 key=key,
@@ -105,22 +129,17 @@ def summarise(experiment: str, rows: Sequence[Mapping[str, str]], metric: str) -
 
 def compare(experiment: str, summaries: Sequence[CellSummary], lower_is_better: bool = True) -> list[Comparison]:
     """Pairwise verdicts between cells that differ only in the experiment's compared axis."""
-    axis = COMPARED[experiment]
+    axis = EXPERIMENTS[experiment].compared
     out = []
     for i, a in enumerate(summaries):
         for b in summaries[i + 1 :]:
             same = all(a.labels.get(k) == b.labels.get(k) for k in a.labels if k not in axis)
-            if not same:
+            if not same or all(a.labels.get(k) == b.labels.get(k) for k in axis):
                 continue
-            if a.median is None or b.median is None or a.lo is None or b.lo is None or a.hi is None or b.hi is None:
-                verdict = "not comparable (no OK repetitions)"
-            elif a.n < 2 or b.n < 2:
-                verdict = "not enough repetitions"
-            elif a.lo <= b.hi and b.lo <= a.hi:
-                verdict = "no significant difference"
-            else:
-                a_lower = a.hi < b.lo
-                better = a if (a_lower == lower_is_better) else b
+            rv = range_verdict(a.n, a.lo, a.hi, b.n, b.lo, b.hi)
+            verdict = rv.text
+            if rv.apart:
+                better = a if (rv.a_lower == lower_is_better) else b
                 verdict = f"{_label(better, axis)} better"
             out.append(Comparison(a.metric, a, b, verdict))
     return out
@@ -156,9 +175,8 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
     metrics = HEADLINE[experiment]
     per_metric = {m: summarise(experiment, rows, m) for m, _, _ in metrics}
     first = per_metric[metrics[0][0]]
-    label_cols = [c for c in LABEL_COLUMNS if len({s.labels.get(c) for s in first}) > 1] or ["codec"]
-    if experiment == "D":
-        label_cols.append("role")
+    label_cols = [c for c in LABELS if len({s.labels.get(c) for s in first}) > 1] or ["codec"]
+    label_cols += EXPERIMENTS[experiment].row_key
     headers = ["cell", *label_cols, "n"] + [f"{m} ({u})" if u else m for m, u, _ in metrics]
     table_rows = []
     for i, s in enumerate(first):
@@ -179,12 +197,18 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
                 cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
         table_rows.append(cells)
     text = format_table(headers, table_rows)
-    m = VERDICT_ON[experiment]
-    lower = next(lo for name, _, lo in metrics if name == m)
-    comps = compare(experiment, per_metric[m], lower)
+    vm = EXPERIMENTS[experiment].verdict_metric
+    m = vm.column
+    comps = compare(experiment, per_metric[m], vm.lower_is_better)
     if comps:
         vrows = [
-            [c.a.key[0], c.b.key[0], _label(c.a, COMPARED[experiment]), _label(c.b, COMPARED[experiment]), c.verdict]
+            [
+                c.a.key[0],
+                c.b.key[0],
+                _label(c.a, EXPERIMENTS[experiment].compared),
+                _label(c.b, EXPERIMENTS[experiment].compared),
+                c.verdict,
+            ]
             for c in comps
         ]
         text += f"\n\nverdicts on {m}:\n" + format_table(["cell", "vs cell", "a", "b", "verdict"], vrows)

@@ -1,4 +1,4 @@
-"""Topic administration over librdkafka's Admin API (the C binding in ``csrc/admin.c``).
+"""Topic administration over librdkafka's Admin API (``csrc/core/admin.c``, bound in ``csrc/python/py_admin.c``).
 
 All functions take librdkafka properties (at least ``bootstrap.servers``), wait a bounded
 time for a broker, and raise ``kbench.KafkaError`` with the broker's or librdkafka's message.

@@ -10,24 +10,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-__all__ = ["CLIENTS", "LIBRDKAFKA_MAX_LEVEL", "PROTOCOL", "driver_command", "level_error", "producer_props"]
+__all__ = ["CLIENTS", "PROTOCOL", "driver_command", "producer_props"]
 
 #: Version of the driver protocol (docs/drivers.md) the runner speaks.
 PROTOCOL = 1
 CLIENTS = ("librdkafka", "java")
-#: librdkafka's compression.level accepts -1..12 for every codec; Java has per-codec ranges
-#: (compression.gzip.level 1-9, compression.lz4.level 1-17, compression.zstd.level up to 22).
-LIBRDKAFKA_MAX_LEVEL = 12
-
-
-def level_error(client: str, codec: str, level: int | None) -> str | None:
-    """Why ``codec:level`` cannot run on ``client`` (None when it can)."""
-    if client == "librdkafka" and level is not None and level > LIBRDKAFKA_MAX_LEVEL:
-        return (
-            f"{codec}:{level} is beyond librdkafka's compression.level range (-1..{LIBRDKAFKA_MAX_LEVEL});"
-            f' use client = "java" for it or a level <= {LIBRDKAFKA_MAX_LEVEL}'
-        )
-    return None
+#: librdkafka's levels are checked against the linked library by the plan
+#: (kbench.engine.plan); Java has per-codec ranges (compression.gzip.level 1-9,
+#: compression.lz4.level 1-17, compression.zstd.level up to 22) it enforces itself.
 
 
 def driver_command(client: str) -> list[str]:

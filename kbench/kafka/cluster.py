@@ -34,8 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kbench import _native
-from kbench.kafka import kafka_dist
+from kbench.kafka import admin, kafka_dist
 
 __all__ = [
     "BrokerInfo",
@@ -129,10 +128,16 @@ class BrokerInfo:
     config: str  # path of server.properties
     data_dir: str  # Kafka's log.dirs: topic partitions' segments
     log_dir: str  # the JVM's log files (server.log, ...)
+    metrics_port: int = 0  # the Prometheus JMX exporter's port on 127.0.0.1 (0: not started with it)
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """The broker's Prometheus metrics endpoint, when it runs the JMX exporter."""
+        return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,10 @@ class ClusterState:
     @property
     def pids(self) -> list[int]:
         return [b.pid for b in self.brokers]
+
+    @property
+    def metrics_urls(self) -> list[str]:
+        return [b.metrics_url for b in self.brokers if b.metrics_url]
 
 
 def default_dir() -> Path:
@@ -252,6 +261,8 @@ class LocalCluster:
     :meth:`start` and :meth:`stop`.  ``port_base=None`` (the default here) picks free ports;
     ``directory=None`` uses a fresh temporary directory removed again by :meth:`stop`.
     With ``die_with_parent`` the brokers get SIGTERM if this Python process dies.
+    With ``metrics`` (the default) every broker runs the Prometheus JMX exporter agent on a free
+    127.0.0.1 port (``BrokerInfo.metrics_url``), configured to export what kbench reads.
     """
 
     def __init__(
@@ -263,6 +274,7 @@ class LocalCluster:
         port_base: int | None = None,
         start_timeout: float = 180.0,
         die_with_parent: bool = True,
+        metrics: bool = True,
     ) -> None:
         if brokers < 1 or brokers > 9:
             raise ClusterError(f"--brokers must be between 1 and 9, got {brokers}")
@@ -272,6 +284,7 @@ class LocalCluster:
         self.port_base = port_base
         self.start_timeout = start_timeout
         self.die_with_parent = die_with_parent
+        self.metrics = metrics
         self.broker_config = self._merged_config(broker_config or {})
         self._procs: list[subprocess.Popen[bytes]] = []
         self.state: ClusterState | None = None
@@ -304,8 +317,8 @@ class LocalCluster:
         if self.port_base is None or self.port_base == 0:
             ports = _free_ports(2 * self.n)
             return ports[: self.n], ports[self.n :]
-        if not 1024 <= self.port_base <= 65535 - 200:
-            raise ClusterError(f"port base {self.port_base} out of range; use 1024..65335, or 0 for free ports")
+        if not 1024 <= self.port_base <= 65535 - 300:
+            raise ClusterError(f"port base {self.port_base} out of range; use 1024..65235, or 0 for free ports")
         client = [self.port_base + i for i in range(self.n)]
         ctrl = [self.port_base + 100 + i for i in range(self.n)]
         for p in client + ctrl:
@@ -315,6 +328,19 @@ class LocalCluster:
                     f"(kbench cluster down?) or choose other ports with --port-base N (0 = free ports)"
                 )
         return client, ctrl
+
+    def _metrics_ports(self) -> list[int]:
+        """The JMX exporter's port per node: BASE+200+i-1 with pinned ports, else free ones."""
+        if not self.port_base:
+            return _free_ports(self.n)
+        ports = [self.port_base + 200 + i for i in range(self.n)]
+        for p in ports:
+            if not _port_free(p):
+                raise ClusterError(
+                    f"port {p} on 127.0.0.1 (broker metrics) is already in use; choose other ports with --port-base N "
+                    f"(0 = free ports) or start without the exporter (--no-metrics)"
+                )
+        return ports
 
     def _write_node(self, node_id: int, port: int, ctrl_port: int, voters: str) -> tuple[Path, Path, Path]:
         assert self.dir is not None
@@ -356,21 +382,28 @@ class LocalCluster:
             self.dir = Path(tempfile.mkdtemp(prefix="kbench-cluster-"))
         dist = kafka_dist.find()
         java = kafka_dist.java()
+        agent = kafka_dist.jmx_exporter_agent() if self.metrics else None
+        metrics_ports = self._metrics_ports() if self.metrics else [0] * self.n
         self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("node-*"):
             shutil.rmtree(old)
         voters = ",".join(f"{i}@127.0.0.1:{ctrl[i - 1]}" for i in range(1, self.n + 1))
         log4j = self.dir / "log4j2.xml"
         log4j.write_text(_LOG4J2)
+        exporter_conf = self.dir / "jmx-exporter.yaml"
+        if agent is not None:
+            exporter_conf.write_text(kafka_dist.jmx_exporter_config())
         cid = _cluster_id()
         nodes = [self._write_node(i, client[i - 1], ctrl[i - 1], voters) for i in range(1, self.n + 1)]
 
-        def jcmd(main: str, args: Sequence[str], logs: Path, heap: str) -> list[str]:
+        def jcmd(main: str, args: Sequence[str], logs: Path, heap: str, metrics_port: int = 0) -> list[str]:
+            exporter = [f"-javaagent:{agent}=127.0.0.1:{metrics_port}:{exporter_conf}"] if metrics_port else []
             return [
                 java,
                 f"-Xmx{heap}",
                 f"-Xms{heap}",
                 *_JVM_OPTS,
+                *exporter,
                 f"-Dlog4j2.configurationFile={log4j}",
                 f"-Dkafka.logs.dir={logs}",
                 "-cp",
@@ -409,7 +442,7 @@ class LocalCluster:
                 out = open(logs / "stdout.log", "wb")
                 try:
                     proc = subprocess.Popen(
-                        jcmd("kafka.Kafka", [str(conf)], logs, self.heap),
+                        jcmd("kafka.Kafka", [str(conf)], logs, self.heap, metrics_ports[i - 1]),
                         stdout=out,
                         stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL,
@@ -420,7 +453,11 @@ class LocalCluster:
                 finally:
                     out.close()
                 self._procs.append(proc)
-                brokers.append(BrokerInfo(i, proc.pid, client[i - 1], ctrl[i - 1], str(conf), str(data), str(logs)))
+                brokers.append(
+                    BrokerInfo(
+                        i, proc.pid, client[i - 1], ctrl[i - 1], str(conf), str(data), str(logs), metrics_ports[i - 1]
+                    )
+                )
             state = ClusterState(
                 dir=str(self.dir),
                 cluster_id=cid,
@@ -451,11 +488,11 @@ class LocalCluster:
                         f"(logs in {b.log_dir})"
                     )
             try:
-                md = _native.metadata({"bootstrap.servers": state.bootstrap_servers}, timeout=2.0)
+                md = admin.metadata({"bootstrap.servers": state.bootstrap_servers}, timeout=2.0)
                 seen = len(md["brokers"])
                 if seen == self.n:
                     return
-            except _native.KafkaError as e:
+            except admin.KafkaError as e:
                 last_err = str(e)
         raise ClusterError(
             f"cluster in {self.dir} not ready after {self.start_timeout:.0f} s ({seen}/{self.n} brokers registered"

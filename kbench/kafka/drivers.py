@@ -6,9 +6,21 @@ plus an ``array('q')`` of offsets, librdkafka properties passed verbatim), runs 
 worker threads so Ctrl-C in the main thread reaches them as a clean ``stop()``, and turns
 their dicts into dataclasses.
 
-Every message carries one 24-byte header ``kb``: three big-endian 64-bit values, the
-CLOCK_MONOTONIC ns at ``produce()``, the sequence number from 0 and the run id, so a consumer
-on the same host measures end-to-end latency and checks every sequence number.
+One message in ``header_sample`` (those whose sequence number is divisible by it) carries a
+24-byte header ``kb``: three big-endian 64-bit values, the CLOCK_MONOTONIC ns at ``produce()``,
+the sequence number from 0 and the run id, so a consumer on the same host measures end-to-end
+latency on that sample.  The other records carry no header, so the stored bytes are a
+header-less producer's within a fraction of a percent.  The producer keeps each message's
+sequence number and send time in memory (the message opaque), so service, delay and corrected
+latency cover every record.  The consumer detects loss and duplicates from the record count
+(checked against the partitions' high watermarks) and the sampled sequence numbers
+(docs/methodology.md).
+
+The fixed-rate loop sleeps between ticks (``tick``, default 100 µs) and sends every message due
+by then, each with its own intended send time; it never spins.  With ``cpu_skip`` >= 0 it reads
+its process's CPU per thread from ``cpu_skip`` seconds after the first due time to the end of the
+flush: the client library's threads (librdkafka's ``rdk:*``) apart from the rest (the load
+generator), and the loop thread alone.
 """
 
 from __future__ import annotations
@@ -23,28 +35,57 @@ from typing import Any
 
 from kbench import _native
 from kbench._native import Histogram, KafkaError
+from kbench.kafka.secret import redact_props
 
 __all__ = [
+    "Background",
+    "DEFAULT_HEADER_SAMPLE",
     "ConsumerResult",
     "KafkaError",
     "ProducerResult",
     "ProducerSpec",
     "RunPair",
     "consume",
+    "new_run_id",
+    "librdkafka_version",
+    "new_consumer",
     "produce",
     "produce_and_consume",
     "records_buffer",
     "redact",
+    "client_level_range",
+    "client_version",
 ]
 
 MODES = ("fixed-rate", "saturated")
+#: One record in this many carries the ``kb`` latency header: at 1000 the header adds under 0.1 %
+#: to the stored bytes even of 130-byte log lines compressed 7x (benchmarks/stored_bytes_vs_kcat.py).
+DEFAULT_HEADER_SAMPLE = 1000
+#: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).
+DEFAULT_TICK_S = 500e-6
 KEY_POLICIES = ("none", "round-robin", "random")
-_SECRET_MARKS = ("password", "secret", "key.pem", "private", "sasl.oauthbearer.config", "keytab", "sasl.username")
 
 
 def redact(props: Mapping[str, str]) -> dict[str, str]:
-    """A copy of librdkafka properties safe for logs and CSVs (secret values replaced)."""
-    return {k: ("[redacted]" if any(m in k for m in _SECRET_MARKS) else str(v)) for k, v in props.items()}
+    """A copy of librdkafka properties safe for logs and CSVs (the secret rule of :mod:`kbench.kafka.secret`)."""
+    return redact_props(props)
+
+
+def librdkafka_version() -> str:
+    """The version of the librdkafka the C loops are linked against (``rd_kafka_version_str()``)."""
+    return str(_native.rdkafka_version)
+
+
+def client_level_range(codec: str) -> tuple[int, int]:
+    """The ``compression.level`` values the linked librdkafka accepts for ``codec``, asked of
+    librdkafka itself (ValueError with its message when it does not know the codec)."""
+    lo, hi = _native.client_level_range(codec)
+    return int(lo), int(hi)
+
+
+def client_version() -> str:
+    """The linked client library, e.g. ``librdkafka 2.0.2``."""
+    return f"librdkafka {_native.rdkafka_version}"
 
 
 def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
@@ -75,13 +116,29 @@ class ProducerSpec:
     stats_path: Path | None = None
     flush_timeout: float = 30.0
     connect_timeout: float = 10.0
-    #: False (saturated only): no ``kb`` header, so the bytes equal a header-less peer's; no
-    #: end-to-end latency or sequence check is then possible downstream.
+    #: False: no ``kb`` header at all (header_sample is then ignored): the bytes equal a
+    #: header-less peer's; no end-to-end latency downstream, loss is then checked by count only.
     headers: bool = True
+    #: One message in this many carries the ``kb`` header (1 = every message).
+    header_sample: int = DEFAULT_HEADER_SAMPLE
+    #: Fixed rate: minimum seconds between two wakes of the loop.
+    tick: float = DEFAULT_TICK_S
+    #: >= 0: read CPU per thread from this many seconds after the first due time to the end of
+    #: the flush (ProducerResult.cpu); < 0: do not.
+    cpu_skip: float = -1.0
+
+    @property
+    def effective_header_sample(self) -> int:
+        """What the loop uses: 0 (no header) when headers is False."""
+        return self.header_sample if self.headers else 0
 
     def __post_init__(self) -> None:
-        if not self.headers and self.mode != "saturated":
-            raise ValueError("headers=False is only for saturated runs; fixed-rate needs the kb header")
+        if self.header_sample < 1:
+            raise ValueError(
+                f"header_sample must be >= 1 (one record in N carries the kb header), got {self.header_sample}"
+            )
+        if not 0 <= self.tick <= 1:
+            raise ValueError(f"tick must be within 0..1 s, got {self.tick}")
         if self.mode not in MODES:
             raise ValueError(f"unknown producer mode '{self.mode}'; use one of {', '.join(MODES)}")
         if self.mode == "fixed-rate" and self.rate <= 0:
@@ -119,6 +176,26 @@ class ProducerResult:
     corrected: Histogram | None
     rate: float = 0.0  # target (fixed-rate)
     dr_failed: int = 0
+    header_sample: int = 0  # one message in this many carried the kb header (0 = none)
+    sampled: int = 0  # messages sent with the kb header
+    wakes: int = 0  # fixed rate: times the loop woke up
+    tick_ns: int = 0
+    #: per-thread CPU over the window (ProducerSpec.cpu_skip), seconds: usr_s/sys_s/wall_s of the
+    #: process, client_usr_s/client_sys_s (librdkafka's threads), loadgen_usr_s/loadgen_sys_s (every
+    #: other thread), loop_usr_s/loop_sys_s (the loop thread alone), client_threads; None = not taken
+    cpu: dict[str, float] | None = None
+
+    def counts(self) -> dict[str, Any]:
+        """The run's counters and rates, as the CLI and the worker report them."""
+        return {
+            "sent": self.sent,
+            "delivered": self.delivered,
+            "failed": self.failed,
+            "undelivered": self.undelivered,
+            "bytes": self.bytes,
+            "achieved_rate": self.achieved_rate,
+            "delivered_rate": self.delivered_rate,
+        }
 
     @property
     def send_seconds(self) -> float:
@@ -173,10 +250,18 @@ class ConsumerResult:
     errors: dict[str, int]
     e2e: Histogram
     expected: int = 0
+    sampled: int = 0  # records with the kb header (the e2e sample)
+    samples_expected: int = 0
+    samples_missing: int = 0
+    sample_duplicates: int = 0
+    stored_records: int = -1  # records stored since the start offsets, read at the end (-1: not read)
 
     @property
     def lost(self) -> int:
-        return max(0, self.expected - self.unique) if self.expected else 0
+        """Records the consumer did not see: by count, or the missing samples when more."""
+        if not self.expected:
+            return 0
+        return max(0, self.expected - self.unique, self.samples_missing)
 
 
 @dataclass
@@ -186,43 +271,61 @@ class RunPair:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class Background:
+    """``obj.run()`` in a daemon thread; ``done`` is set when it returns or raises, and
+    :meth:`result` hands back its return value or raises its exception in the caller."""
+
+    def __init__(self, obj: Any, name: str) -> None:
+        self._obj = obj
+        self._box: dict[str, Any] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._target, name=name, daemon=True)
+        self.thread.start()
+
+    def _target(self) -> None:
+        try:
+            self._box["result"] = self._obj.run()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            self._box["error"] = e
+        finally:
+            self.done.set()
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._box.get("error")
+
+    def result(self) -> Any:
+        """Wait for the thread; its return value, or its exception raised here."""
+        self.thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["result"]
+
+
 def _run_native(obj: Any) -> Any:
     """Run obj.run() in a worker thread; Ctrl-C in this thread becomes obj.stop().
 
     The loop then finishes cleanly (the producer purges what is still queued) and its partial
     result comes back with ``stopped`` True and ``interrupted`` set.
     """
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["result"] = obj.run()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            box["error"] = e
-        finally:
-            done.set()
-
-    t = threading.Thread(target=target, name="kbench-native", daemon=True)
-    t.start()
+    bg = Background(obj, "kbench-native")
     interrupted = False
     # wait on an Event, not Thread.join: in CPython 3.11 a join interrupted by Ctrl-C can mark
     # the thread finished while it still runs
-    while not done.is_set():
+    while not bg.done.is_set():
         try:
-            done.wait(0.2)
+            bg.done.wait(0.2)
         except KeyboardInterrupt:
             obj.stop()
             interrupted = True
-    t.join()
-    if "error" in box:
-        raise box["error"]
+    result = bg.result()
     if interrupted:
-        box["result"]["interrupted"] = True
-    return box["result"]
+        result["interrupted"] = True
+    return result
 
 
-def _new_run_id() -> int:
+def new_run_id() -> int:
+    """A random non-zero 63-bit id stamped into every record of one run (tells its records apart)."""
     return int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
 
 
@@ -244,7 +347,9 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         stats_path=str(spec.stats_path) if spec.stats_path else None,
         flush_timeout=float(spec.flush_timeout),
         connect_timeout=float(spec.connect_timeout),
-        headers=spec.headers,
+        header_sample=spec.effective_header_sample,
+        tick=float(spec.tick),
+        cpu_skip=float(spec.cpu_skip),
     )
 
 
@@ -256,19 +361,22 @@ def _producer_result(d: dict[str, Any], spec: ProducerSpec) -> ProducerResult:
 
 def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = None) -> ProducerResult:
     """Run the C producer loop to completion; KafkaError carries librdkafka's message."""
-    rid = run_id if run_id is not None else _new_run_id()
+    rid = run_id if run_id is not None else new_run_id()
     return _producer_result(_run_native(_producer(spec, records, rid)), spec)
 
 
-def _consumer(
+def new_consumer(
     props: Mapping[str, str],
     topic: str,
     run_id: int,
     expected: int,
     timeout: float,
-    max_records: int,
-    connect_timeout: float,
-) -> Any:
+    max_records: int = 0,
+    connect_timeout: float = 10.0,
+    header_sample: int = DEFAULT_HEADER_SAMPLE,
+) -> _native.Consumer:
+    """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
+    partitions are assigned at their end offsets, ``stop()`` ends it from another thread."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -277,6 +385,7 @@ def _consumer(
         max_records=max_records,
         timeout=timeout,
         connect_timeout=connect_timeout,
+        header_sample=header_sample,
     )
 
 
@@ -294,9 +403,10 @@ def consume(
     timeout: float = 60.0,
     max_records: int = 0,
     connect_timeout: float = 10.0,
+    header_sample: int = DEFAULT_HEADER_SAMPLE,
 ) -> ConsumerResult:
     """Consume from the topic's current end offsets (standalone use)."""
-    c = _consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout)
+    c = new_consumer(props, topic, run_id, expected, timeout, max_records, connect_timeout, header_sample)
     return _consumer_result(_run_native(c), expected)
 
 
@@ -309,41 +419,29 @@ def produce_and_consume(
 ) -> RunPair:
     """Start a consumer at the topic's end, then the producer; wait for both.
 
-    The consumer expects exactly the producer's messages (``spec.count`` of them, by sequence
-    number and run id) and stops when it has seen all of them or after ``consume_timeout``
-    (default: the producer's expected duration + 30 s).
+    The consumer expects exactly the producer's messages (``spec.count`` of them: by count, and
+    the sampled ones by sequence number and run id) and stops when it has seen all of them or
+    after ``consume_timeout`` (default: the producer's expected duration + 30 s).
     """
     if spec.count <= 0:
         raise ValueError("produce_and_consume needs a message count (spec.count > 0)")
-    if not spec.headers:
-        raise ValueError("produce_and_consume needs the kb header (headers=True) to check what the consumer sees")
-    run_id = _new_run_id()
+    run_id = new_run_id()
     cprops = (
         dict(consumer_props) if consumer_props is not None else {"bootstrap.servers": spec.props["bootstrap.servers"]}
     )
     expected_s = spec.count / spec.rate if spec.mode == "fixed-rate" else 0.0
     timeout = consume_timeout if consume_timeout is not None else expected_s + 30.0
-    cons = _consumer(cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout)
+    cons = new_consumer(
+        cprops, spec.topic, run_id, spec.count, timeout, 0, spec.connect_timeout, spec.effective_header_sample
+    )
     prod = _producer(spec, records, run_id)
-    cbox: dict[str, Any] = {}
-    cdone = threading.Event()
-
-    def ctarget() -> None:
-        try:
-            cbox["result"] = cons.run()
-        except BaseException as e:  # noqa: BLE001
-            cbox["error"] = e
-        finally:
-            cdone.set()
-
-    ct = threading.Thread(target=ctarget, name="kbench-consumer", daemon=True)
-    ct.start()
+    cb = Background(cons, "kbench-consumer")
     try:
         # the consumer flips `ready` once assigned at the end offsets (or on failure)
-        while not cons.ready and not cdone.is_set():
-            cdone.wait(0.01)
-        if "error" in cbox:
-            raise cbox["error"]
+        while not cons.ready and not cb.done.is_set():
+            cb.done.wait(0.01)
+        if cb.error is not None:
+            raise cb.error
         if on_started:
             on_started()
         try:
@@ -353,17 +451,15 @@ def produce_and_consume(
             raise
         if pres.get("interrupted"):
             cons.stop()
-        while not cdone.is_set():
+        while not cb.done.is_set():
             try:
-                cdone.wait(0.2)
+                cb.done.wait(0.2)
             except KeyboardInterrupt:
                 cons.stop()
-        ct.join()
+        cb.thread.join()
     except KeyboardInterrupt:
         prod.stop()
         cons.stop()
-        cdone.wait()
+        cb.done.wait()
         raise
-    if "error" in cbox:
-        raise cbox["error"]
-    return RunPair(_producer_result(pres, spec), _consumer_result(cbox["result"], spec.count))
+    return RunPair(_producer_result(pres, spec), _consumer_result(cb.result(), spec.count))

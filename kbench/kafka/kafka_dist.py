@@ -17,10 +17,23 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["KAFKA_VERSION", "KafkaDistError", "KafkaDist", "classpath", "find", "java_command", "run_tool"]
+__all__ = [
+    "JMX_EXPORTER_VERSION",
+    "KAFKA_VERSION",
+    "KafkaDistError",
+    "KafkaDist",
+    "classpath",
+    "find",
+    "java_command",
+    "jmx_exporter_agent",
+    "jmx_exporter_config",
+    "run_tool",
+]
 
 #: The pinned Apache Kafka version (keep in sync with kbench/data/kafka-pom.xml).
 KAFKA_VERSION = "4.1.2"
+#: The pinned Prometheus JMX exporter agent (keep in sync with kbench/data/jmx-exporter-pom.xml).
+JMX_EXPORTER_VERSION = "1.0.1"
 
 
 class KafkaDistError(RuntimeError):
@@ -70,14 +83,20 @@ def _from_kafka_home(home: Path) -> KafkaDist:
 
 
 def _from_maven() -> KafkaDist:
-    pom_text = resources.files("kbench").joinpath("data/kafka-pom.xml").read_text()
+    d, cp = _maven_classpath("kafka-pom.xml", f"kafka-{KAFKA_VERSION}", f"Apache Kafka {KAFKA_VERSION}")
+    return KafkaDist(KAFKA_VERSION, f"maven:{d}", cp)
+
+
+def _maven_classpath(pom_name: str, stem: str, what: str) -> tuple[Path, str]:
+    """Resolve the pom ``kbench/data/<pom_name>`` once; returns (cache dir, classpath)."""
+    pom_text = resources.files("kbench").joinpath(f"data/{pom_name}").read_text()
     # the cache is keyed by the pom's content, so editing the pom re-resolves the jars
-    d = cache_root() / f"kafka-{KAFKA_VERSION}-{hashlib.sha256(pom_text.encode()).hexdigest()[:10]}"
+    d = cache_root() / f"{stem}-{hashlib.sha256(pom_text.encode()).hexdigest()[:10]}"
     cp_file = d / "classpath.txt"
     if cp_file.exists():
         cp = cp_file.read_text().strip()
         if cp and all(Path(j).exists() for j in cp.split(":")):
-            return KafkaDist(KAFKA_VERSION, f"maven:{d}", cp)
+            return d, cp
     mvn = _require("mvn", "maven")
     _require("java", "default-jdk-headless")
     d.mkdir(parents=True, exist_ok=True)
@@ -92,9 +111,33 @@ def _from_maven() -> KafkaDist:
     )
     if proc.returncode != 0 or not tmp.exists():
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-        raise KafkaDistError(f"Maven could not resolve Apache Kafka {KAFKA_VERSION}: {' | '.join(tail)}")
+        raise KafkaDistError(f"Maven could not resolve {what}: {' | '.join(tail)}")
     tmp.replace(cp_file)
-    return KafkaDist(KAFKA_VERSION, f"maven:{d}", cp_file.read_text().strip())
+    return d, cp_file.read_text().strip()
+
+
+def jmx_exporter_agent() -> Path:
+    """The Prometheus JMX exporter java agent jar (Maven, cached like the Kafka jars).
+
+    ``$KBENCH_JMX_EXPORTER_JAR`` names an existing jar instead (e.g. with ``KAFKA_HOME``).
+    """
+    env = os.environ.get("KBENCH_JMX_EXPORTER_JAR")
+    if env:
+        if not Path(env).is_file():
+            raise KafkaDistError(f"KBENCH_JMX_EXPORTER_JAR={env} is not a file; point it at the agent jar or unset it")
+        return Path(env)
+    _, cp = _maven_classpath(
+        "jmx-exporter-pom.xml", f"jmx-exporter-{JMX_EXPORTER_VERSION}", f"the JMX exporter {JMX_EXPORTER_VERSION}"
+    )
+    jars = [Path(j) for j in cp.split(":") if Path(j).name.startswith("jmx_prometheus_javaagent")]
+    if not jars:
+        raise KafkaDistError(f"the JMX exporter pom resolved no jmx_prometheus_javaagent jar ({cp[:200]})")
+    return jars[0]
+
+
+def jmx_exporter_config() -> str:
+    """kbench's exporter config (``kbench/data/jmx-exporter.yaml``): what kbench.kafka.metrics reads."""
+    return resources.files("kbench").joinpath("data/jmx-exporter.yaml").read_text()
 
 
 def find() -> KafkaDist:

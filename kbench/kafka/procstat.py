@@ -10,13 +10,29 @@ and converted from clock ticks to seconds.  Rules (DESIGN.md, experiment D):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kbench import _native
 
-__all__ = ["CpuDelta", "ProcCpu", "Sampler", "SamplerResult", "Snapshot", "SystemCpu", "delta", "snapshot"]
+__all__ = [
+    "CpuDelta",
+    "FixedSteal",
+    "ProcCpu",
+    "Sampler",
+    "SamplerResult",
+    "Snapshot",
+    "StealSource",
+    "SystemCpu",
+    "delta",
+    "injected_steal",
+    "parse_system",
+    "snapshot",
+    "steal_pct",
+    "system_cpu",
+]
 
 OK, NA, NEGATIVE = "OK", "NA", "NEGATIVE"
 
@@ -49,6 +65,81 @@ class SystemCpu:
     softirq: float
     steal: float
     total: float
+
+
+#: What reads the system's cumulative CPU counters for a steal figure: live ``/proc/stat`` by
+#: default (:func:`system_cpu`); a test passes :class:`FixedSteal` to say "steal was X %".
+StealSource = Callable[[], SystemCpu | None]
+
+
+def steal_pct(a: SystemCpu | None, b: SystemCpu | None) -> float | None:
+    """The one steal rule: % of all CPU time stolen by the hypervisor from ``a`` to ``b``;
+    None when it cannot tell (a side unreadable, or no CPU time passed)."""
+    if a is None or b is None or b.total <= a.total:
+        return None
+    return 100.0 * (b.steal - a.steal) / (b.total - a.total)
+
+
+def parse_system(text: str, clk_tck: float = 100.0) -> SystemCpu | None:
+    """The ``cpu`` line of a ``/proc/stat`` text as seconds (None when absent or short)."""
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            try:
+                vals = [int(x) / clk_tck for x in line.split()[1:9]]
+            except ValueError:
+                return None
+            if len(vals) < 8:
+                return None
+            # total: user..steal (guest time is already inside user)
+            return SystemCpu(*vals, total=sum(vals))
+    return None
+
+
+def system_cpu() -> SystemCpu | None:
+    """The live system counters (the default :data:`StealSource`)."""
+    return snapshot([]).system
+
+
+@dataclass
+class FixedSteal:
+    """A :data:`StealSource` whose counters advance so that any window shows exactly ``pct``
+    % steal (or None when ``pct`` is None: steal not measurable).  For tests, and recorded as
+    injected wherever it is used."""
+
+    pct: float | None
+    _calls: int = 0
+
+    def __call__(self) -> SystemCpu | None:
+        if self.pct is None:
+            return None
+        self._calls += 1
+        t = 1000.0 * self._calls
+        st = t * self.pct / 100.0
+        return SystemCpu(
+            user=t - st, nice=0.0, system=0.0, idle=0.0, iowait=0.0, irq=0.0, softirq=0.0, steal=st, total=t
+        )
+
+    def describe(self) -> str:
+        return "injected: not measurable" if self.pct is None else f"injected: {self.pct:g}%"
+
+
+#: Environment variable read by the command line only: a steal figure to inject instead of
+#: measuring (a number, or ``none`` for "not measurable").  Tests use it; every run that uses
+#: it says so in its manifest and tables.
+INJECT_ENV = "KBENCH_INJECT_STEAL_PCT"
+
+
+def injected_steal(environ: Mapping[str, str] | None = None) -> FixedSteal | None:
+    """The :class:`FixedSteal` that :data:`INJECT_ENV` asks for, or None when it is unset."""
+    v = (os.environ if environ is None else environ).get(INJECT_ENV)
+    if v is None or v == "":
+        return None
+    if v.lower() == "none":
+        return FixedSteal(None)
+    try:
+        return FixedSteal(float(v))
+    except ValueError:
+        raise ValueError(f"{INJECT_ENV}={v!r} is not a number; give a percentage or 'none'") from None
 
 
 @dataclass(frozen=True)
@@ -93,20 +184,17 @@ class SamplerResult:
     def elapsed_s(self) -> float:
         return (self.end.t_ns - self.start.t_ns) / 1e9
 
-    def _sys_pct(self, attr: str) -> float | None:
-        a, b = self.start.system, self.end.system
-        if a is None or b is None or b.total <= a.total:
-            return None
-        return 100.0 * (getattr(b, attr) - getattr(a, attr)) / (b.total - a.total)
-
     @property
     def steal_pct(self) -> float | None:
         """% of all CPU time stolen by the hypervisor during the window (None = NA)."""
-        return self._sys_pct("steal")
+        return steal_pct(self.start.system, self.end.system)
 
     @property
     def iowait_pct(self) -> float | None:
-        return self._sys_pct("iowait")
+        a, b = self.start.system, self.end.system
+        if a is None or b is None or b.total <= a.total:
+            return None
+        return 100.0 * (b.iowait - a.iowait) / (b.total - a.total)
 
     def for_pid(self, pid: int) -> CpuDelta | None:
         for d in self.deltas:

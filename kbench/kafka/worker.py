@@ -3,8 +3,13 @@ kbench.kafka.worker`` is the librdkafka driver of the driver protocol (docs/driv
 reads a JSON job on stdin, prints ``READY`` (consumer assigned) or ``STARTED`` (producer about
 to send), then one ``RESULT <json>`` line (or one ``ERROR <json string>`` line).
 
-The process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop thread and librdkafka's
-threads, live and exited) from ``skip_s`` after it starts working to the end of its run.
+The consumer process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop
+thread and librdkafka's threads, live and exited) from ``skip_s`` after it starts working to the end of its
+run.  The producer's loop reads its process's CPU per thread itself (C, ``/proc/self/task/<tid>``), from
+``skip_s`` after its first due time to the end of its flush: the whole process, librdkafka's threads
+(``rdk:*``: the client) and every other thread (the load generator, nearly all of it the loop thread).
+It reports where its CPU window starts (``window_start_ns``, CLOCK_MONOTONIC) with the producer's
+schedule (``t0_ns``, first and last send), so the parent takes the payload of exactly that window.
 """
 
 from __future__ import annotations
@@ -18,23 +23,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench import _native
 from kbench.kafka import drivers, procstat
 from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
-
-PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
+from kbench.model.stats import histogram_us
 
 
 def _hist(h: Any) -> dict[str, Any] | None:
-    if h is None:
-        return None
-    out: dict[str, Any] = {"count": h.count, "out_of_range": h.underflow + h.overflow}
-    for name, p in PCTS:
-        v = h.percentile(p)
-        out[name] = None if v is None else v / 1000.0
-    out["max_us"] = None if h.max is None else h.max / 1000.0
-    out["encoded"] = base64.b64encode(h.encode()).decode()
+    out = histogram_us(h)
+    if out is not None:
+        out["encoded"] = base64.b64encode(h.encode()).decode()
     return out
 
 
@@ -45,10 +43,12 @@ class _Window:
         self.skip_s = skip_s
         self.a: procstat.ProcCpu | None = None
         self.t_a = 0.0
+        self.t_a_ns: int | None = None
         self._timer: threading.Timer | None = None
 
     def _mark(self) -> None:
         self.a, self.t_a = _self_cpu(), time.monotonic()
+        self.t_a_ns = time.monotonic_ns()
 
     def start(self) -> None:
         if self.skip_s <= 0:
@@ -74,6 +74,7 @@ class _Window:
             "usr_s": b.user_s - self.a.user_s,
             "sys_s": b.sys_s - self.a.sys_s,
             "wall_s": t_b - self.t_a,
+            "window_start_ns": self.t_a_ns,
             "note": "",
         }
 
@@ -88,7 +89,7 @@ def _client_info() -> dict[str, Any]:
     return {
         "name": "librdkafka",
         "library": "librdkafka",
-        "version": _native.rdkafka_version,
+        "version": drivers.librdkafka_version(),
         "runtime": f"CPython {sys.version.split()[0]}",
         "runtime_flags": [],
     }
@@ -151,27 +152,24 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         keys=job.get("keys", "none"),
         nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
+        header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
+        cpu_skip=float(job.get("skip_s", 0.0)),
     )
-    w = _Window(float(job.get("skip_s", 0.0)))
     _say("STARTED")
-    w.start()
     r = drivers.produce(spec, records, run_id=int(job["run_id"]))
-    cpu = w.stop()
     return {
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "failed": r.failed,
-        "undelivered": r.undelivered,
-        "bytes": r.bytes,
-        "achieved_rate": r.achieved_rate,
-        "delivered_rate": r.delivered_rate,
+        **r.counts(),
         "send_seconds": r.send_seconds,
         "delivery_errors": r.delivery_errors,
         "client_errors": r.client_errors,
         "service": _hist(r.service),
         "delay": _hist(r.delay),
         "corrected": _hist(r.corrected),
-        "cpu": cpu,
+        "sampled": r.sampled,
+        "cpu": _producer_cpu(r.cpu),
+        "t0_ns": r.t0_ns,
+        "first_send_ns": r.first_send_ns,
+        "last_send_ns": r.last_send_ns,
         "windows": {
             "run": _window(r.t0_ns - 1_000_000, r.end_ns),
             "send": _window(r.t0_ns if r.mode == "fixed-rate" else r.first_send_ns, r.last_send_ns),
@@ -181,8 +179,25 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _producer_cpu(c: dict[str, Any] | None) -> dict[str, Any]:
+    """The producer's CPU window in the shape the transport reads, with the per-thread split."""
+    if c is None:
+        return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip"}
+    return {
+        "usr_s": c["usr_s"],
+        "sys_s": c["sys_s"],
+        "wall_s": c["wall_s"],
+        "window_start_ns": c["start_ns"],
+        "loadgen_s": c["loadgen_usr_s"] + c["loadgen_sys_s"],
+        "client_s": c["client_usr_s"] + c["client_sys_s"],
+        "loop_s": c["loop_usr_s"] + c["loop_sys_s"],
+        "client_threads": c["client_threads"],
+        "note": "",
+    }
+
+
 def consumer(job: dict[str, Any]) -> dict[str, Any]:
-    c = _native.Consumer(
+    c = drivers.new_consumer(
         dict(job["props"]),
         job["topic"],
         run_id=int(job["run_id"]),
@@ -190,35 +205,27 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         max_records=0,
         timeout=float(job["timeout"]),
         connect_timeout=float(job.get("connect_timeout", 10.0)),
+        header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
     )
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["r"] = c.run()
-        except BaseException as e:  # noqa: BLE001 - reported to the parent
-            box["e"] = e
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    while not c.ready and t.is_alive():
-        t.join(0.005)
+    bg = drivers.Background(c, "kbench-consumer")
+    while not c.ready and not bg.done.is_set():
+        bg.done.wait(0.005)
     w = _Window(float(job.get("skip_s", 0.0)))
     _say("READY")
     w.start()
-    t.join()
+    bg.thread.join()
     cpu = w.stop()
-    if "e" in box:
-        raise box["e"]
-    r = drivers.ConsumerResult(
-        expected=int(job["expected"]), **{k: v for k, v in box["r"].items() if k != "interrupted"}
-    )
+    res = bg.result()  # raises the consumer's error, reported to the parent
+    r = drivers.ConsumerResult(expected=int(job["expected"]), **{k: v for k, v in res.items() if k != "interrupted"})
     return {
         "records": r.records,
         "bytes": r.bytes,
         "unique": r.unique,
         "duplicates": r.duplicates,
         "lost": r.lost,
+        "sampled": r.sampled,
+        "samples_missing": r.samples_missing,
+        "stored_records": r.stored_records,
         "timed_out": r.timed_out,
         "errors": r.errors,
         "out_of_range": r.out_of_range,
@@ -237,8 +244,8 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     job = json.loads(sys.stdin.readline())
     try:
-        if int(job.get("protocol", PROTOCOL)) != PROTOCOL or int(job.get("header_every", 1)) != 1:
-            raise ValueError(f"this driver speaks protocol {PROTOCOL} with a kb header on every record")
+        if int(job.get("protocol", PROTOCOL)) != PROTOCOL:
+            raise ValueError(f"this driver speaks protocol {PROTOCOL}")
         out = producer(job) if job["role"] == "producer" else consumer(job)
         out.update(protocol=PROTOCOL, client=_client_info())
     except Exception as e:  # noqa: BLE001 - one line back to the parent

@@ -10,7 +10,7 @@ within ``max_uncompressed`` bytes and checks every record; malformed input raise
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kbench import _native
@@ -208,8 +208,3 @@ def crc32c_impls() -> list[str]:
 def crc32c_active() -> str:
     """The implementation :func:`crc32c` and the batch code use."""
     return str(_native.crc32c_active())
-
-
-def records_from_values(values: Sequence[bytes], timestamp: int = 0) -> list[Record]:
-    """Records with null keys and the given values, all at one timestamp."""
-    return [Record(value=v, timestamp=timestamp) for v in values]

@@ -10,7 +10,22 @@ from dataclasses import dataclass
 from kbench import _native
 from kbench._native import CodecError
 
-__all__ = ["CodecError", "CodecSpec", "available", "compress", "decompress", "library_versions", "parse_spec"]
+__all__ = [
+    "CodecError",
+    "CodecSpec",
+    "TOPIC_COMPRESSION",
+    "available",
+    "batch_codec",
+    "compress",
+    "decompress",
+    "library_versions",
+    "parse_spec",
+    "stored_codec",
+    "topic_compression",
+]
+
+#: Kafka's topic ``compression.type`` values (``none`` is accepted and read as ``uncompressed``).
+TOPIC_COMPRESSION = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 #: Default decompression limit: 256 MiB, far above Kafka's message.max.bytes.
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
@@ -59,3 +74,24 @@ def parse_spec(text: str) -> CodecSpec:
     # Validates the name and level in C (the same rules the codecs use).
     _native.compress(b"", name, level)
     return CodecSpec(name, level)
+
+
+def topic_compression(value: str) -> str:
+    """A topic ``compression.type`` in Kafka's spelling: ``none`` (ours, and a codec's name)
+    reads as ``uncompressed``; a level (``zstd:3``) is not part of a topic setting."""
+    v = value.strip().lower().partition(":")[0]
+    return "uncompressed" if v in ("none", "uncompressed") else v
+
+
+def batch_codec(name: str) -> str:
+    """The codec name a record batch carries (``none`` … ``zstd``) for a codec or a
+    ``compression.type``: ``uncompressed`` reads as ``none``, a level is dropped."""
+    v = name.strip().lower().partition(":")[0]
+    return "none" if v in ("none", "uncompressed") else v
+
+
+def stored_codec(topic: str, producer: CodecSpec) -> str:
+    """The codec the broker stores batches with: the producer's for ``compression.type=producer``,
+    else the topic's (recompression)."""
+    tc = topic_compression(topic)
+    return producer.codec if tc == "producer" else batch_codec(tc)

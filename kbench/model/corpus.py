@@ -17,11 +17,13 @@ import hashlib
 import json
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench import _native
+from kbench.model import limits
+from kbench.model.paths import not_a_regular_file
 
 __all__ = [
     "BUILTIN",
@@ -34,6 +36,7 @@ __all__ = [
     "log_lines",
     "random_printable",
     "read_records",
+    "write_lenprefixed",
 ]
 
 #: Entropy of uniformly random printable ASCII (95 symbols), bits per byte.
@@ -194,8 +197,10 @@ def generate(name: str, size: int = 4 << 20, seed: int = 1) -> Corpus:
     """A built-in corpus of at least ``size`` payload bytes (whole records)."""
     if name not in BUILTIN:
         raise CorpusError(f"unknown corpus '{name}'; use one of {', '.join(BUILTIN)} or a file path")
-    if size <= 0:
-        raise CorpusError(f"corpus size must be > 0, got {size}")
+    try:
+        limits.check_corpus_size("corpus size", size)
+    except limits.LimitError as e:
+        raise CorpusError(str(e)) from None
     gen = BUILTIN[name]
     sample = gen(64, seed)
     avg = max(1, sum(map(len, sample)) // len(sample))
@@ -219,8 +224,17 @@ def generate(name: str, size: int = 4 << 20, seed: int = 1) -> Corpus:
 def read_records(path: Path | str, fmt: str = "lines", limit: int | None = None) -> list[bytes]:
     """Read a file as records: one per line (``lines``) or 4-byte BE length-prefixed (``lenprefixed``)."""
     p = Path(path)
-    if not p.is_file():
+    why = not_a_regular_file(p)
+    if why == "does not exist":
         raise CorpusError(f"corpus file not found: {p}; give an existing file or one of {', '.join(BUILTIN)}")
+    if why is not None:
+        raise CorpusError(f"corpus {p} {why}; give a regular file of records or one of {', '.join(BUILTIN)}")
+    size, limit = p.stat().st_size, limits.corpus_bytes_limit()
+    if size > limit:
+        raise CorpusError(
+            f"corpus file {p} holds {size} bytes, above the limit of {limit} "
+            "(a quarter of the available memory: a corpus is held in memory several times over); use a smaller file"
+        )
     data = p.read_bytes()
     if fmt == "lines":
         records = [line for line in data.split(b"\n") if line]
@@ -263,5 +277,22 @@ def write_lines(corpus: Corpus, path: Path | str) -> Path:
             if b"\n" in r:
                 raise CorpusError("record contains a newline; write it length-prefixed instead")
             f.write(r + b"\n")
+    tmp.replace(p)
+    return p
+
+
+def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
+    """Write records as 4-byte big-endian length-prefixed binary (any bytes survive), atomically.
+
+    The file's sha256 is the corpus fingerprint (:attr:`Corpus.sha256` hashes the same bytes).
+    """
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("wb") as f:
+        for r in records:
+            if len(r) >= 1 << 32:
+                raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
+            f.write(len(r).to_bytes(4, "big"))
+            f.write(r)
     tmp.replace(p)
     return p

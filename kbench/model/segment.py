@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kbench import _native
+from kbench.model.paths import not_a_regular_file
 from kbench.model.stats import distribution
 
 __all__ = ["BatchRow", "SegmentError", "Summary", "log_files", "scan_bytes", "scan_file", "scan_paths", "summarize"]
@@ -112,8 +113,33 @@ def scan_bytes(
     return _rows(_native.segment_scan(data, decompress, verify_crc, max_uncompressed), name)
 
 
+#: The smallest a record can be in a records region (length, attributes, timestamp delta,
+#: offset delta, key length, value length, header count: one byte each).
+MIN_RECORD_BYTES = 7
+
+
+def _implausible(count: int, base: int, last: int, size: int, codec: str | None) -> str | None:
+    """Why a header's recordsCount cannot be true (checked even without decompression):
+    more records than the batch's offset range, or than its records region can hold."""
+    if count < 0:
+        return f"recordsCount {count} is negative"
+    if count > last - base + 1:
+        return f"recordsCount {count} exceeds the batch's offset range ({last - base + 1} offsets)"
+    if codec == "none" and count * MIN_RECORD_BYTES > size - BATCH_OVERHEAD:
+        return f"recordsCount {count} cannot fit in {size - BATCH_OVERHEAD} bytes of records"
+    return None
+
+
+def _check_count(row: BatchRow) -> BatchRow:
+    if row.status == "ok":
+        why = _implausible(row.records, row.base_offset, row.last_offset, row.stored_bytes, row.codec)
+        if why is not None:
+            row.status, row.message = "corrupt", f"corrupt batch at position {row.position}: {why}"
+    return row
+
+
 def _rows(raw: list[tuple], name: str) -> list[BatchRow]:
-    return [
+    rows = [
         BatchRow(
             name,
             pos,
@@ -134,6 +160,7 @@ def _rows(raw: list[tuple], name: str) -> list[BatchRow]:
         )
         for (pos, base, last, count, size, magic, codec, attrs, ple, pid, maxts, crc, unc, status, msg) in raw
     ]
+    return [_check_count(r) for r in rows]
 
 
 def scan_file(
@@ -141,8 +168,9 @@ def scan_file(
 ) -> list[BatchRow]:
     """Rows for every batch of one ``.log`` file (read in 8 MiB chunks, parsed in C without the GIL)."""
     p = Path(path)
-    if not p.is_file():
-        raise SegmentError(f"{p}: not a file; give .log files or a topic-partition directory")
+    why = not_a_regular_file(p)
+    if why is not None:
+        raise SegmentError(f"{p}: {why}, not a segment file; give .log files or a topic-partition directory")
     return _rows(_native.segment_scan_file(str(p), decompress, verify_crc, max_uncompressed), str(p))
 
 
@@ -160,7 +188,8 @@ def log_files(paths: Iterable[Path | str]) -> list[Path]:
                 raise SegmentError(f"{p}: no .log segment files in it; give a topic-partition directory or .log files")
             out.extend(found)
         else:
-            raise SegmentError(f"{p}: no such file or directory; give .log files or a topic-partition directory")
+            why = not_a_regular_file(p) or "is not a regular file"
+            raise SegmentError(f"{p}: {why}, not a segment file; give .log files or a topic-partition directory")
     return out
 
 

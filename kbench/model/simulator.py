@@ -14,10 +14,11 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench import _native
+from kbench.model import codecs
 from kbench.model.batch import Record
 from kbench.model.corpus import Corpus
 from kbench.model.stats import distribution
@@ -146,7 +147,7 @@ class SimResult:
             "corpus_sha256": self.corpus_sha256,
             "entropy_bits_per_byte": round(self.corpus_entropy, 4),
             "client": c.client,
-            "codec": c.codec if c.level is None else f"{c.codec}:{c.level}",
+            "codec": str(codecs.CodecSpec(c.codec, c.level)),
             "topic_compression": c.topic_compression or "producer",
             "batch_size": c.batch_size,
             "linger_ms": c.linger_ms,
@@ -206,9 +207,8 @@ def run(corpus: Corpus, config: SimConfig, out_dir: Path | str) -> SimResult:
         raise ValueError("the corpus has no records")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    topic_codec = None if config.topic_compression in (None, "producer") else config.topic_compression
-    if topic_codec == "uncompressed":  # Kafka's topic-level name for codec none
-        topic_codec = "none"
+    tc = config.topic_compression
+    topic_codec = None if tc in (None, "producer") else codecs.batch_codec(tc)
     start = config.start_ts_ms if config.start_ts_ms is not None else int(time.time() * 1000)
     res = _native.sim_run(
         corpus.payload,
@@ -269,11 +269,14 @@ def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
         raise ValueError("no results to write")
     rows = [r.row() for r in results]
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(p)
+    try:
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        tmp.replace(p)
+    finally:
+        tmp.unlink(missing_ok=True)  # never left behind, even when the rename fails
     return p
 
 
@@ -299,7 +302,3 @@ def predict_stored_bytes(
             data = batch_mod.encode(list(recs), topic_compression, topic_level)
         total += len(data)
     return total
-
-
-def config_dict(c: SimConfig) -> dict[str, object]:
-    return asdict(c)

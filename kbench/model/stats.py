@@ -1,11 +1,12 @@
-"""Small order statistics shared by the batch reports (nearest-rank percentiles)."""
+"""Small order statistics: nearest-rank percentiles (batch reports) and a latency histogram's figures."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["percentile", "distribution"]
+__all__ = ["LATENCY_PERCENTILES", "distribution", "histogram_us", "percentile"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -26,3 +27,25 @@ def distribution(values: Sequence[float]) -> dict[str, float]:
         "p99": percentile(s, 99),
         "max": float(s[-1]) if s else math.nan,
     }
+
+
+#: The latency percentiles every report gives: (key, percentile).
+LATENCY_PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50_us", 50.0),
+    ("p95_us", 95.0),
+    ("p99_us", 99.0),
+    ("p999_us", 99.9),
+)
+
+
+def histogram_us(h: Any) -> dict[str, Any] | None:
+    """A latency histogram (values in ns, ``kbench._native.Histogram``) as µs figures: count,
+    out_of_range, p50/p95/p99/p99.9 and max; None without a histogram."""
+    if h is None:
+        return None
+    out: dict[str, Any] = {"count": h.count, "out_of_range": h.underflow + h.overflow}
+    for name, p in LATENCY_PERCENTILES:
+        v = h.percentile(p)
+        out[name] = None if v is None else v / 1000.0
+    out["max_us"] = None if h.max is None else h.max / 1000.0
+    return out

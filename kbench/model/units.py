@@ -26,7 +26,8 @@ def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"bad size '{text}'; write bytes or a number with KiB/MiB/GiB (or kB/MB/GB), e.g. 16KiB")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    num, mult = m.group(1), _UNITS[m.group(2).lower()]
+    return int(num) * mult if "." not in num else int(float(num) * mult)
 
 
 def format_bytes(n: float) -> str:

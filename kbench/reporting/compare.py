@@ -10,8 +10,11 @@ machine's ``logical_cores`` and ``physical_cores`` from its manifest; intensive 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from kbench.engine.experiments import EXPERIMENTS, M_LABELS
+from kbench.engine.experiments import LABELS as EXPERIMENTS_LABELS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,36 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = ["METRICS", "PER_CORE", "machines", "per_machine", "spread", "style"]
 
-#: Per experiment: the metric columns shown (median over OK repetitions).
-METRICS: dict[str, tuple[str, ...]] = {
-    "A": ("target_rate_msgs", "corrected_p50_us", "corrected_p95_us", "corrected_p99_us", "corrected_p999_us"),
-    "B": ("achieved_rate_msgs", "payload_mb_per_s"),
-    "C": ("corpus_entropy_bits", "payload_bytes", "stored_bytes", "ratio"),
-    "D": ("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
-    "E": ("ratio", "records_per_batch_p50", "bytes_per_batch_p50", "batches"),
-    "F": ("broker_cpu_s_per_gb", "broker_usr_pct", "broker_sys_pct"),
-    "M": ("ratio", "compress_mb_s", "decompress_mb_s"),
-}
+#: Per experiment: the metric columns shown (median over OK repetitions), from the registry.
+METRICS: dict[str, tuple[str, ...]] = {k: e.compare_metrics for k, e in EXPERIMENTS.items()}
 #: Metrics that scale with the machine's CPUs, normalised per vCPU and per physical core.
-PER_CORE: dict[str, tuple[str, ...]] = {
-    "B": ("achieved_rate_msgs",),
-    "D": ("total_pct",),
-    "F": ("broker_usr_pct", "broker_sys_pct"),
-    "M": ("compress_mb_s",),
-}
-LABELS = (
-    "client",
-    "codec",
-    "level",
-    "block_size",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "topic_compression",
-    "role",
-)
+PER_CORE: dict[str, tuple[str, ...]] = {k: e.per_core for k, e in EXPERIMENTS.items() if e.per_core}
+#: Every label axis of A–F and M, and D's role: rows differing in any of them are never pooled.
+LABELS = tuple(dict.fromkeys((*EXPERIMENTS_LABELS, *M_LABELS, "role")))
 
 
 def machines(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -137,17 +116,3 @@ def style(table: pd.DataFrame, caption: str = "", precision: int = 2) -> Styler:
     if caption:
         st = st.set_caption(caption)
     return st
-
-
-def split_by_machine(
-    frames: Mapping[str, pd.DataFrame], experiments: Sequence[str]
-) -> dict[str, dict[str, pd.DataFrame]]:
-    """``{machine: {experiment: frame}}`` for the given experiments."""
-    out: dict[str, dict[str, pd.DataFrame]] = {}
-    for e in experiments:
-        f = frames.get(e)
-        if f is None or f.empty:
-            continue
-        for m, g in f.groupby("machine"):
-            out.setdefault(str(m), {})[e] = g
-    return out

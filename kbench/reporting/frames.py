@@ -13,11 +13,15 @@ row in the CSV, so any figure computed from a frame can be traced back to its so
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
+
+from kbench.engine import experiments
+from kbench.engine.store import format_value
 
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
     import pandas as pd
@@ -31,10 +35,11 @@ __all__ = [
     "load_runs",
     "machine_label",
     "read_run",
+    "unique_dirs",
 ]
 
 #: Experiments whose CSVs a run directory may hold (M: ``kbench codecs bench --csv``).
-EXPERIMENTS: tuple[str, ...] = ("A", "B", "C", "D", "E", "F", "M")
+EXPERIMENTS: tuple[str, ...] = tuple(experiments.EXPERIMENTS)
 
 #: Columns added to every row from the manifest (``machine`` is the grouping label).
 MACHINE_COLUMNS: tuple[str, ...] = (
@@ -61,6 +66,8 @@ TEXT_COLUMNS = frozenset(
         "codec",
         "corpus",
         "acks",
+        "rate",
+        "key_policy",
         "topic_compression",
         "status",
         "reason",
@@ -139,20 +146,110 @@ def read_run(path: Path | str, index: int = 0) -> Run:
     return Run(index=index, path=p, manifest=manifest, csvs=csvs)
 
 
+def unique_dirs(paths: Sequence[Path | str]) -> list[Path]:
+    """``paths`` without repeats: the same directory given twice (or through another path to it)
+    is one run, not two."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for p in paths:
+        key = Path(p).resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(Path(p))
+    return out
+
+
+def _check_same_run_and_plan(runs: Sequence[Run]) -> None:
+    """Refuse copies of one run (same run_id: its rows would count twice) and runs of different
+    plans (different cell matrices: pooling them would compare what was not measured alike)."""
+    by_id: dict[str, Run] = {}
+    for r in runs:
+        rid = r.manifest.get("run_id")
+        if rid and str(rid) in by_id:
+            raise LoadError(f"{r.path} and {by_id[str(rid)].path} hold the same run (run_id {rid}); give it once")
+        if rid:
+            by_id[str(rid)] = r
+    with_cells = [r for r in runs if isinstance(r.manifest.get("cells"), Mapping)]
+    if not with_cells:
+        return
+    first = with_cells[0]
+    for r in with_cells[1:]:
+        a, b = first.manifest["cells"], r.manifest["cells"]
+        if a != b:
+            diff = sorted(set(a) ^ set(b)) or sorted(k for k in a if a[k] != b.get(k))
+            raise LoadError(
+                f"{first.path} (plan {first.manifest.get('plan_name', '?')}) and {r.path} "
+                f"(plan {r.manifest.get('plan_name', '?')}) ran different plans (cell {diff[0]} differs); "
+                "pooling them would compare cells not measured alike: report each plan's runs separately"
+            )
+
+
 def load_runs(paths: Sequence[Path | str]) -> list[Run]:
-    """Read several run directories (at least one)."""
+    """Read several run directories (at least one; a directory given twice counts once).
+    Raises :class:`LoadError` for copies of one run and for runs of different plans."""
     if not paths:
         raise LoadError("no run directory given; give one or more RUN_DIRs made by kbench run")
-    return [read_run(p, i) for i, p in enumerate(paths)]
+    runs = [read_run(p, i) for i, p in enumerate(unique_dirs(paths))]
+    _check_same_run_and_plan(runs)
+    return runs
 
 
-def _ends_mid_line(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(0, 2)
-        if f.tell() == 0:
-            return False
-        f.seek(-1, 2)
-        return f.read(1) != b"\n"
+def _complete_bytes(path: Path) -> bytes:
+    """A CSV's bytes up to its last newline: an interrupted run's incomplete last line (even one
+    cut inside a quoted field) is not data."""
+    data = path.read_bytes()
+    return data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
+
+
+def _number(v: object) -> bool:
+    try:
+        float(str(v))
+        return True
+    except ValueError:
+        return False
+
+
+def bad_values(rows: Sequence[Mapping[str, object]], name: str) -> dict[int, str]:
+    """Rows (by position) holding stray text in a numeric column, with the reason: the one rule by
+    which the loader and ``--verify`` exclude a row (INVALID) so one bad cell cannot blank a column."""
+    out: dict[int, str] = {}
+    cols = [c for c in (rows[0] if rows else {}) if c not in TEXT_COLUMNS]
+    for c in cols:
+        vals = [r.get(c) for r in rows]
+        given = [(i, v) for i, v in enumerate(vals) if v is not None and str(v).strip() not in ("", "NA", "nan")]
+        bad = [(i, v) for i, v in given if not _number(v)]
+        if bad and len(bad) < len(given):  # a numeric column holding stray text
+            for i, v in bad:
+                out.setdefault(i, f"{c}: {v!r} is not a number ({name} row {i + 1})")
+    return out
+
+
+def _exclude_bad_values(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Rows :func:`bad_values` finds become INVALID with its reason; their columns turn numeric."""
+    import pandas as pd
+
+    cand = [c for c in df.columns if c not in TEXT_COLUMNS and not pd.api.types.is_numeric_dtype(df[c])]
+    if not cand:
+        return df
+    bad = bad_values(df[cand].to_dict("records"), path.name)
+    for i, why in bad.items():
+        df.loc[df.index[i], "status"] = "INVALID"
+        df.loc[df.index[i], "reason"] = why
+    for c in cand:
+        num = pd.to_numeric(df[c], errors="coerce")
+        if num.notna().any():
+            df[c] = num
+    return df
+
+
+def _add_plan_rate(df: pd.DataFrame, run: Run) -> None:
+    """CSVs written before the ``rate`` column: the plan's rate of each cell from the manifest,
+    so cells at different rates are not pooled."""
+    cells = run.manifest.get("cells")
+    if "rate" in df.columns or "cell_id" not in df.columns or not isinstance(cells, Mapping):
+        return
+    rates = {cid: format_value(c.get("rate")) for cid, c in cells.items() if isinstance(c, Mapping)}
+    df["rate"] = df["cell_id"].map(lambda cid: rates.get(cid, "NA"))
 
 
 def _read_csv(run: Run, exp: str) -> pd.DataFrame:
@@ -161,19 +258,24 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
 
     path = run.csvs[exp]
     try:
-        df = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}, na_values=["NA", ""], keep_default_na=False)
+        df = pd.read_csv(
+            io.BytesIO(_complete_bytes(path)),
+            dtype={c: str for c in TEXT_COLUMNS},
+            na_values=["NA", ""],
+            keep_default_na=False,
+        )
     except pd.errors.EmptyDataError:
         raise LoadError(f"{path}: empty; remove it or re-run the experiment") from None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
         raise LoadError(
             f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run"
         ) from None
-    if len(df) and _ends_mid_line(path):  # an interrupted run's last row is incomplete: not data
-        df = df.iloc[:-1]
     need = ("status",) if exp != "M" else ("status", "codec", "ratio")
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise LoadError(f"{path}: no column {', '.join(missing)}; is this a kbench {exp}.csv?")
+    _add_plan_rate(df, run)
+    df = _exclude_bad_values(df, path)
     for c in df.columns:
         if c in TEXT_COLUMNS:
             df[c] = df[c].fillna("NA")

@@ -12,6 +12,8 @@ import io
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kbench.engine.experiments import LABELS
+
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
@@ -74,6 +76,12 @@ def _varying(df: pd.DataFrame, cols: list[str]) -> list[str]:
     return [c for c in cols if c in df.columns and df[c].astype(str).nunique() > 1]
 
 
+def _other_labels(df: pd.DataFrame, *shown: str) -> list[str]:
+    """The label axes (besides ``shown``) that vary in ``df``: each gets its own series, so no
+    plot pools cells that differ in a plan axis."""
+    return _varying(df, [c for c in LABELS if c not in shown])
+
+
 def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
     """Experiment A: corrected latency percentiles per codec (and machine) at the fixed rate."""
     pcts = [
@@ -85,7 +93,7 @@ def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
     ok = _ok(a, *(c for _, c in pcts))
     if ok is None:
         return None
-    keys = ["machine", "codec"] + _varying(ok, ["corpus"])
+    keys = ["machine", "codec"] + _other_labels(ok, "codec")
     fig = _figure()
     ax = fig.add_subplot()
     for key, g in ok.groupby(keys, sort=True):
@@ -115,7 +123,7 @@ def throughput(b: pd.DataFrame | None) -> Figure | None:
     ok = _ok(b, "achieved_rate_msgs")
     if ok is None:
         return None
-    series = ["codec"] + _varying(ok, ["corpus"])
+    series = ["codec"] + _other_labels(ok, "codec")
     machines = sorted(ok["machine"].unique())
     ok = ok.assign(_series=_join(ok, series))
     labels = sorted(ok["_series"].unique())
@@ -146,7 +154,7 @@ def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
     ok = _ok(d, "usr_pct", "sys_pct")
     if ok is None:
         return None
-    group = ["codec"] + _varying(ok, ["corpus"])
+    group = ["codec"] + _other_labels(ok, "codec")
     ok = ok.assign(_group=_join(ok, group))
     med = ok.groupby(["role", "_group", "machine"], sort=True)[["usr_pct", "sys_pct"]].median()
     roles = sorted(ok["role"].unique())[:6]
@@ -192,10 +200,12 @@ def ratio_vs_entropy(c: pd.DataFrame | None) -> Figure | None:
     ok = _ok(c, "ratio", "corpus_entropy_bits")
     if ok is None:
         return None
-    med = ok.groupby(["codec", "corpus"], sort=True)[["ratio", "corpus_entropy_bits"]].median().reset_index()
+    series = ["codec"] + _other_labels(ok, "codec", "corpus")
+    ok = ok.assign(_series=_join(ok, series))
+    med = ok.groupby(["_series", "corpus"], sort=True)[["ratio", "corpus_entropy_bits"]].median().reset_index()
     fig = _figure()
     ax = fig.add_subplot()
-    for codec, g in med.groupby("codec", sort=True):
+    for codec, g in med.groupby("_series", sort=True):
         ax.plot(g["corpus_entropy_bits"], g["ratio"], marker="o", linestyle="", label=str(codec))
         for _, r in g.iterrows():
             ax.annotate(
@@ -217,8 +227,8 @@ def batch_effect(e: pd.DataFrame | None) -> Figure | None:
     ok = _ok(e, "ratio", "batch_size")
     if ok is None:
         return None
-    # One line per codec (and machine, corpus when they vary); medians over the other settings.
-    series = ["codec"] + _varying(ok, ["machine", "corpus"])
+    # One line per codec (and machine and every other axis that varies but the batch size).
+    series = ["codec"] + _varying(ok, ["machine"]) + _other_labels(ok, "codec", "batch_size")
     fig = _figure(9.0, 4.2)
     ax = fig.add_subplot(1, 2, 1)
     ax2 = fig.add_subplot(1, 2, 2)

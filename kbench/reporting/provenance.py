@@ -3,8 +3,15 @@
 A report never formats a number itself: it asks the :class:`Ledger` for a :class:`Fig`,
 which records the operation (``median`` of these CSV cells, ``ratio`` of those two figures,
 a manifest value …), the value and the exact text printed.  ``provenance.json`` holds the
-ledger; :func:`verify` re-reads the run directories, recomputes every figure from the raw
-CSV cells and manifest values and checks that it prints the same text.  So a report can be
+ledger; :func:`verify` re-reads the run directories and checks, for every figure:
+
+- that its rows are exactly the rows its selection (``where``: the cell's labels, the machine,
+  ``status = OK`` for a measurement) picks from the CSVs today, and that each has a value in
+  the figure's column: a row whose status changed, or an eligible row added, fails;
+- that recomputing it from the raw CSV cells and manifest values prints the same text;
+
+and, given the report's markdown, that every number printed in it is a ledger figure or a
+label copied verbatim from the inputs (a hand-typed number fails).  So a report can be
 audited number by number, and a number that does not come from the inputs cannot appear.
 """
 
@@ -14,13 +21,14 @@ import csv
 import io
 import json
 import math
+import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["Fig", "Ledger", "FORMATS", "fmt", "verify"]
+__all__ = ["Fig", "Ledger", "FORMATS", "fmt", "untraceable_numbers", "verify"]
 
 #: Unit constants the ``scale`` operation may use (named, never typed into a report).
 UNITS: dict[str, float] = {"B->GiB": 1 / (1 << 30), "B->MiB": 1 / (1 << 20), "us->ms": 1e-3, "frac->pct": 100.0}
@@ -108,12 +116,14 @@ def _derive(op: str, vals: Sequence[float], unit: str | None = None) -> float:
 class Ledger:
     """The figures of one report and the row sets they were computed from.
 
-    A row set is ``(experiment, gids)``: positions in the run-ordered concatenation of the
-    experiment's CSV rows (``_gid`` in :func:`kbench.reporting.frames.frames`)."""
+    A row set is ``(experiment, gids, where)``: positions in the run-ordered concatenation of
+    the experiment's CSV rows (``_gid`` in :func:`kbench.reporting.frames.frames`) and the
+    selection they are (column → CSV text; ``machine`` is the manifest's machine label): the
+    rows equal to ``where`` on every column that have a value in the figure's column."""
 
-    sets: list[tuple[str, list[int]]] = field(default_factory=list)
+    sets: list[tuple[str, list[int], dict[str, str]]] = field(default_factory=list)
     figs: list[tuple[Any, ...]] = field(default_factory=list)  # (op, format, text, a, b)
-    _set_ids: dict[tuple[str, bytes], int] = field(default_factory=dict)
+    _set_ids: dict[tuple[str, bytes, str], int] = field(default_factory=dict)
 
     def _add(self, value: float | None, kind: str, op: str, a: Any, b: Any) -> Fig:
         text = "NA" if value is None or value != value else FORMATS[kind](value)
@@ -121,16 +131,18 @@ class Ledger:
         figs.append((op, kind, text, a, b))
         return _new_fig(Fig, (len(figs) - 1, value, text))
 
-    def row_set(self, experiment: str, gids: Any) -> int:
-        """The id of a set of rows (``gids``: ints or an integer numpy array)."""
+    def row_set(self, experiment: str, gids: Any, where: Mapping[str, str]) -> int:
+        """The id of a set of rows (``gids``: ints or an integer numpy array) selected by
+        ``where`` (column → text, e.g. ``{"codec": "zstd:3", "status": "OK"}``)."""
         import numpy as np
 
         arr = np.asarray(gids, dtype=np.int64)
-        key = (experiment, arr.tobytes())
+        sel = {str(k): str(v) for k, v in where.items()}
+        key = (experiment, arr.tobytes(), json.dumps(sel, sort_keys=True))
         sid = self._set_ids.get(key)
         if sid is None:
             sid = len(self.sets)
-            self.sets.append((experiment, arr.tolist()))
+            self.sets.append((experiment, arr.tolist(), sel))
             self._set_ids[key] = sid
         return sid
 
@@ -161,7 +173,11 @@ class Ledger:
     def as_dict(self, run_dirs: Sequence[str]) -> dict[str, Any]:
         """``figures``: ``[op, format, text, a, b]`` each, where (a, b) is (set id, column)
         for median/min/max/count, (run index, path) for manifest, (figure ids, unit) otherwise."""
-        return {"runs": list(run_dirs), "sets": [[e, g] for e, g in self.sets], "figures": [list(f) for f in self.figs]}
+        return {
+            "runs": list(run_dirs),
+            "sets": [[e, g, w] for e, g, w in self.sets],
+            "figures": [list(f) for f in self.figs],
+        }
 
     def texts(self) -> set[str]:
         return {f[2] for f in self.figs}
@@ -190,26 +206,215 @@ def _num(text: str) -> float | None:
         return None
 
 
-def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None) -> list[str]:
-    """Recompute every figure of a ``provenance.json`` from the run directories' raw files.
+#: A number as a report prints it (thousands separators, a sign, a unit sign after it).
+NUMBER = re.compile(r"(?<![\w.])[-+−]?\d(?:[\d,]*\d)?(?:\.\d+)?[%×]?")
+
+#: Label texts that mean "no value" (``-`` is how experiment M prints a codec without levels).
+_MISSING = frozenset({"", "NA", "-"})
+
+
+def _canon(text: str | None) -> str:
+    """A label as a comparable key: missing → ``NA``, numbers by value (``5000`` == ``5000.0``)."""
+    if text is None or text.strip() in _MISSING:
+        return "NA"
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        return t
+    return "NA" if v != v else repr(v)
+
+
+class _Tables:
+    """The run directories' CSV rows as ``verify`` sees them: every row (``_gid`` order), with the
+    machine columns of its run's manifest, as :mod:`kbench.reporting.frames` gives the report."""
+
+    def __init__(self, dirs: Sequence[Path]) -> None:
+        self.dirs = dirs
+        self.rows: dict[str, list[dict[str, str]]] = {}
+        self.origin: dict[str, list[tuple[int, int]]] = {}
+        self.manifests: dict[int, Mapping[str, Any]] = {}
+        self._index: dict[tuple[str, tuple[str, ...]], dict[tuple[str, ...], list[int]]] = {}
+
+    def manifest(self, run: int) -> Mapping[str, Any]:
+        if run not in self.manifests:
+            self.manifests[run] = json.loads((self.dirs[run] / "manifest.json").read_text())
+        return self.manifests[run]
+
+    def _machine(self, run: int) -> dict[str, str]:
+        from kbench.engine.store import format_value
+        from kbench.reporting.frames import machine_label
+
+        try:
+            man = self.manifest(run)
+        except (OSError, ValueError):
+            man = {}
+        m = man.get("machine") if isinstance(man.get("machine"), Mapping) else {}
+        out = {k: format_value(m.get(k)) for k in ("arch", "cpu_model", "kernel", "hostname_hash")}
+        out.update({k: format_value(m.get(k)) for k in ("physical_cores", "logical_cores", "memory_bytes")})
+        t = man.get("transport")
+        out.update(
+            machine=machine_label(m),
+            run_id=str(man.get("run_id", self.dirs[run].name)),
+            run_dir=str(self.dirs[run]),
+            plan_name=str(man.get("plan_name", "")),
+            transport=str(t.get("kind", "")) if isinstance(t, Mapping) else "",
+        )
+        cells = man.get("cells")
+        if isinstance(cells, Mapping):
+            out["_rates"] = json.dumps(
+                {cid: format_value(c.get("rate")) for cid, c in cells.items() if isinstance(c, Mapping)}
+            )
+        return out
+
+    def table(self, exp: str) -> list[dict[str, str]]:
+        from kbench.reporting.frames import bad_values
+
+        if exp not in self.rows:
+            rows: list[dict[str, str]] = []
+            origin: list[tuple[int, int]] = []
+            for i, d in enumerate(self.dirs):
+                p = d / f"{exp}.csv"
+                if not p.is_file():
+                    continue
+                text = p.read_text()
+                if text and not text.endswith("\n"):  # an interrupted run's incomplete last row
+                    text = text[: text.rfind("\n") + 1]
+                extra = self._machine(i)
+                rates = json.loads(extra.pop("_rates", "{}"))
+                raw = list(csv.DictReader(io.StringIO(text, newline="")))
+                bad = bad_values(raw, p.name)  # the loader's rule: stray text excludes its row
+                for j, r in enumerate(raw):
+                    row = {k: ("NA" if v is None else v) for k, v in r.items() if k is not None}
+                    if j in bad:
+                        row.update(status="INVALID", reason=bad[j])
+                    if "rate" not in row:  # a CSV written before the rate column: the plan's rate
+                        row["rate"] = rates.get(row.get("cell_id", ""), "NA")
+                    row.update(extra)
+                    rows.append(row)
+                    origin.append((i, j))
+            self.rows[exp], self.origin[exp] = rows, origin
+        return self.rows[exp]
+
+    def selected(self, exp: str, where: Mapping[str, str]) -> list[int]:
+        """Rows of ``exp`` equal to ``where`` on its columns (M warm-up rows never count)."""
+        cols = tuple(sorted(where))
+        index = self._index.get((exp, cols))
+        if index is None:
+            index = {}
+            for g, row in enumerate(self.table(exp)):
+                if exp == "M" and row.get("warmup", "").lower() == "true":
+                    continue
+                index.setdefault(tuple(_canon(row.get(c)) for c in cols), []).append(g)
+            self._index[(exp, cols)] = index
+        return index.get(tuple(_canon(where[c]) for c in cols), [])
+
+    def describe(self, exp: str, g: int) -> str:
+        run, j = self.origin[exp][g]
+        row = self.rows[exp][g]
+        cell = row.get("cell_id") or row.get("codec", "?")
+        return (
+            f"{self.dirs[run].name}/{exp}.csv row {j + 1} ({cell} rep {row.get('rep', '?')}, {row.get('status', '?')})"
+        )
+
+
+def _check_rows(tables: _Tables, exp: str, gids: Sequence[int], where: Mapping[str, str], col: str) -> str | None:
+    """Why the figure's rows are not the rows ``where`` selects with a value in ``col`` (None if they are)."""
+    from kbench.reporting.frames import TEXT_COLUMNS
+
+    table = tables.table(exp)
+    # A text column (status, latency_flag …: what a count counts) always has a value; a
+    # measurement has one when its cell is a number (the report's medians skip NA cells).
+    eligible = {
+        g for g in tables.selected(exp, where) if col in TEXT_COLUMNS or _num(table[g].get(col, "")) is not None
+    }
+    recorded = set(gids)
+    sel = ", ".join(f"{k}={v}" for k, v in where.items())
+    stray = sorted(g for g in recorded - eligible if 0 <= g < len(table))
+    if len(stray) < len(recorded - eligible):
+        return f"uses {exp}.csv rows that no longer exist (the selection {sel})"
+    if stray:
+        return f"uses {tables.describe(exp, stray[0])}, not a row of {sel} with a {col}" + (
+            f" (and {len(stray) - 1} more)" if len(stray) > 1 else ""
+        )
+    missing = sorted(eligible - recorded)
+    if missing:
+        return f"misses {tables.describe(exp, missing[0])}, a row of {sel} with a {col}" + (
+            f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        )
+    return None
+
+
+def _literals(tables: _Tables) -> tuple[list[str], set[str]]:
+    """Label texts of the inputs that hold a digit: (non-numeric ones, longest first; numeric ones).
+
+    Labels are the CSVs' text columns (cell ids, codecs, rates, reasons …), every manifest value
+    and the run directories' names: what a report may copy verbatim.  Measurements are not
+    labels: a measured number reaches the report only as a ledger figure."""
+    from kbench.engine.experiments import LABELS, M_LABELS
+    from kbench.reporting.frames import EXPERIMENTS, TEXT_COLUMNS
+
+    label_cols = set(TEXT_COLUMNS) | set(LABELS) | set(M_LABELS) | {"rep"}
+    vals: set[str] = set()
+    for exp in EXPERIMENTS:
+        for row in tables.table(exp):
+            vals.update(v for k, v in row.items() if k in label_cols)
+
+    def walk(x: object) -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                vals.add(str(k))
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif x is not None:
+            vals.add(str(x))
+            if isinstance(x, bool):
+                vals.add(str(x).lower())
+
+    for i, d in enumerate(tables.dirs):
+        try:
+            walk(tables.manifest(i))
+        except (OSError, ValueError):
+            pass
+        vals.add(d.name)
+    with_digit = {v for v in vals if re.search(r"\d", v)}
+    numeric = {v for v in with_digit if NUMBER.fullmatch(v)}
+    return sorted(with_digit - numeric, key=len, reverse=True), numeric
+
+
+def untraceable_numbers(markdown: str, prov: Mapping[str, Any], run_dirs: Sequence[Path | str]) -> list[str]:
+    """Numbers printed in ``markdown`` that are neither a ledger figure nor an input label."""
+    return _untraceable(markdown, prov, _Tables([Path(p) for p in run_dirs]))
+
+
+def _untraceable(md: str, prov: Mapping[str, Any], tables: _Tables) -> list[str]:
+    literals, numeric = _literals(tables)
+    text = md
+    for lit in literals:
+        text = text.replace(lit.replace("|", "\\|"), " ")
+
+    def norm(tok: str) -> str:  # a unit sign after a figure is text, not part of the number
+        return tok.rstrip("%×").lstrip("+-−")
+
+    allowed = {norm(v) for v in numeric}
+    for t in (f[2] for f in prov["figures"]):
+        allowed.update(norm(x) for x in NUMBER.findall(t))
+    return sorted({tok for tok in NUMBER.findall(text) if norm(tok) not in allowed})
+
+
+def verify(
+    prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None, markdown: str | None = None
+) -> list[str]:
+    """Check every figure of a ``provenance.json`` against the run directories' raw files: its
+    rows are the rows its selection picks today, and it recomputes to the printed text; and,
+    with ``markdown`` (the report's ``report.md``), that every number printed is accounted for.
 
     Returns the list of problems (empty when every printed number is reproduced)."""
     dirs = [Path(p) for p in (run_dirs if run_dirs is not None else prov["runs"])]
-    tables: dict[str, list[dict[str, str]]] = {}
-    manifests: dict[int, Mapping[str, Any]] = {}
-
-    def rows(exp: str) -> list[dict[str, str]]:
-        if exp not in tables:
-            tables[exp] = []
-            for d in dirs:
-                p = d / f"{exp}.csv"
-                if p.is_file():
-                    text = p.read_text()
-                    if text and not text.endswith("\n"):  # an interrupted run's incomplete last row
-                        text = text[: text.rfind("\n") + 1]
-                    tables[exp].extend(csv.DictReader(io.StringIO(text, newline="")))
-        return tables[exp]
-
+    tables = _Tables(dirs)
+    checked: dict[tuple[int, str], str | None] = {}
     values: list[float | None] = []
     problems: list[str] = []
     for i, entry in enumerate(prov["figures"]):
@@ -224,8 +429,19 @@ def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None
         v: float | None
         try:
             if op in AGG:
-                exp, gids = prov["sets"][f["set"]]
-                table = rows(exp)
+                exp, gids, *rest = prov["sets"][f["set"]]
+                if exp:  # "": a group with no row at all (an NA figure)
+                    if not rest or not isinstance(rest[0], Mapping):
+                        problems.append(
+                            f"figure {i} ({f['t']}): its rows' selection is not recorded; re-run kbench report"
+                        )
+                    else:
+                        key = (f["set"], f["col"])
+                        if key not in checked:
+                            checked[key] = _check_rows(tables, exp, gids, rest[0], f["col"])
+                        if checked[key]:
+                            problems.append(f"figure {i} ({f['t']}, {op} of {exp}.{f['col']}): {checked[key]}")
+                table = tables.table(exp) if exp else []
                 if op == "count":
                     v = float(len(gids))
                 else:
@@ -236,9 +452,7 @@ def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None
                         continue
                     v = AGG[op]([x for x in xs if x is not None]) if xs else None
             elif op == "manifest":
-                if f["run"] not in manifests:
-                    manifests[f["run"]] = json.loads((dirs[f["run"]] / "manifest.json").read_text())
-                raw = _manifest_value(manifests[f["run"]], f["path"])
+                raw = _manifest_value(tables.manifest(f["run"]), f["path"])
                 v = None if raw is None else float(raw)
             else:
                 args = [values[a] for a in f["args"]]
@@ -250,4 +464,9 @@ def verify(prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None
         values.append(v)
         if fmt(v, f["f"]) != f["t"]:
             problems.append(f"figure {i}: recomputed {fmt(v, f['f'])!r} but the report prints {f['t']!r}")
+    if markdown is not None:
+        problems += [
+            f"report.md prints {tok!r}, which is no ledger figure and no input label"
+            for tok in _untraceable(markdown, prov, tables)
+        ]
     return problems

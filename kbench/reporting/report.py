@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbench.engine.experiments import LABELS, M_LABELS, SATURATED_FLAG
 from kbench.engine.store import atomic_write
 from kbench.reporting import document as doc
-from kbench.reporting.frames import Run, frames, load_runs
+from kbench.reporting.frames import Run, frames, load_runs, unique_dirs
 from kbench.reporting.provenance import Fig, Ledger
 from kbench.reporting.summary import Stat, empty_stat, label_text, overlap_verdict, stats, stats_many, varying
 
@@ -30,8 +32,6 @@ __all__ = ["ReportFiles", "build", "write"]
 
 #: The codec every other codec is compared with (A–D), when the runs have it.
 BASELINE = "none"
-SATURATED_FLAG = "latency-NOT-comparable-saturated"
-LABELS = ("client", "codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "topic_compression")
 TITLES = {
     "A": "Experiment A · latency at a common fixed rate (the latency cost of a codec)",
     "B": "Experiment B · saturated throughput (the throughput cost)",
@@ -206,6 +206,58 @@ def _section_a(ctx: _Ctx, df: pd.DataFrame) -> None:
         ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),
     )
+    _phases_a(ctx, df)
+
+
+PHASES = (
+    ("phase_queue_p50_us", "queue / linger wait µs"),
+    ("phase_compress_p50_us", "compression µs"),
+    ("phase_request_p50_us", "request (queue + round trip) µs"),
+    ("service_p50_us", "service p50 µs (measured)"),
+)
+
+
+def _phases_a(ctx: _Ctx, df: pd.DataFrame) -> None:
+    """Where producer latency goes: the phases' medians beside the measured service latency."""
+    if "phase_queue_p50_us" not in df.columns or not df["phase_queue_p50_us"].notna().any():
+        return
+    keys = ["machine"] + _label_cols(df)
+    st = stats_many(ctx.ledger, df, "A", {m: "auto" for m, _ in PHASES}, keys)
+    rows = []
+    for k in _rows_keys(df, keys):
+        rows.append([*k, *((st[m].get(k) or _na_stat(ctx, m)).median.text for m, _ in PHASES)])
+    ctx.add(
+        doc.Heading(3, "Where producer latency goes", "exp-a-phases"),
+        doc.Para(
+            "Medians over OK repetitions of each phase, from librdkafka's statistics: the wait in the producer's "
+            "queue until the message is written into a batch (linger.ms and batch fill), the compression of a batch "
+            "of the median size timed on this machine, and the request (transmit queue plus round trip, acks "
+            "included). Their sum approximates the service median (docs/methodology.md states the tolerance).",
+            "note",
+        ),
+        doc.Table(["machine", *_label_cols(df), *(h for _, h in PHASES)], rows),
+    )
+
+
+def _claims(ctx: _Ctx, experiments: Sequence[str]) -> None:
+    """The seed articles' claims these experiments bear on (kbench/data/claims.toml)."""
+    from kbench.reporting import claims as claims_mod
+
+    found = claims_mod.bearing_on(experiments)
+    if not found:
+        return
+    ctx.add(
+        doc.Heading(2, "Claims these experiments bear on", "claims"),
+        doc.Para(
+            "Claims of the seed articles that the tables above can confirm or refute; the verdicts measured on the "
+            "development machine, and the command testing each, are in docs/claims.md under the same id.",
+            "note",
+        ),
+        doc.Table(
+            ["claim (docs/claims.md id)", "in short", "experiments here"],
+            [[c.id, c.topic, ", ".join(e for e in c.experiments if e in experiments)] for c in found],
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- B
@@ -258,7 +310,11 @@ def _section_b(ctx: _Ctx, df: pd.DataFrame) -> None:
         )
     flagged = df[df.get("latency_flag", "") == SATURATED_FLAG] if "latency_flag" in df.columns else df.iloc[0:0]
     nflag = ctx.ledger.agg(
-        "count", [0.0] * len(flagged), ctx.ledger.row_set("B", flagged["_gid"].to_numpy()), "latency_flag", "int"
+        "count",
+        [0.0] * len(flagged),
+        ctx.ledger.row_set("B", flagged["_gid"].to_numpy(), {"latency_flag": SATURATED_FLAG}),
+        "latency_flag",
+        "int",
     )
     ctx.add(
         doc.Heading(2, TITLES["B"], "exp-b"),
@@ -316,11 +372,12 @@ def _section_c(ctx: _Ctx, df: pd.DataFrame) -> None:
     ctx.add(
         doc.Heading(2, TITLES["C"], "exp-c"),
         doc.Para(
-            "Ratio = uncompressed payload / stored bytes (from the broker's log segments). The corpus' Shannon entropy "
+            "Ratio = uncompressed payload / stored bytes (the broker's log segments, or DescribeLogDirs on a remote cluster). The corpus' Shannon entropy "
             "stands beside every ratio: a near-random corpus cannot compress, whatever the codec.",
             "note",
         ),
         doc.Table(headers, rows),
+        *_sources(df, "stored_source", "stored bytes and codecs"),
     )
     # Headline: ratio per corpus and codec over all machines, with entropy.
     hr = stats(ctx.ledger, df, "C", "ratio", ["corpus", "codec"], "x")
@@ -332,6 +389,22 @@ def _section_c(ctx: _Ctx, df: pd.DataFrame) -> None:
         ctx.headline.append(
             f"Ratio, {codec} on corpus {corpus} (entropy {e.median if e else 'NA'} bits/byte): {s.median} (range {s.range()})."
         )
+
+
+def _sources(df: pd.DataFrame, col: str, what: str) -> list[doc.Para]:
+    """A note naming where a measurement came from (CSV column ``col``), endpoints and
+    per-partition details left out (the CSV keeps them)."""
+    if col not in df.columns:
+        return []
+    seen: list[str] = []
+    for v in df[col].dropna().astype(str):
+        parts = [x.strip() for x in v.split(";") if x.strip() and not x.strip().startswith("replicas of partitions")]
+        v = re.sub(r"/proc/\d+/", "/proc/<pid>/", "; ".join(parts).split(" from http")[0].strip())
+        if v and v not in ("NA", "nan") and v not in seen:
+            seen.append(v)
+    if not seen:
+        return []
+    return [doc.Para(f"Source of {what}: " + " | ".join(seen) + ".", "note")]
 
 
 # --------------------------------------------------------------------------- D
@@ -409,6 +482,7 @@ def _section_d(ctx: _Ctx, df: pd.DataFrame) -> None:
             "note",
         ),
         doc.Table(headers, rows),
+        *_sources(df, "cpu_source", "CPU counters"),
     )
 
 
@@ -553,6 +627,45 @@ SECTIONS: dict[str, Callable[[_Ctx, pd.DataFrame], None]] = {
 # --------------------------------------------------------------------------- excluded, environment, threats
 
 
+#: The method's steal limit (seed 000); a plan may accept more, and the report then says so.
+METHOD_STEAL_LIMIT_PCT = 1.0
+
+
+def _run_notes(ctx: _Ctx, exp: str, df: pd.DataFrame) -> None:
+    """Next to an experiment's numbers: a steal limit above the method's, a common rate that
+    fell back, and the repetitions that were run again (column ``attempt``)."""
+    import pandas as pd
+
+    L, notes = ctx.ledger, []
+    for r in ctx.runs:
+        rules_ = r.manifest.get("rules") if isinstance(r.manifest.get("rules"), Mapping) else {}
+        lim = rules_.get("steal_limit_pct")
+        if isinstance(lim, (int, float)) and not isinstance(lim, bool) and lim > METHOD_STEAL_LIMIT_PCT:
+            fig = L.manifest(lim, r.index, "rules/steal_limit_pct", "int" if float(lim).is_integer() else "f2")
+            notes.append(
+                f"Run {r.path.name} accepted CPU steal up to {fig.text}% per repetition, above the method's "
+                "default limit; its numbers carry that much more noise."
+            )
+        rd = r.manifest.get("rate_derivation") if isinstance(r.manifest.get("rate_derivation"), Mapping) else {}
+        if rd.get("fallback") and exp in ("A", "C", "D", "E", "F"):
+            notes.append(f'Run {r.path.name}: rate = "auto" fell back: {rd["fallback"]}.')
+    if "attempt" in df.columns:
+        att = pd.to_numeric(df["attempt"], errors="coerce").fillna(1)
+        retried = df[att > 1]
+        if not retried.empty:
+            parts = []
+            for a, g in retried.groupby(att[att > 1].astype(int), sort=True):
+                sid = L.row_set(exp, g["_gid"].to_numpy(), {"attempt": str(a)})
+                nth = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(a, "later")
+                parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int').text} from a {nth} attempt")
+            notes.append(
+                f"Rows from repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
+                "(column attempt; the excluded attempts are listed below)."
+            )
+    if notes:
+        ctx.add(doc.Items(notes))
+
+
 def _excluded(ctx: _Ctx) -> None:
     rows = []
     for exp, df in ctx.frames.items():
@@ -560,7 +673,9 @@ def _excluded(ctx: _Ctx) -> None:
         if bad.empty:
             continue
         for (machine, status, reason), g in bad.groupby(["machine", "status", "reason"], sort=True):
-            sid = ctx.ledger.row_set(exp, g["_gid"].to_numpy())
+            sid = ctx.ledger.row_set(
+                exp, g["_gid"].to_numpy(), {"machine": str(machine), "status": str(status), "reason": str(reason)}
+            )
             n = ctx.ledger.agg("count", [0.0] * len(g), sid, "status", "int")
             cells = (
                 sorted({str(c) for c in g["cell_id"]})
@@ -714,14 +829,20 @@ def _threats(ctx: _Ctx) -> None:
     if b is not None and "latency_flag" in b.columns:
         fl = b[b["latency_flag"] == SATURATED_FLAG]
         if len(fl):
-            n = L.agg("count", [0.0] * len(fl), L.row_set("B", fl["_gid"].to_numpy()), "latency_flag", "int")
+            n = L.agg(
+                "count",
+                [0.0] * len(fl),
+                L.row_set("B", fl["_gid"].to_numpy(), {"latency_flag": SATURATED_FLAG}),
+                "latency_flag",
+                "int",
+            )
             items.append(
                 f"Saturated latency excluded: {n} B rows are flagged {SATURATED_FLAG}; the report uses no B latency."
             )
     d = ctx.frames.get("D")
     if d is not None and "steal_pct" in d.columns and d["steal_pct"].notna().any():
         sel = d[d["steal_pct"].notna()]
-        sid = L.row_set("D", sel["_gid"].to_numpy())
+        sid = L.row_set("D", sel["_gid"].to_numpy(), {})
         mx = L.agg("max", [float(x) for x in sel["steal_pct"]], sid, "steal_pct", "f2")
         items.append(
             f"CPU steal: at most {mx}% during the D runs (a run above the limit in the manifest's rules is INVALID)."
@@ -737,7 +858,9 @@ def _threats(ctx: _Ctx) -> None:
         ):
             g = df[df["status"] == status]
             if len(g):
-                n = L.agg("count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy()), "status", "int")
+                n = L.agg(
+                    "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
+                )
                 items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
     for r in ctx.runs:
         man = r.manifest
@@ -842,7 +965,7 @@ def _start_plots(fr: Mapping[str, pd.DataFrame], pool: Any = None) -> Callable[[
 
 def _textify(df: pd.DataFrame) -> pd.DataFrame:
     """Label columns as the CSV wrote them (text), so tables group and print them verbatim."""
-    for c in (*LABELS, "level", "block_size", "role", "machine"):
+    for c in dict.fromkeys((*LABELS, *M_LABELS, "role", "machine")):
         if c in df.columns and not _is_text(df[c]):
             df[c] = df[c].map({v: label_text(v) for v in df[c].unique()})
     return df
@@ -869,6 +992,8 @@ def build(
     for exp in ("A", "B", "C", "D", "E", "F", "M"):
         if exp in fr:
             SECTIONS[exp](body, fr[exp])
+            if exp != "M":
+                _run_notes(body, exp, fr[exp])
     ctx.headline = body.headline
     plots = pending() if pending is not None else {}
     from kbench.reporting.plots import PLOTS
@@ -885,6 +1010,7 @@ def build(
         doc.Items(ctx.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
     )
     ctx.add(*body.blocks)
+    _claims(ctx, sorted(fr))
     if images:
         ctx.add(doc.Heading(2, "Plots", "plots"), *images)
     _excluded(ctx)
@@ -893,15 +1019,44 @@ def build(
     return ctx.blocks, ctx.ledger, plots, title
 
 
-def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = True) -> ReportFiles:
-    """Build the report, then write it under ``out`` (each file atomically)."""
-    out = Path(out)
+#: The ownership marker in a report directory: the files ``kbench report`` wrote there.
+OWNED = ".kbench-report.json"
+
+
+def _owned(out: Path) -> set[str]:
+    try:
+        data = json.loads((out / OWNED).read_text())
+        return {str(f) for f in data.get("files", [])}
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def check_output(out: Path, names: Sequence[str]) -> None:
+    """Refuse to write into ``out`` if a file we would write is there and kbench report did not
+    write it (not listed in ``out``'s ownership marker): a user's report.md is never overwritten."""
     if out.exists() and not out.is_dir():
         raise ValueError(
             f"{out}: exists and is not a directory; give -o a directory for report.md, report.html and plots/"
         )
+    owned = _owned(out)
+    for name in names:
+        if (out / name).exists() and name not in owned:
+            raise ValueError(
+                f"{out / name} exists and was not written by kbench report; choose another -o or move that file"
+            )
+
+
+def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = True) -> ReportFiles:
+    """Build the report, then write it under ``out`` (each file atomically).  Only files listed in
+    ``out/.kbench-report.json`` (written by an earlier report) are ever replaced."""
+    out = Path(out)
+    run_dirs = unique_dirs(run_dirs)
+    check_output(out, ["report.md", "report.html", "provenance.json", "plots"])
     blocks, ledger, plots, title = build(run_dirs, with_plots)
+    names = ["report.md", "report.html", "provenance.json", "plots", *(f"plots/{n}" for n in plots)]
+    check_output(out, names)
     (out / "plots").mkdir(parents=True, exist_ok=True)
+    atomic_write(out / OWNED, (json.dumps({"files": sorted(_owned(out) | set(names))}) + "\n").encode())
     paths = []
     for name, data in plots.items():
         p = out / "plots" / name
@@ -911,11 +1066,11 @@ def write(run_dirs: Sequence[Path | str], out: Path | str, with_plots: bool = Tr
     atomic_write(
         prov, json.dumps(ledger.as_dict([str(Path(d).resolve()) for d in run_dirs]), separators=(",", ":")).encode()
     )
-    atomic_write(md, doc.to_markdown(blocks).encode())
-    atomic_write(html_, doc.to_html(blocks, title).encode())
+    atomic_write(md, _utf8(doc.to_markdown(blocks)))
+    atomic_write(html_, _utf8(doc.to_html(blocks, title)))
     return ReportFiles(md, html_, prov, tuple(paths))
 
 
-def provenance_texts(prov: Mapping[str, Any]) -> set[str]:
-    """The printed texts of a provenance.json (for audits)."""
-    return {f[2] for f in prov["figures"]}
+def _utf8(text: str) -> bytes:
+    """UTF-8 of a text that may hold a non-UTF-8 file name (surrogate escapes): shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode()

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kbench.engine.verdict import NO_DIFF, range_verdict
 from kbench.reporting.provenance import Fig, Ledger
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["NO_DIFF", "Stat", "empty_stat", "stats_many", "label_text", "overlap_verdict", "stats", "varying"]
-
-NO_DIFF = "no significant difference"
 
 
 class Stat:
@@ -114,7 +113,7 @@ class Stat:
 
 def empty_stat(ledger: Ledger, metric: str) -> Stat:
     """A group with no OK row: NA, n = 0."""
-    return Stat(ledger, ledger.row_set("", []), metric, "auto", None, None, None, 0)
+    return Stat(ledger, ledger.row_set("", [], {}), metric, "auto", None, None, None, 0)
 
 
 def label_text(v: Any) -> str:
@@ -188,25 +187,37 @@ def stats_many(
             if n[i] == 0:
                 continue
             idx = indices[key]
+            k = key if isinstance(key, tuple) else (key,)
+            label = k if texts else tuple(label_text(x) for x in k)
             if complete:
                 sid = shared.get(key)
                 if sid is None:
-                    sid = shared[key] = ledger.row_set(exp, gids[idx])
+                    sid = shared[key] = ledger.row_set(exp, gids[idx], _where(keys, label, only_ok))
             else:
-                sid = ledger.row_set(exp, gids[idx][notna[idx]])
-            k = key if isinstance(key, tuple) else (key,)
-            res[k if texts else tuple(label_text(x) for x in k)] = Stat(
-                ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i])
-            )
+                sid = ledger.row_set(exp, gids[idx][notna[idx]], _where(keys, label, only_ok))
+            res[label] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]))
     return out
 
 
+def _where(keys: Sequence[str], label: Sequence[Any], only_ok: bool) -> dict[str, str]:
+    """The selection of one group: its labels, and ``status = OK`` for a measurement."""
+    where = {k: label_text(v) for k, v in zip(keys, label)}
+    if only_ok:
+        where["status"] = "OK"
+    return where
+
+
 def overlap_verdict(a: Stat, b: Stat, lower: str = "lower", higher: str = "higher") -> str:
-    """``no significant difference`` when the ranges overlap, else which side is higher."""
-    if not (a.ok and b.ok):
-        return "not comparable (no OK repetitions)"
-    alo, ahi, blo, bhi = a.value("min"), a.value("max"), b.value("min"), b.value("max")
-    assert alo is not None and ahi is not None and blo is not None and bhi is not None
-    if alo <= bhi and blo <= ahi:
-        return NO_DIFF
-    return higher if blo > ahi else lower
+    """The shared verdict rule (:func:`kbench.engine.verdict.range_verdict`) on two groups:
+    ``no significant difference``, a not-comparable reason, or whether ``b`` is higher or lower."""
+    rv = range_verdict(
+        int(a.value("count") or 0) if a.ok else 0,
+        a.value("min"),
+        a.value("max"),
+        int(b.value("count") or 0) if b.ok else 0,
+        b.value("min"),
+        b.value("max"),
+    )
+    if not rv.apart:
+        return rv.text
+    return higher if rv.a_lower else lower

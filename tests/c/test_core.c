@@ -1,6 +1,7 @@
 /*
  * test_core.c - C unit tests of CRC-32C, varints, the batch codec, the
- * segment reader/writer and murmur2, built with ASan+UBSan by
+ * segment reader/writer, murmur2, the secret rule, entropy and the codec
+ * bench loops, built with ASan+UBSan by
  * tests/test_native_sanitized.py.  Prints "ok N" and exits 0 on success.
  */
 #define _DEFAULT_SOURCE
@@ -10,9 +11,12 @@
 #include <unistd.h>
 
 #include "batching.h"
+#include "codecbench.h"
 #include "codecs.h"
 #include "crc32c.h"
+#include "entropy.h"
 #include "recordbatch.h"
+#include "secret.h"
 #include "segment.h"
 #include "sim.h"
 #include "varint.h"
@@ -212,12 +216,52 @@ static void test_sim(void) {
     free(offs);
 }
 
+static void test_secret(void) {
+    const char *secret[] = {"sasl.password", "SASL.USERNAME", "ssl.key.pem", "ssl_key", "sasl.jaas.config",
+                            "producer.override.sasl.jaas.config", "sasl.oauthbearer.client.secret",
+                            "ssl.keystore.key", "sasl.kerberos.keytab", "basic.auth.user.info", NULL};
+    const char *open[] = {"sasl.mechanism", "ssl.certificate.pem", "ssl.ca.location", "xsasl.username",
+                          "enable.sasl.oauthbearer.unsecure.jwt", "acks", "", NULL};
+    for (int i = 0; secret[i]; i++)
+        CHECK(kb_is_secret_property(secret[i]));
+    for (int i = 0; open[i]; i++)
+        CHECK(!kb_is_secret_property(open[i]));
+    CHECK(!kb_is_secret_property(NULL));
+    char s[64] = "bad value \"hunter22\" for \"hunter22\"";
+    kb_scrub_value(s, sizeof(s), "hunter22");
+    CHECK(strcmp(s, "bad value \"" KB_REDACTED "\" for \"" KB_REDACTED "\"") == 0);
+    char shortv[32] = "every e stays";
+    kb_scrub_value(shortv, sizeof(shortv), "e"); /* below KB_SECRET_MIN_SCRUB: left alone */
+    CHECK(strcmp(shortv, "every e stays") == 0);
+    char tiny[12] = "pw=abcdefgh"; /* the replacement is longer than the value: truncated at cap */
+    kb_scrub_value(tiny, sizeof(tiny), "abcdefgh");
+    CHECK(strlen(tiny) == sizeof(tiny) - 1 && strncmp(tiny, "pw=<redacte", 11) == 0);
+}
+
+static void test_entropy_and_codecbench(void) {
+    uint8_t buf[4096];
+    memset(buf, 'a', sizeof(buf));
+    CHECK(kb_entropy(buf, sizeof(buf)) == 0.0 && kb_entropy(buf, 0) == 0.0);
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)i;
+    CHECK(kb_entropy(buf, sizeof(buf)) == 8.0);
+    kb_codecbench b;
+    char err[KB_ERRLEN];
+    CHECK(kb_codecbench_init(&b, buf, sizeof(buf) - 5, 1000, KB_CODEC_ZSTD, 3) == 0 && b.nblocks == 5);
+    CHECK(kb_codecbench_compress(&b, 2, err, sizeof(err)) == KB_OK);
+    CHECK(kb_codecbench_decompress(&b, 2, err, sizeof(err)) == KB_OK && kb_codecbench_verify(&b));
+    CHECK(kb_codecbench_compressed_size(&b) > 0);
+    kb_codecbench_free(&b);
+}
+
 int main(void) {
     test_crc();
     test_varint();
     test_batch();
     test_murmur2();
     test_sim();
+    test_secret();
+    test_entropy_and_codecbench();
     if (failures) {
         fprintf(stderr, "%d of %d checks failed\n", failures, checks);
         return 1;

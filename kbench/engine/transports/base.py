@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kbench.engine.plan import Cell
+from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus
 
 __all__ = [
@@ -45,6 +46,8 @@ class BrokerInfo:
     pid: int | None = None  # local pid, when known (broker CPU is NA otherwise)
     log_dir: str | None = None
     default_compression: str | None = None  # the broker's compression.type
+    metrics_url: str | None = None  # Prometheus endpoint (broker CPU, version, bytes), credentials removed
+    version_source: str = ""  # where version came from: local cluster, metrics, --broker-version
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class RunRequest:
     min_insync_replicas: int | None = None
     client_properties: Mapping[str, str] = field(default_factory=dict)
     warmup: bool = False
+    #: Where the run's steal counters come from (None: the live ``/proc/stat``); tests inject one.
+    steal_source: StealSource | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,11 @@ class LatencySummary:
 
 @dataclass(frozen=True)
 class CpuSample:
-    """CPU of one role over the steady window; ``None`` fields mean unreadable (NA)."""
+    """CPU of one role over its steady window; ``None`` fields mean unreadable (NA).
+
+    ``window_payload_bytes`` is the uncompressed payload of exactly that window (producer:
+    delivered in it; consumer: fetched in it; broker: stored in it): what CPU-s/GB divides by.
+    """
 
     role: str  # producer, consumer, broker-<id>
     usr_s: float | None
@@ -102,6 +111,14 @@ class CpuSample:
     pid: int | None = None
     note: str = ""
     total_s: float | None = None  # usr+sys when the source cannot split them (thread CPU clocks)
+    source: str = ""  # where the counters came from, e.g. "/proc/<pid>/stat", "metrics: process_cpu_seconds_total"
+    #: a broker's own counters over the window (metrics endpoint): bytes_in, bytes_out, produce_conversions
+    broker_counters: Mapping[str, float | None] = field(default_factory=dict)
+    #: producer only: usr+sys of the load generator (every thread but the client library's) and of
+    #: the client library's threads (librdkafka's rdk:*), over the same window; None = not split
+    loadgen_s: float | None = None
+    client_s: float | None = None
+    window_payload_bytes: int | None = None  # payload of the role's CPU window (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -145,9 +162,13 @@ class RunResult:
     stored_uncompressed_bytes: int | None = None  # the stored batches' bytes once decompressed
     stored_codecs: tuple[str, ...] = ()  # codecs seen in stored batches
     topic_compression_readback: str | None = None  # topic compression.type read back
+    stored_source: str | None = None  # where stored bytes/codecs came from (segment files, DescribeLogDirs + inference)
     batch_fill: BatchFill | None = None
     client_fill: BatchFill | None = None  # the producer's own view (librdkafka statistics, last interval)
     histograms: Mapping[str, str] = field(default_factory=dict)  # name -> base64 of Histogram.encode()
+    #: Where producer latency goes (µs medians): queue (linger/batch-fill wait), compress, request
+    #: (transmit queue + round trip); kbench.kafka.stats.  Empty when not measured.
+    latency_phases: Mapping[str, float | None] = field(default_factory=dict)
     client: Mapping[str, Any] = field(default_factory=dict)  # the driver's client object (docs/drivers.md)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()

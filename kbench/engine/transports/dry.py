@@ -42,46 +42,48 @@ class DryTransport:
         rate = req.rate if req.rate is not None else self.saturated_rate
         n = max(1, int(rate * req.duration_s))
         recs = req.corpus.records
-        spec = codecs.parse_spec(cell.codec)
+        spec = cell.spec
+
+        def stored_size(batch: list[bytes]) -> int:
+            return (
+                BATCH_OVERHEAD
+                + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
+                + RECORD_OVERHEAD * len(batch)
+            )
+
         # Cut records (cycled) into batches; compress a sample of them.
-        payload = 0
         stored_sample = 0
         sample_payload = 0
         rec_counts: list[int] = []
         byte_counts: list[int] = []
         batch: list[bytes] = []
         size = 0
+        # The payload of n records (cycled) in closed form: the loop below stops after the sample,
+        # so a high rate costs no more CPU than a low one.
+        lens = [len(r) for r in recs]
+        cycles, rest = divmod(n, len(recs))
+        payload = cycles * sum(lens) + sum(lens[:rest])
         for i in range(n):
             r = recs[i % len(recs)]
-            payload += len(r)
-            if sample_payload < SAMPLE_BYTES:
-                if batch and size + len(r) > cell.batch_size:
-                    stored = (
-                        BATCH_OVERHEAD
-                        + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
-                        + RECORD_OVERHEAD * len(batch)
-                    )
-                    stored_sample += stored
-                    rec_counts.append(len(batch))
-                    byte_counts.append(stored)
-                    batch, size = [], 0
-                batch.append(r)
-                size += len(r)
-                sample_payload += len(r)
+            if sample_payload >= SAMPLE_BYTES:
+                break
+            if batch and size + len(r) > cell.batch_size:
+                stored = stored_size(batch)
+                stored_sample += stored
+                rec_counts.append(len(batch))
+                byte_counts.append(stored)
+                batch, size = [], 0
+            batch.append(r)
+            size += len(r)
+            sample_payload += len(r)
         if batch:
-            stored = (
-                BATCH_OVERHEAD
-                + len(codecs.compress(b"".join(batch), spec.codec, spec.level))
-                + RECORD_OVERHEAD * len(batch)
-            )
+            stored = stored_size(batch)
             stored_sample += stored
             rec_counts.append(len(batch))
             byte_counts.append(stored)
         stored_total = int(stored_sample * payload / max(1, sample_payload))
         batches = int(len(rec_counts) * payload / max(1, sample_payload))
-        codec_name = spec.codec
-        if cell.topic_compression not in ("producer",):
-            codec_name = "none" if cell.topic_compression == "uncompressed" else cell.topic_compression
+        codec_name = codecs.stored_codec(cell.topic_compression, spec)
         remaining = req.duration_s - (time.monotonic() - t0)
         if remaining > 0:
             time.sleep(remaining)  # a dry run lasts as long as a real one

@@ -3,15 +3,17 @@
 Per run: a fresh topic (partitions, replication factor, ``compression.type`` as planned,
 read back); a consumer process assigned at the start offsets, then a producer process
 (:mod:`kbench.kafka.worker`: one process per role, so each role's CPU is its own);
-broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal from
-``/proc/stat`` over the steady window (from ``steady_skip_s`` after the producer starts to
-the end of the run); stored bytes, stored codecs and batch fill from the partitions' segment
+broker CPU from ``/proc/<pid>/stat`` of each local broker and system steal (the request's
+steal source, by default ``/proc/stat``) over the steady window (from ``steady_skip_s`` after
+the producer starts to the end of the run); each role's CPU window's payload from the
+producer's schedule (:mod:`kbench.engine.transports.window`); stored bytes, stored codecs and batch fill from the partitions' segment
 files (one replica each) read by :mod:`kbench.model.segment`; bytes on the wire from the
 producer's librdkafka statistics.  The topic is deleted after it is measured.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -23,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbench import _native
 from kbench.engine.plan import TransportDef
+from kbench.engine.transports import remote
 from kbench.engine.transports.base import (
     BatchFill,
     BrokerInfo,
@@ -35,14 +37,17 @@ from kbench.engine.transports.base import (
     TransportError,
     TransportInfo,
 )
-from kbench.kafka import clients, procstat
-from kbench.model import codecs
+from kbench.engine.transports.window import Schedule
+from kbench.kafka import admin, clients, drivers, procstat
 from kbench.model.corpus import Corpus
 
 __all__ = ["KafkaTransport"]
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
 WORKER_START_TIMEOUT = 60.0
+#: librdkafka properties set for producer and consumer where librdkafka's default differs from
+#: the Java client's (docs/methodology.md); a plan's [client] table may override them.
+_JAVA_PARITY = {"socket.nagle.disable": "true"}  # the Java client sends with TCP_NODELAY
 
 
 def _lat(d: Mapping[str, Any] | None) -> LatencySummary | None:
@@ -131,9 +136,39 @@ def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "
     return _Worker(p, role, stderr_path)
 
 
-def _client_fill(stats: Mapping[str, Any]) -> BatchFill | None:
-    """Records and bytes per batch as the client saw them (the driver's client_stats.batch_fill)."""
-    f = stats.get("batch_fill")
+def _last_stats(path: Path) -> dict[str, Any] | None:
+    try:
+        lines = [x for x in path.read_text().splitlines() if x.strip()]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return dict(json.loads(line))
+        except ValueError:
+            continue
+    return None
+
+
+def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
+    """Records and bytes per batch as librdkafka saw them (its windowed histograms)."""
+    t = stats.get("topics", {}).get(topic)
+    if not t or not t.get("batchcnt", {}).get("cnt"):
+        return None
+    cnt, size = t["batchcnt"], t["batchsize"]
+    return BatchFill(
+        int(cnt["cnt"]),
+        float(cnt["p50"]),
+        float(cnt["p90"]),
+        float(cnt["max"]),
+        float(size["p50"]),
+        float(size["p90"]),
+        float(size["max"]),
+        "librdkafka statistics (last interval)",
+    )
+
+
+def _driver_fill(f: Mapping[str, Any] | None) -> BatchFill | None:
+    """Records and bytes per batch as another client saw them (its driver's client_stats.batch_fill)."""
     if not f:
         return None
     return BatchFill(
@@ -148,6 +183,50 @@ def _client_fill(stats: Mapping[str, Any]) -> BatchFill | None:
     )
 
 
+def _schedule_fields(res: dict[str, Any]) -> dict[str, Any]:
+    """A driver result with the librdkafka driver's schedule and CPU-split fields, filled from the
+    protocol's ``windows`` and ``cpu.threads`` (docs/drivers.md) when the driver gave only those:
+    ``t0_ns``/``first_send_ns`` = the send window's start, ``last_send_ns`` its end,
+    ``cpu.window_start_ns`` = the CPU window's start, ``cpu.loadgen_s`` = the ``app`` thread group,
+    ``cpu.client_s`` = the ``client`` group (the rest, JIT/GC/VM threads, is in the process total only)."""
+    out = dict(res)
+    win = res.get("windows") or {}
+    send = win.get("send") or {}
+    if "t0_ns" not in out and send:
+        out["t0_ns"] = out["first_send_ns"] = int(send["start_mono_ns"])
+        out["last_send_ns"] = int(send["end_mono_ns"])
+    cpu = dict(res.get("cpu") or {})
+    if "window_start_ns" not in cpu and win.get("cpu"):
+        cpu["window_start_ns"] = int(win["cpu"]["start_mono_ns"])
+    threads = cpu.get("threads") or {}
+    for group, key in (("app", "loadgen_s"), ("client", "client_s")):
+        t = threads.get(group)
+        if key not in cpu and t and t.get("usr_s") is not None and t.get("sys_s") is not None:
+            cpu[key] = float(t["usr_s"]) + float(t["sys_s"])
+    out["cpu"] = cpu
+    return out
+
+
+def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
+    """Queue wait, compression and request medians (µs) of one fixed-rate run: the first and last
+    from librdkafka's statistics, compression timed here on a block of the median batch's size."""
+    from kbench.kafka import stats as stats_mod
+    from kbench.model import microbench
+
+    ph = stats_mod.latency_phases(path, req.topic)
+    if ph is None:
+        return {}
+    compress = None
+    if ph.batch_records_p50:
+        per_record = req.corpus.size / max(1, len(req.corpus.records))
+        compress = microbench.batch_compress_us(req.corpus, req.cell.spec, int(ph.batch_records_p50 * per_record))
+    return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
+
+
+#: A broker log dir with less free space than this is reported as full.
+LOG_DIR_FULL_BYTES = 1 << 20
+
+
 @dataclass
 class KafkaTransport:
     defn: TransportDef
@@ -157,6 +236,7 @@ class KafkaTransport:
     brokers: tuple[BrokerInfo, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _corpus_files: dict[str, Path] = field(default_factory=dict)
+    _probe: remote.MetricsProbe | None = None  # broker metrics over Prometheus (--broker-metrics)
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
@@ -187,21 +267,36 @@ class KafkaTransport:
         else:
             self.bootstrap = str(self.defn.bootstrap)
             try:
-                md = _native.metadata({"bootstrap.servers": self.bootstrap}, timeout=15.0)
+                md = admin.metadata({"bootstrap.servers": self.bootstrap}, timeout=15.0)
             except Exception as e:  # noqa: BLE001 - KafkaError carries librdkafka's message
                 raise TransportError(f"cannot reach {self.bootstrap}: {e}") from None
             pids = list(self.defn.broker_pids)
+            ids = [int(b[0]) for b in sorted(md["brokers"])]
+            if self.defn.broker_metrics:
+                self._probe = remote.MetricsProbe.open(self.defn.broker_metrics, ids)
+            probe = self._probe
+            given = self.defn.broker_version
             self.brokers = tuple(
-                BrokerInfo(int(b[0]), None, pids[i] if i < len(pids) else None, None, None)
-                for i, b in enumerate(sorted(md["brokers"]))
+                BrokerInfo(
+                    bid,
+                    (probe.version(bid) if probe else None) or given,
+                    pids[i] if i < len(pids) else None,
+                    None,
+                    None,
+                    probe.display_url(bid) if probe else None,
+                    "metrics" if probe and probe.version(bid) else ("--broker-version" if given else ""),
+                )
+                for i, bid in enumerate(ids)
             )
-            kafka_version = None
+            versions = {b.version for b in self.brokers if b.version}
+            kafka_version = versions.pop() if len(versions) == 1 else None
         return TransportInfo(
             kind=self.defn.kind,
             bootstrap=self.bootstrap,
             brokers=self.brokers,
             kafka_version=kafka_version,
-            client=f"librdkafka {_native.rdkafka_version}",
+            client=f"librdkafka {drivers.librdkafka_version()}",
+            extra={"metrics_matching": self._probe.matching} if self._probe else {},
         )
 
     def close(self) -> None:
@@ -229,9 +324,9 @@ class KafkaTransport:
         return {**client, "bootstrap.servers": self.bootstrap}
 
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
-        spec = codecs.parse_spec(req.cell.codec)
-        base = {**req.client_properties, "bootstrap.servers": self.bootstrap}
-        c = req.cell
+        spec, c = req.cell.spec, req.cell
+        parity = _JAVA_PARITY if c.client == "librdkafka" else {}
+        base = {**parity, **req.client_properties, "bootstrap.servers": self.bootstrap}
         return clients.producer_props(c.client, base, spec.codec, spec.level, c.batch_size, c.linger_ms, c.acks)
 
     def _segments(
@@ -266,24 +361,80 @@ class KafkaTransport:
         """Broker pids' and the system's CPU counters (C /proc sampler)."""
         return procstat.snapshot([b.pid for b in self.brokers if b.pid])
 
+    # ------------------------------------------------------------------ faults
+    def _alive(self) -> dict[int, bool]:
+        from kbench.kafka.cluster import _pid_alive
+
+        return {b.broker_id: bool(b.pid) and _pid_alive(int(b.pid)) for b in self.brokers}
+
+    def _faults(self, alive_before: Mapping[int, bool], settle_s: float = 0.0) -> str:
+        """What went wrong with the cluster during a run, in words: a broker that died, a log
+        dir whose disk is full ("" when neither).  ``settle_s``: after a failure, how long a
+        broker that is still exiting (killed, not yet reaped) is given to show as gone."""
+        now = self._alive()
+        deadline = time.monotonic() + settle_s
+        while all(now.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the brokers' state until a deadline
+            now = self._alive()
+        why = [
+            f"broker {b.broker_id} (pid {b.pid}) died during the run"
+            for b in self.brokers
+            if alive_before.get(b.broker_id) and not now.get(b.broker_id)
+        ]
+        for b in self.brokers:
+            if not b.log_dir:
+                continue
+            try:
+                st = os.statvfs(b.log_dir)
+            except OSError:
+                continue
+            free = st.f_bavail * st.f_frsize
+            if free < LOG_DIR_FULL_BYTES:
+                why.append(
+                    f"broker {b.broker_id}'s log dir {b.log_dir} is full ({free} bytes free): Kafka takes a "
+                    "log dir offline when a write fails; free disk space there"
+                )
+        return "; ".join(why)
+
     # ------------------------------------------------------------------ one run
     def run(self, req: RunRequest) -> RunResult:
+        """One run; a broker that died or a full log-dir disk during it fails the repetition with
+        that reason (its figures are not measurements)."""
+        alive = self._alive()
+        if self.brokers and all(b.pid for b in self.brokers) and not any(alive.values()):
+            # every broker is gone (killed, or halted on a full disk): fail now, not after timeouts
+            gone = ", ".join(f"broker {b.broker_id} (pid {b.pid})" for b in self.brokers)
+            full = self._faults({})
+            raise TransportError(f"no broker is alive: {gone} gone" + (f"; {full}" if full else ""))
+        try:
+            res = self._run(req)
+        except TransportError as e:
+            why = self._faults(alive, settle_s=2.0)
+            raise TransportError(f"{why}; {e}" if why else str(e)) from None
+        why = self._faults(alive, settle_s=2.0 if res.delivery_errors else 0.0)
+        if why:
+            raise TransportError(
+                f"{why} ({res.delivery_errors} delivery errors, {res.messages_acked} of {res.messages_sent} acked)"
+            )
+        return res
+
+    def _run(self, req: RunRequest) -> RunResult:
         cell = req.cell
-        admin = self._admin_props(req.client_properties)
-        tc = "uncompressed" if cell.topic_compression in ("none", "uncompressed") else cell.topic_compression
-        configs = {**cell.topic_config, "compression.type": tc}
+        admin_props = self._admin_props(req.client_properties)
+        configs = {**cell.topic_config, "compression.type": cell.topic_compression}
         if req.min_insync_replicas:
             configs["min.insync.replicas"] = str(req.min_insync_replicas)
         try:
-            _native.create_topic(
-                admin,
+            admin.create_topic(
+                admin_props,
                 req.topic,
                 partitions=cell.partitions,
                 replication_factor=req.replication_factor,
                 configs=configs,
                 timeout=60.0,
             )
-            readback = _native.describe_topic_configs(admin, req.topic, timeout=30.0).get(
+            # retried while a broker's metadata has not caught up with the new topic (many partitions, RF 3)
+            readback = admin.describe_topic_configs(admin_props, req.topic, timeout=30.0).get(
                 "compression.type", (None, "")
             )[0]
         except Exception as e:  # noqa: BLE001 - KafkaError
@@ -292,14 +443,14 @@ class KafkaTransport:
             return self._measure(req, readback)
         finally:
             try:
-                _native.delete_topic(admin, req.topic, timeout=30.0)
+                admin.delete_topic(admin_props, req.topic, timeout=30.0)
             except Exception:  # noqa: BLE001 - a leftover topic is harmless
                 pass
 
     def _measure(self, req: RunRequest, readback: str | None) -> RunResult:
         assert self._tmp is not None
         fixed = req.rate is not None
-        run_id = int.from_bytes(os.urandom(8), "big") & ((1 << 63) - 1) or 1
+        run_id = drivers.new_run_id()
         stats = Path(self._tmp.name) / f"{req.topic}.stats.jsonl"
         count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0
         consumer = None
@@ -307,10 +458,15 @@ class KafkaTransport:
             consumer = _spawn(
                 "consumer",
                 {
-                    "props": {**req.client_properties, "bootstrap.servers": self.bootstrap},
+                    "props": {
+                        **(_JAVA_PARITY if req.cell.client == "librdkafka" else {}),
+                        **req.client_properties,
+                        "bootstrap.servers": self.bootstrap,
+                    },
                     "topic": req.topic,
                     "run_id": run_id,
                     "expected": count,
+                    "header_sample": self.defn.header_sample,
                     "timeout": req.duration_s + 60.0,
                     "skip_s": req.steady_skip_s,
                 },
@@ -329,10 +485,11 @@ class KafkaTransport:
                 "rate": req.rate or 0.0,
                 "count": count,
                 "duration": 0.0 if fixed else req.duration_s,
-                "keys": {"roundrobin": "round-robin"}.get(req.cell.key_policy, req.cell.key_policy),
+                "keys": req.cell.key_policy,
                 "nkeys": 0 if req.cell.key_policy == "none" else 1024,
                 "stats_path": str(stats),
                 "skip_s": req.steady_skip_s,
+                "header_sample": self.defn.header_sample,
             },
             Path(self._tmp.name) / f"{req.topic}.producer.err",
             req.cell.client,
@@ -344,21 +501,48 @@ class KafkaTransport:
             pause = t_start + req.steady_skip_s - time.monotonic()
             if pause > 0:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
-            s0, t0 = self._snapshot(), time.monotonic()
-            pres = producer.result(req.duration_s + 120.0)
-            cres = consumer.result(req.duration_s + 120.0) if consumer else None
-            s1, t1 = self._snapshot(), time.monotonic()
+            steal_source = req.steal_source or procstat.system_cpu
+            s0, sys0, t0, t0_ns = self._snapshot(), steal_source(), time.monotonic(), time.monotonic_ns()
+            m0 = self._probe.edge() if self._probe else {}
+            pres = _schedule_fields(producer.result(req.duration_s + 120.0))
+            cres = _schedule_fields(consumer.result(req.duration_s + 120.0)) if consumer else None
+            s1, sys1, t1 = self._snapshot(), steal_source(), time.monotonic()
+            m1 = self._probe.edge() if self._probe else {}
         except BaseException:
             for w in (producer, consumer):
                 if w is not None and w.proc.poll() is None:
                     w.proc.kill()
             raise
         stored, batches, unc, stored_codecs, fill = self._segments(req.topic, req.cell.partitions)
+        stored_source = "segment files (kbench inspector)" if stored is not None else None
+        if stored is None and not req.warmup and set(req.cell.experiments) & set("CDEF"):
+            remote_stored = remote.stored_from_log_dirs(
+                self.bootstrap, req.topic, req.cell.partitions, req.client_properties, req.cell.codec, readback
+            )
+            stored, stored_codecs, stored_source = (
+                remote_stored.stored_bytes,
+                remote_stored.stored_codecs,
+                remote_stored.source,
+            )
+        sched = Schedule.of(
+            [len(r) for r in req.corpus.records],
+            int(pres["sent"]),
+            int(pres["delivered"]),
+            int(pres["t0_ns"] if fixed else pres["first_send_ns"]),
+            int(pres["last_send_ns"]),
+            req.rate,
+        )
+
+        def lag_ns(h: Mapping[str, Any] | None) -> int:
+            return int(float(h["p50_us"]) * 1000) if h and h.get("count") else 0
+
+        lags = {"producer": 0, "consumer": lag_ns(cres.get("e2e") if cres else None)}
         cpu = []
         for role, res in (("producer", pres), ("consumer", cres)):
             if res is None:
                 continue
             c = res["cpu"]
+            start = c.get("window_start_ns")
             cpu.append(
                 CpuSample(
                     role,
@@ -368,28 +552,49 @@ class KafkaTransport:
                     regressed=(c["usr_s"] or 0) < 0 or (c["sys_s"] or 0) < 0,
                     pid=None,
                     note=c.get("note", ""),
+                    loadgen_s=c.get("loadgen_s"),
+                    client_s=c.get("client_s"),
+                    window_payload_bytes=None if start is None else sched.window_payload(int(start), lags[role]),
                 )
             )
-            for group, t in (c.get("threads") or {}).items():  # the driver's thread groups (docs/drivers.md)
-                cpu.append(
-                    CpuSample(f"{role}.{group}", t["usr_s"], t["sys_s"], c["wall_s"], note=f"threads of the {role}")
-                )
+        broker_bytes = sched.window_payload(t0_ns, lag_ns(pres.get("service")))
         deltas = {d.pid: d for d in procstat.delta(s0, s1)}
         for b in self.brokers:
+            if not b.pid and b.broker_id in m0:
+                sample = remote.cpu_from_metrics(f"broker-{b.broker_id}", m0[b.broker_id], m1.get(b.broker_id))
+                cpu.append(dataclasses.replace(sample, window_payload_bytes=broker_bytes))
+                continue
             d = deltas.get(b.pid) if b.pid else None
-            note = "" if b.pid else "no local pid (give --broker-pid)"
+            note = "" if b.pid else "no local pid (give --broker-metrics or --broker-pid)"
             if b.pid and (d is None or d.status == procstat.NA):
                 note = f"pid {b.pid} unreadable or gone"
             usr = d.user_s if d is not None else None
             sys_ = d.sys_s if d is not None else None
             regressed = d is not None and d.status == procstat.NEGATIVE
             cpu.append(
-                CpuSample(f"broker-{b.broker_id}", usr, sys_, t1 - t0, regressed=regressed, pid=b.pid, note=note)
+                CpuSample(
+                    f"broker-{b.broker_id}",
+                    usr,
+                    sys_,
+                    t1 - t0,
+                    regressed=regressed,
+                    pid=b.pid,
+                    note=note,
+                    source=f"/proc/{b.pid}/stat" if b.pid else "",
+                    window_payload_bytes=broker_bytes,
+                )
             )
-        steal = None
-        if s0.system is not None and s1.system is not None and s1.system.total > s0.system.total:
-            steal = 100.0 * (s1.system.steal - s0.system.steal) / (s1.system.total - s0.system.total)
-        st = pres.get("client_stats") or {}
+        steal = procstat.steal_pct(sys0, sys1)
+        if req.cell.client == "librdkafka":  # its statistics file: wire bytes, batch fill, latency phases
+            raw = _last_stats(stats) or {}
+            wire = raw.get("tx_bytes")
+            client_fill = _client_fill(raw, req.topic)
+            phases = _phases(stats, req) if fixed else {}
+        else:  # the driver's client_stats (docs/drivers.md section 4.2)
+            st = pres.get("client_stats") or {}
+            wire = st.get("wire_bytes")
+            client_fill = _driver_fill(st.get("batch_fill"))
+            phases = {}
         delivered = int(pres["delivered"])
         payload = (
             int(pres["bytes"])
@@ -416,15 +621,17 @@ class KafkaTransport:
             duplicated=int(cres["duplicates"]) if cres else None,
             cpu=tuple(cpu),
             steal_pct=steal,
-            producer_wire_bytes=int(st["wire_bytes"]) if st.get("wire_bytes") is not None else None,
+            producer_wire_bytes=int(wire) if wire is not None else None,
             consumer_wire_bytes=None,
             stored_bytes=stored,
             stored_batches=batches,
             stored_uncompressed_bytes=unc,
             stored_codecs=stored_codecs,
             topic_compression_readback=readback,
+            stored_source=stored_source,
             batch_fill=fill,
-            client_fill=_client_fill(st),
+            client_fill=client_fill,
+            latency_phases=phases,
             client=dict(pres.get("client") or {}),
             histograms={
                 name: h["encoded"]

@@ -9,7 +9,9 @@ Mapping to the engine's measurements (documented in ``docs/methodology.md``):
 - a saturated cell's throughput is records / the slowest stage's wall time (the pipeline's
   bottleneck), simulated at an arrival rate high enough to fill every batch;
 - CPU per role is thread CPU (``CLOCK_THREAD_CPUTIME_ID``), usr+sys together (``usr_pct``
-  and ``sys_pct`` are NA, ``cpu_s`` is measured);
+  and ``sys_pct`` are NA, ``cpu_s`` is measured) over the whole run, so each role's window
+  payload is the whole corpus;
+- steal from the request's steal source (default ``/proc/stat``) around the run;
 - stored bytes, stored codecs and batch fill come from the segments the broker stage wrote;
 - the client model is librdkafka's (kbench's real producer is librdkafka).
 """
@@ -19,10 +21,9 @@ from __future__ import annotations
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from kbench.engine import gate
 from kbench.engine.transports.base import BatchFill, CpuSample, RunRequest, RunResult, TransportError, TransportInfo
+from kbench.kafka import procstat
 from kbench.model import codecs
 from kbench.model import simulator as sim_mod
 from kbench.model.stats import distribution
@@ -37,7 +38,6 @@ SATURATED_SIM_RATE = 1e9
 class SimTransport:
     kind: str = "sim"
     client: str = "librdkafka"
-    proc: Path = Path("/proc")
 
     def open(self) -> TransportInfo:
         return TransportInfo(kind="sim", client=f"kbench.model.simulator ({self.client} batching model)")
@@ -47,13 +47,9 @@ class SimTransport:
 
     def run(self, req: RunRequest) -> RunResult:
         cell = req.cell
-        spec = codecs.parse_spec(cell.codec)
-        tc = (
-            None
-            if cell.topic_compression == "producer"
-            else ("none" if cell.topic_compression == "uncompressed" else cell.topic_compression)
-        )
-        keys = {"none": 0, "roundrobin": 1024, "random": 1024}.get(cell.key_policy, 0)
+        spec = cell.spec
+        tc = None if cell.topic_compression == "producer" else codecs.stored_codec(cell.topic_compression, spec)
+        keys = 0 if cell.key_policy == "none" else 1024
         cfg = sim_mod.SimConfig(
             codec=spec.codec,
             level=spec.level,
@@ -64,10 +60,11 @@ class SimTransport:
             partitions=cell.partitions,
             rate=req.rate if req.rate is not None else SATURATED_SIM_RATE,
             keys=keys,
-            partitioner="round-robin" if cell.key_policy == "roundrobin" else "default",
+            partitioner="round-robin" if cell.key_policy == "round-robin" else "default",
             topic=req.topic[:200],
         )
-        before = gate.sample(self.proc)
+        steal_source = req.steal_source or procstat.system_cpu
+        before = steal_source()
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="kbench-sim-") as tmp:
             try:
@@ -75,7 +72,7 @@ class SimTransport:
             except (ValueError, codecs.CodecError) as e:
                 raise TransportError(f"sim: {e}") from None
         wall = time.monotonic() - t0
-        after = gate.sample(self.proc)
+        after = steal_source()
         n = res.stages["producer"].records
         if req.rate is not None:
             achieved, elapsed = req.rate, n / req.rate
@@ -90,6 +87,7 @@ class SimTransport:
                 wall_s=st.wall_s,
                 total_s=st.cpu_s,
                 note="thread CPU, usr+sys together",
+                window_payload_bytes=res.payload_bytes,
             )
             for role, st in res.stages.items()
         )
@@ -106,7 +104,7 @@ class SimTransport:
             lost=max(0, n - res.verified),
             duplicated=0,
             cpu=cpu,
-            steal_pct=gate.steal_pct(before.stat, after.stat),
+            steal_pct=procstat.steal_pct(before, after),
             producer_wire_bytes=res.produced_bytes,
             consumer_wire_bytes=res.stages["consumer"].bytes_in,
             stored_bytes=res.stored_bytes,

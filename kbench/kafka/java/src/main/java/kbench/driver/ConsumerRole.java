@@ -34,9 +34,9 @@ final class ConsumerRole {
         }
         long runId = Json.lng(job, "run_id", 0);
         long expected = Json.lng(job, "expected", 0);
-        long every = Math.max(1, Json.lng(job, "header_every", 1));
+        long every = Math.max(1, Json.lng(job, "header_sample", 1));
         double timeoutS = Json.dbl(job, "timeout", 60);
-        long want = expected > 0 ? (expected + every - 1) / every : 0; // headed sequence numbers
+        long samplesExpected = expected > 0 ? (expected + every - 1) / every : 0; // headed sequence numbers
         Properties p = ProducerRole.props(job, "consumer");
         p.putIfAbsent("group.id", String.format("kbench-%016x", runId));
         p.put("enable.auto.commit", "false");
@@ -47,8 +47,9 @@ final class ConsumerRole {
         ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
         long records = 0;
         long bytes = 0;
-        long unique = 0;
-        long duplicates = 0;
+        long sampled = 0;
+        long samplesSeen = 0;
+        long sampleDuplicates = 0;
         long outOfRange = 0;
         long foreign = 0;
         long noHeader = 0;
@@ -80,7 +81,7 @@ final class ConsumerRole {
             startWall = Main.wallNs();
             w.start();
             long deadline = tStart + (long) (timeoutS * 1e9);
-            while (want == 0 || unique < want) {
+            while (expected == 0 || records < expected || samplesSeen < samplesExpected) {
                 long now = System.nanoTime();
                 if (now >= deadline) {
                     timedOut = true;
@@ -96,20 +97,17 @@ final class ConsumerRole {
                 for (ConsumerRecord<byte[], byte[]> r : batch) {
                     now = System.nanoTime();
                     Header h = r.headers().lastHeader(ProducerRole.HEADER);
-                    if (h == null || h.value() == null || h.value().length != 24) {
-                        noHeader++;
-                        continue;
+                    long t = -1;
+                    long seq = -1;
+                    long run = 0;
+                    if (h != null && h.value() != null && h.value().length == 24) {
+                        ByteBuffer b = ByteBuffer.wrap(h.value());
+                        t = b.getLong();
+                        seq = b.getLong();
+                        run = b.getLong();
                     }
-                    ByteBuffer b = ByteBuffer.wrap(h.value());
-                    long t = b.getLong();
-                    long seq = b.getLong();
-                    long run = b.getLong();
-                    if (t < 0 || seq < 0) {
-                        noHeader++;
-                        continue;
-                    }
-                    if (runId != 0 && run != runId) {
-                        foreign++;
+                    if (t >= 0 && seq >= 0 && runId != 0 && run != runId) {
+                        foreign++; // a sampled record of another run: not ours
                         continue;
                     }
                     if (records == 0) {
@@ -118,18 +116,21 @@ final class ConsumerRole {
                     tLast = now;
                     records++;
                     bytes += r.value() == null ? 0 : r.value().length;
+                    if (t < 0 || seq < 0) {
+                        noHeader++;
+                        continue;
+                    }
+                    sampled++;
                     e2e.record(now - t);
-                    if (expected > 0) {
-                        if (seq >= expected || seq % every != 0) {
+                    if (samplesExpected > 0) {
+                        if (seq % every != 0 || seq / every >= samplesExpected) {
                             outOfRange++;
                         } else if (seen.get((int) (seq / every))) {
-                            duplicates++;
+                            sampleDuplicates++;
                         } else {
                             seen.set((int) (seq / every));
-                            unique++;
+                            samplesSeen++;
                         }
-                    } else {
-                        unique++;
                     }
                 }
             }
@@ -140,9 +141,15 @@ final class ConsumerRole {
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("records", records);
         out.put("bytes", bytes);
+        long duplicates = Math.max(sampleDuplicates, expected > 0 ? records - expected : 0);
+        long unique = records - duplicates;
+        long samplesMissing = samplesExpected - samplesSeen;
         out.put("unique", unique);
         out.put("duplicates", duplicates);
-        out.put("lost", want > 0 ? Math.max(0, want - unique) : 0);
+        out.put("lost", expected > 0 ? Math.max(0, Math.max(expected - unique, samplesMissing)) : 0);
+        out.put("sampled", sampled);
+        out.put("samples_missing", samplesMissing);
+        out.put("stored_records", -1);
         out.put("out_of_range", outOfRange);
         out.put("foreign", foreign);
         out.put("no_header", noHeader);

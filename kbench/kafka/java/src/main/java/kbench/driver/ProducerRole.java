@@ -113,7 +113,7 @@ final class ProducerRole {
             throw new IllegalArgumentException("bad producer arguments (count/duration or rate)");
         }
         long runId = Json.lng(job, "run_id", 0);
-        long headerEvery = Math.max(1, Json.lng(job, "header_every", 1));
+        long headerEvery = Math.max(1, Json.lng(job, "header_sample", 1));
         String keysPolicy = Json.str(job, "keys", "none");
         long nkeys = Json.lng(job, "nkeys", 0);
         long partition = Json.lng(job, "partition", -1);
@@ -134,6 +134,7 @@ final class ProducerRole {
         KbHistogram delay = new KbHistogram();
         ConcurrentHashMap<String, AtomicLong> clientErrors = new ConcurrentHashMap<>();
         long sent = 0;
+        long sampled = 0; // messages sent with the kb header
         long bytes = 0;
         long t0;
         long tFirst = 0;
@@ -192,8 +193,8 @@ final class ProducerRole {
                     rec = 0;
                 }
                 long s = System.nanoTime();
-                Iterable<Header> hdrs = seq % headerEvery == 0
-                        ? List.of(new RecordHeader(HEADER, header(s, seq, runId))) : null;
+                boolean withHeader = seq % headerEvery == 0;
+                Iterable<Header> hdrs = withHeader ? List.of(new RecordHeader(HEADER, header(s, seq, runId))) : null;
                 final long dueF = due;
                 try {
                     producer.send(new ProducerRecord<>(topic, part, null, key, val, hdrs), (md, ex) -> {
@@ -214,6 +215,7 @@ final class ProducerRole {
                 }
                 tLast = s;
                 sent++;
+                sampled += withHeader ? 1 : 0;
                 bytes += val.length;
                 if (fixed) {
                     delay.record(s - due);
@@ -243,6 +245,7 @@ final class ProducerRole {
         out.put("failed", failed);
         out.put("undelivered", Math.max(0, sent - delivered - (failed - sumOf(clientErrors))));
         out.put("bytes", bytes);
+        out.put("sampled", sampled);
         out.put("achieved_rate", sent >= 2 && sendSeconds > 0 ? (sent - 1) / sendSeconds : 0.0);
         out.put("delivered_rate", span > 0 ? delivered / span : 0.0);
         out.put("send_seconds", sendSeconds);

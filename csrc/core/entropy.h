@@ -4,8 +4,6 @@
 #ifndef KBENCH_ENTROPY_H
 #define KBENCH_ENTROPY_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,8 +12,5 @@ void kb_byte_histogram(const uint8_t *buf, size_t n, uint64_t counts[256]);
 
 /** Shannon entropy of buf[0..n) in bits per byte (0 for n == 0). */
 double kb_entropy(const uint8_t *buf, size_t n);
-
-/** Register entropy(data) on module m; 0 or -1. */
-int kb_entropy_init(PyObject *m);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * entropy.c - Shannon entropy of a buffer, GIL released while counting.
+ * entropy.c - byte histogram and Shannon entropy of a buffer.
  */
 #include "entropy.h"
 
@@ -37,23 +37,3 @@ double kb_entropy(const uint8_t *buf, size_t n) {
     }
     return h;
 }
-
-static PyObject *py_entropy(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer in;
-    if (!PyArg_ParseTuple(args, "y*:entropy", &in))
-        return NULL;
-    double h;
-    Py_BEGIN_ALLOW_THREADS
-    h = kb_entropy(in.buf, (size_t)in.len);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&in);
-    return PyFloat_FromDouble(h);
-}
-
-static PyMethodDef methods[] = {
-    {"entropy", py_entropy, METH_VARARGS, "entropy(data) -> float: Shannon entropy in bits per byte"},
-    {NULL, NULL, 0, NULL},
-};
-
-int kb_entropy_init(PyObject *m) { return PyModule_AddFunctions(m, methods); }

@@ -1,0 +1,183 @@
+"""``kbench advise``: which compression.type, level, batch.size and linger.ms for *your* topic,
+and what each costs.
+
+The records (a built-in corpus, a file, or a sample consumed from a topic) go through the
+batching model at the given rate and partition count for every codec × level × batch.size ×
+linger.ms; each candidate is priced with CPU measured here (experiment M, cached), bytes on the
+network and bytes stored (docs/advise.md).  Prints the prices used, the Pareto front over
+(cost, added p99 latency), one recommendation with its reason, and seed 001's decision matrix
+filled with these numbers.  -o DIR writes advise.csv (every candidate) and advise.png.
+--verify runs the recommendation, the runner-up and none on a real cluster (local, or
+--bootstrap) and prints predicted vs measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kbench.model import advise as adv
+from kbench.model import advise_matrix
+from kbench.model.units import parse_size
+
+NAME = "advise"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        NAME,
+        help="recommend compression.type, level, batch.size and linger.ms for a topic, with its cost",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--corpus",
+        default="json",
+        help="json, logs, random, or a file of records: one per line, or a topic sample "
+        "(e.g. kcat -C -t TOPIC -c 20000 -e > sample.txt); default json",
+    )
+    p.add_argument("--corpus-format", choices=("lines", "lenprefixed"), default="lines", help="format of a file")
+    p.add_argument("--rate", type=float, required=True, help="records per second produced to the topic")
+    p.add_argument("--partitions", type=int, required=True, help="partitions of the topic")
+    p.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")
+    p.add_argument("--retention", default="168h", help="retention, e.g. 168h or 7d (default 168h)")
+    p.add_argument("--client", choices=tuple(adv.CLIENT_SPECS), default="librdkafka", help="producer client")
+    p.add_argument("--p99-budget-ms", type=float, default=None, help="latency kbench may add at p99 (ms)")
+    p.add_argument("--costs", type=Path, default=None, help="TOML cost file (docs/advise.md); defaults otherwise")
+    p.add_argument("--batch-size", action="append", help="batch.size to sweep, repeatable (default 16KiB..1MiB)")
+    p.add_argument(
+        "--linger-ms", action="append", type=float, help="linger.ms to sweep, repeatable (default 0,5,20,50)"
+    )
+    p.add_argument("--codec", action="append", help="codec[:level] to sweep, repeatable (default: the client's range)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus and the model (default 1)")
+    p.add_argument("-o", "--out", type=Path, default=None, help="write advise.csv and advise.png to this directory")
+    p.add_argument("--top", type=int, default=12, help="rows of the front to print (default 12)")
+    p.add_argument("--verify", action="store_true", help="run recommendation, runner-up and none on a real cluster")
+    p.add_argument("--bootstrap", default=None, help="with --verify: an existing cluster instead of a local one")
+    p.add_argument("--verify-duration", type=float, default=6.0, help="seconds of each verified run (default 6)")
+    p.add_argument(
+        "--verify-rate",
+        type=float,
+        default=None,
+        help="records/s of the verified runs (default: --rate); the prediction is re-made at this rate",
+    )
+    p.set_defaults(func=main)
+
+
+def parse_retention(text: str) -> float:
+    """Hours from '168h', '7d', '30m' or a bare number of hours."""
+    t = text.strip().lower()
+    mult = {"d": 24.0, "h": 1.0, "m": 1 / 60}
+    try:
+        if t and t[-1] in mult:
+            return float(t[:-1]) * mult[t[-1]]
+        return float(t)
+    except ValueError:
+        raise adv.CostError(f"bad --retention '{text}'; write e.g. 168h or 7d") from None
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def _table(cands: list[adv.Candidate], best: adv.Candidate) -> list[str]:
+    head = (
+        f"  {'':1}{'codec':<8} {'batch.size':>10} {'linger':>6} {'ratio':>6} {'rec/b':>6} {'+p99 ms':>8} "
+        f"{'cores p/b/c':>17} {'net TB/mo':>9} {'stored TB':>9} {'CPU $':>10} {'net $':>10} {'disk $':>10} {'total $/mo':>11}"
+    )
+    out = [head]
+    for c in cands:
+        mark = "*" if c is best else ("!" if not c.within_budget else " ")
+        cores = f"{c.producer_cores:.2f}/{c.broker_cores:.2f}/{c.consumer_cores:.2f}"
+        out.append(
+            f"  {mark}{c.spec:<8} {adv._size(c.batch_size):>10} {c.linger_ms:>6g} {c.ratio:>6.2f} "
+            f"{c.records_per_batch_p50:>6.0f} {c.added_p99_ms:>8.2f} {cores:>17} {c.network_gb_month / 1e3:>9.1f} "
+            f"{c.stored_gb / 1e3:>9.2f} {c.cpu_usd_month:>10,.0f} {c.network_usd_month:>10,.0f} "
+            f"{c.storage_usd_month:>10,.0f} {c.total_usd_month:>11,.0f}"
+        )
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    work = adv.Workload(
+        rate=args.rate,
+        partitions=args.partitions,
+        replication_factor=args.rf,
+        retention_hours=parse_retention(args.retention),
+        client=args.client,
+        p99_budget_ms=args.p99_budget_ms,
+    )
+    work.validate()
+    prices = adv.load_prices(args.costs)
+    from kbench.model.codecs import parse_spec
+
+    specs = [parse_spec(c) for c in args.codec] if args.codec else adv.client_specs(args.client)
+    sizes = [parse_size(s) for s in args.batch_size] if args.batch_size else list(adv.DEFAULT_BATCH_SIZES)
+    lingers = args.linger_ms if args.linger_ms else list(adv.DEFAULT_LINGERS_MS)
+    if any(x < 0 for x in lingers) or any(s <= 0 for s in sizes):
+        raise adv.CostError("--linger-ms must be >= 0 and --batch-size > 0")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise adv.CostError(f"-o {args.out} exists and is not a directory; give a directory")
+    corpus, note = adv.corpus_for(args.corpus, work, lingers, fmt=args.corpus_format, seed=args.seed)
+    near = " (near random: a control, not real-shaped data)" if corpus.near_random else ""
+    print(
+        f"corpus {corpus.name}: {len(corpus.records)} records, {corpus.size / len(corpus.records):.0f} B/record, "
+        f"entropy {corpus.entropy:.3f} bits/byte{near}, sha256 {corpus.sha256[:16]}"
+    )
+    if note:
+        print(f"note: {note}")
+    print(
+        f"workload: {work.rate:g} records/s ({work.rate * corpus.size / len(corpus.records) / 1e6:.2f} MB/s payload), "
+        f"{work.partitions} partitions, RF {work.replication_factor}, retention {work.retention_hours:g} h, "
+        f"client {work.client}, p99 budget {'none' if work.p99_budget_ms is None else f'{work.p99_budget_ms:g} ms'}"
+    )
+    print(f"prices ({prices.source}):")
+    print("\n".join(prices.lines()))
+    n = len(specs) * len(sizes) * len(lingers)
+    print(
+        f"sweeping {len(specs)} codec specs x {len(sizes)} batch.size x {len(lingers)} linger.ms = {n} candidates ..."
+    )
+    sys.stdout.flush()
+    advice = adv.advise(corpus, work, prices, specs=specs, batch_sizes=sizes, lingers=lingers)
+    print(
+        f"{len(advice.candidates)} distinct candidates priced in {time.monotonic() - t0:.1f} s "
+        f"(M cells measured now: {advice.m_measured}, the rest from the cache; CPU from M on this machine)"
+    )
+    for n_ in advice.notes:
+        print(f"note: {n_}")
+    print()
+    print("Pareto front (total cost vs added p99 latency), cheapest first; * = recommendation, ! = over the budget:")
+    print("\n".join(_table(advice.front[: args.top], advice.best)))
+    if advice.best not in advice.front[: args.top]:
+        print("\n".join(_table([advice.best], advice.best)[1:]))
+    print()
+    print(f"recommendation: {advice.best.label}")
+    print(f"  why: {advice.reason}")
+    if advice.runner_up is not None:
+        print(f"  runner-up: {advice.runner_up.label} ({_money(advice.runner_up.total_usd_month)}/month)")
+    print()
+    print("seed 001's decision matrix, answered with these numbers:")
+    print(f"  {'scenario':<58} {'seed says':<9} {'kbench':<28} {'agrees':<6} evidence")
+    for r in advise_matrix.decision_matrix(advice):
+        print(f"  {r.scenario:<58} {r.seed_choice:<9} {r.ours:<28} {r.agrees:<6} {r.evidence}")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        csv_path = adv.write_csv(advice.candidates, args.out / "advise.csv")
+        print(f"\nwrote {csv_path}")
+        try:
+            from kbench.reporting.advise_plot import write_png
+        except ImportError:  # pragma: no cover - matplotlib is an optional extra
+            print("no plot: install matplotlib (pip install kbench[report])")
+        else:
+            print(f"wrote {write_png(advice, args.out / 'advise.png')}")
+    print(f"done in {time.monotonic() - t0:.1f} s")
+    if args.verify:
+        from kbench.engine.advise_verify import verify
+
+        return verify(
+            advice, bootstrap=args.bootstrap, duration_s=args.verify_duration, out=args.out, rate=args.verify_rate
+        )
+    return 0

@@ -1,0 +1,101 @@
+"""``kbench corpus sample``: a bounded sample of a topic's real records as a corpus file.
+
+The file is 4-byte big-endian length-prefixed records (``format = "lenprefixed"``), so binary
+values survive byte for byte; its sha256 is the corpus fingerprint kbench records.  It works as
+a plan corpus (``[corpora.mine] source = "file", path = ..., format = "lenprefixed"``), with
+``kbench codecs bench --corpus FILE --corpus-format lenprefixed`` and
+``kbench sim --corpus FILE --corpus-format lenprefixed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from kbench import KafkaError
+from kbench.engine.redact import Scrubber
+from kbench.kafka import sample as sample_mod
+from kbench.model import corpus as corpus_mod
+
+
+def _kv(text: str) -> tuple[str, str]:
+    k, sep, v = text.partition("=")
+    if not sep or not k.strip():
+        raise argparse.ArgumentTypeError(f"'{text.split('=')[0]}' is not key=value (e.g. -X security.protocol=SSL)")
+    return k.strip(), v
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("corpus", help="corpora: sample a topic's records into a corpus file", description=__doc__)
+    csub = p.add_subparsers(dest="corpus_cmd", metavar="{sample}")
+    csub.required = True
+    s = csub.add_parser("sample", help="read up to N records of a topic into a length-prefixed corpus file")
+    s.add_argument("--bootstrap", required=True, help="host:port[,...] of the cluster")
+    s.add_argument("--topic", required=True, help="the topic to sample (read from the beginning of each partition)")
+    s.add_argument("--count", type=int, required=True, help="records to read at most")
+    s.add_argument("-o", "--output", type=Path, required=True, help="the corpus file to write (length-prefixed)")
+    s.add_argument("--keys", action="store_true", help="also write the keys, to OUTPUT.keys (length-prefixed)")
+    s.add_argument("--max-bytes", type=int, default=sample_mod.DEFAULT_MAX_BYTES, help="keys + values kept at most")
+    s.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up on reaching --count")
+    s.add_argument(
+        "-X",
+        dest="props",
+        type=_kv,
+        action="append",
+        default=[],
+        metavar="PROP=VAL",
+        help="librdkafka client property, e.g. security settings (repeatable)",
+    )
+    s.set_defaults(func=run_sample)
+
+
+def _pct(sorted_vals: list[int], q: float) -> int:
+    return sorted_vals[min(len(sorted_vals) - 1, int(q / 100 * len(sorted_vals)))]
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    props = dict(args.props)
+    props["bootstrap.servers"] = args.bootstrap
+    scrub = Scrubber.of(props)
+    if args.output.exists() and args.output.is_dir():
+        raise ValueError(f"-o {args.output} is a directory; give a file name")
+    try:
+        s = sample_mod.sample(props, args.topic, args.count, max_bytes=args.max_bytes, timeout=args.timeout)
+    except KafkaError as e:
+        print(f"kbench: error: {scrub(str(e))}", file=sys.stderr)
+        return 1
+    if not s.records:
+        print(f"kbench: error: topic {args.topic} holds no records to sample; nothing written", file=sys.stderr)
+        return 1
+    values = s.values
+    corpus_mod.write_lenprefixed(values, args.output)
+    c = corpus_mod.Corpus(name=args.output.name, records=tuple(values), source=f"topic:{args.topic}")
+    sizes = sorted(len(v) for v in values)
+    print(
+        f"sampled {len(values)} of {s.available} records from {args.topic} ({s.partitions} partitions) into {args.output}"
+    )
+    if s.truncated:
+        print(f"  stopped at --max-bytes {args.max_bytes}")
+    if s.timed_out:
+        print(f"  stopped at --timeout {args.timeout:g} s before reaching --count or the end of every partition")
+    if s.null_values:
+        print(f"  {s.null_values} null values (tombstones) written as empty records")
+    print(
+        f"  value bytes: total {sum(sizes)}, min {sizes[0]}, p50 {_pct(sizes, 50)}, p90 {_pct(sizes, 90)}, "
+        f"p99 {_pct(sizes, 99)}, max {sizes[-1]}, mean {statistics.fmean(sizes):.1f}"
+    )
+    near = " (near random: compression will gain little)" if c.near_random else ""
+    print(f"  entropy {c.entropy:.3f} bits/byte{near}")
+    print(f"  sha256 {c.sha256} (of the file: the corpus fingerprint)")
+    if args.keys:
+        keys_path = args.output.with_name(args.output.name + ".keys")
+        corpus_mod.write_lenprefixed(s.keys, keys_path)
+        nulls = sum(1 for r in s.records if r.key is None)
+        print(f"  keys in {keys_path}{f' ({nulls} null keys written as empty)' if nulls else ''}")
+    print(
+        f'  use it: [corpora.mine] source = "file", path = "{args.output}", format = "lenprefixed"; '
+        f"or --corpus {args.output} --corpus-format lenprefixed"
+    )
+    return 0

@@ -1,0 +1,122 @@
+"""Experiment M for ``kbench advise``: compress/decompress MB/s of each codec spec at a ladder of
+block sizes on the user's records, cached on disk per machine, codec library versions and corpus
+fingerprint, so a second run spends no time here."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+import platform
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbench.model import codecs as codecs_mod
+from kbench.model import microbench
+from kbench.model.codecs import CodecSpec
+from kbench.model.corpus import Corpus
+
+__all__ = ["M_BLOCKS", "MTable", "default_cache_dir", "m_corpus", "measure_m"]
+
+#: Block sizes at which M is measured; speeds at other batch sizes are interpolated in log(size).
+M_BLOCKS: tuple[int, ...] = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
+#: Experiment M runs on the first records of the corpus, this many bytes (at least the largest block).
+M_CORPUS = 1 << 20
+
+
+@dataclass
+class MTable:
+    """Compress/decompress MB/s of each codec spec at each block size on one corpus (experiment M),
+    cached on disk per machine, library versions and corpus fingerprint."""
+
+    speeds: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
+    measured: int = 0  # cells measured in this process (not from the cache)
+
+    def speed(self, spec: str, raw_bytes: float) -> tuple[float, float]:
+        """(compress, decompress) MB/s at ``raw_bytes``, interpolated in log(size) between blocks."""
+        if spec == "none":
+            return math.inf, math.inf
+        blocks = sorted(b for s, b in self.speeds if s == spec)
+        if not blocks:
+            raise KeyError(f"no M measurement for {spec}")
+        x = max(blocks[0], min(blocks[-1], raw_bytes))
+        i = bisect.bisect_left(blocks, x)
+        if blocks[min(i, len(blocks) - 1)] == x:
+            return self.speeds[(spec, int(x))]
+        lo, hi = blocks[i - 1], blocks[i]
+        t = (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        (c0, d0), (c1, d1) = self.speeds[(spec, lo)], self.speeds[(spec, hi)]
+        return c0 + t * (c1 - c0), d0 + t * (d1 - d0)
+
+
+def _machine_key() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    libs = ",".join(f"{k}={v}" for k, v in sorted(codecs_mod.library_versions().items()))
+    return f"{platform.machine()}|{model}|{libs}"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kbench"
+
+
+def m_corpus(corpus: Corpus, size: int = M_CORPUS) -> Corpus:
+    """The first records of the corpus, ``size`` bytes or a little more: M's input."""
+    acc, n = 0, 0
+    for r in corpus.records:
+        if acc >= size:
+            break
+        acc += len(r)
+        n += 1
+    return corpus if n == len(corpus.records) else Corpus(corpus.name, corpus.records[:n], corpus.source)
+
+
+def measure_m(
+    corpus: Corpus,
+    specs: Sequence[CodecSpec],
+    blocks: Sequence[int] = M_BLOCKS,
+    cache_dir: Path | None = None,
+    min_time: float = 0.01,
+    repeats: int = 3,
+    on_cell: Callable[[str], None] | None = None,
+) -> MTable:
+    """Experiment M for every spec × block on the corpus, reusing cached cells."""
+    cache_dir = cache_dir or default_cache_dir()
+    corpus = m_corpus(corpus, max(blocks))
+    path = cache_dir / "advise-m.json"
+    try:
+        cache: dict[str, list[float]] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    prefix = f"{_machine_key()}|{corpus.sha256}|{min_time}|{repeats}"
+    table = MTable()
+    for spec in specs:
+        if spec.codec == "none":
+            continue
+        for b in blocks:
+            if b > corpus.size:
+                continue
+            key = f"{prefix}|{spec}|{b}"
+            if key not in cache:
+                rows = microbench.bench_cell(corpus, spec, b, min_time=min_time, repeats=repeats)
+                (s,) = microbench.summarize(rows)
+                cache[key] = [s.compress_median, s.decompress_median]
+                table.measured += 1
+                if on_cell:
+                    on_cell(f"{spec}@{b}")
+            c, d = cache[key]
+            table.speeds[(str(spec), b)] = (c, d)
+    if table.measured:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(cache))
+        tmp.replace(path)
+    return table

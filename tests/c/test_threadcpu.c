@@ -1,0 +1,73 @@
+/*
+ * test_threadcpu.c - per-thread CPU of this process (csrc/core/threadcpu.c),
+ * built with ASan+UBSan by tests/test_c_asan.py: a thread named like
+ * librdkafka's ("rdk:test") and the main thread each burn ~150 ms of CPU; the
+ * reading must attribute each to its class, and the classes must sum to the
+ * process total within /proc's tick rounding.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "clock.h"
+#include "threadcpu.h"
+
+static int checks, failures;
+#define CHECK(c)                                                                                                      \
+    do {                                                                                                              \
+        checks++;                                                                                                     \
+        if (!(c)) {                                                                                                   \
+            failures++;                                                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
+        }                                                                                                             \
+    } while (0)
+
+static volatile unsigned long sink;
+
+/* Burn ns of this thread's CPU time. */
+static void burn(int64_t ns) {
+    int64_t end = kb_thread_cpu_ns() + ns;
+    while (kb_thread_cpu_ns() < end)
+        for (int i = 0; i < 1000; i++)
+            sink += (unsigned long)i * 2654435761u;
+}
+
+static pthread_barrier_t done;
+
+static void *client(void *arg) {
+    (void)arg;
+    pthread_setname_np(pthread_self(), "rdk:test");
+    burn(150000000);
+    pthread_barrier_wait(&done); /* stay alive until the main thread has read the counters */
+    pthread_barrier_wait(&done);
+    return NULL;
+}
+
+int main(void) {
+    kb_thread_cpu a, b;
+    CHECK(kb_thread_cpu_read(kb_gettid(), "rdk:", &a) == 0 && a.ok);
+    CHECK(a.client_threads == 0);
+    pthread_barrier_init(&done, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, client, NULL);
+    burn(150000000);
+    pthread_barrier_wait(&done);
+    CHECK(kb_thread_cpu_read(kb_gettid(), "rdk:", &b) == 0 && b.ok);
+    pthread_barrier_wait(&done);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&done);
+    double client_s = (b.client_usr + b.client_sys) - (a.client_usr + a.client_sys);
+    double loop_s = (b.loop_usr + b.loop_sys) - (a.loop_usr + a.loop_sys);
+    double other_s = (b.other_usr + b.other_sys) - (a.other_usr + a.other_sys);
+    double total_s = (b.proc_usr + b.proc_sys) - (a.proc_usr + a.proc_sys);
+    printf("client %.3f s, loop %.3f s, other %.3f s, total %.3f s\n", client_s, loop_s, other_s, total_s);
+    CHECK(b.client_threads == 1);
+    CHECK(client_s >= 0.10 && client_s <= 0.40); /* 150 ms of CPU (ticks of 10 ms, sanitizer overhead) */
+    CHECK(loop_s >= 0.10 && loop_s <= 0.40);
+    CHECK(other_s >= loop_s - 0.0001); /* the loop thread is one of the non-client threads */
+    CHECK(client_s + other_s <= total_s + 0.03 && client_s + other_s >= total_s - 0.03);
+    CHECK(b.t_ns > a.t_ns);
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,34 @@
+"""kbench advise --verify on a real local cluster: the model's predictions against measurements.
+
+Run under ``flock /tmp/kbench-kafka.lock`` (one Kafka at a time on the shared machine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbench.engine import advise_verify as av
+from kbench.model import advise as adv
+from kbench.model.codecs import parse_spec
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+
+def test_verify_stored_bytes_within_3pct_and_producer_cpu_within_30pct(tmp_path: Path) -> None:
+    work = adv.Workload(rate=10_000, partitions=6, replication_factor=1, client="librdkafka")
+    specs = [parse_spec(s) for s in ("none", "lz4", "zstd:3")]
+    corpus, _ = adv.corpus_for("json", work, [5.0])
+    advice = adv.advise(corpus, work, adv.Prices(), specs=specs, batch_sizes=[64 << 10], lingers=[5.0])
+    vs = av.run_verify(advice, tmp_path, duration_s=5.0)
+    print("\n".join(av.format_checks(vs)))
+    assert [v.role for v in vs] == ["recommendation", "runner-up", "none"]
+    assert {v.candidate.codec for v in vs} >= {"none", advice.best.codec}
+    for v in vs:
+        assert v.status == "OK", (v.role, v.reason)
+        judged = {c.quantity: c for c in v.checks if c.tolerance is not None}
+        stored = next(c for q, c in judged.items() if q.startswith("stored bytes"))
+        cpu = next(c for q, c in judged.items() if q.startswith("producer CPU"))
+        assert stored.measured and cpu.measured
+        assert abs(stored.error) <= av.STORED_TOLERANCE, (v.role, stored)
+        assert abs(cpu.error) <= av.PRODUCER_CPU_TOLERANCE, (v.role, cpu)

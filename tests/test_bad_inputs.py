@@ -1,0 +1,531 @@
+"""A catalogue of bad inputs, as a careless or hostile user gives them (issue 12).
+
+Each case is one ``python -m kbench ...`` command: its expected exit status and a fragment of
+its one-line message.  Every case also asserts: no traceback, no hang (a timeout), nothing
+created where a refused input must leave no trace, and the earlier results (a complete run
+directory made once for the module) byte for byte unchanged.  Runs use the ``dry`` transport.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kbench import _native
+from kbench.model import batch, segment
+from kbench.model.batch import Record
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 90
+
+TOP = {"name": '"cat"', "repetitions": "1", "duration_s": "0.05", "warmup": "false", "corpus_size": "20000"}
+SWEEP = {"experiments": '["C"]', "codec": '["none", "lz4"]', "corpus": '"json"', "rate": "100"}
+
+
+def plan_text(top: dict[str, str] | None = None, sweep: dict[str, str] | None = None, extra: str = "") -> str:
+    t = {**TOP, **(top or {})}
+    s = {**SWEEP, **(sweep or {})}
+    lines = [f"{k} = {v}" for k, v in t.items() if v is not None]
+    lines += ["", "[transport]", 'kind = "dry"', extra, "[[sweep]]"]
+    lines += [f"{k} = {v}" for k, v in s.items() if v is not None]
+    return "\n".join(lines) + "\n"
+
+
+def kbench(args: list[str], cwd: Path, nofile: int | None = None) -> subprocess.CompletedProcess[str]:
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "kbench", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=TIMEOUT,
+        preexec_fn=limit,
+    )
+
+
+def tree_hash(d: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(d.rglob("*")):
+        h.update(str(p.relative_to(d)).encode("utf-8", "surrogateescape"))
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Files every case may refer to: a complete run, a run of another plan, segments, odd paths."""
+    d = tmp_path_factory.mktemp("bad-inputs")
+    w: dict[str, Path] = {"root": d}
+    (d / "base.toml").write_text(plan_text())
+    (d / "other.toml").write_text(plan_text(sweep={"codec": '["none", "zstd"]'}))
+    for name in ("run", "other"):
+        p = kbench(["run", str(d / f"{'base' if name == 'run' else 'other'}.toml"), "-o", str(d / name)], d)
+        assert p.returncode == 0, p.stderr
+        w[name] = d / name
+    w["base"] = d / "base.toml"
+    (d / "afile").write_text("not a directory\n")
+    w["afile"] = d / "afile"
+    (d / "adir").mkdir()
+    w["adir"] = d / "adir"
+    os.mkfifo(d / "fifo")
+    w["fifo"] = d / "fifo"
+    (d / "binary.toml").write_bytes(bytes(range(256)) * 4)
+    w["binary"] = d / "binary.toml"
+    (d / "empty.log").write_bytes(b"")
+    w["empty_log"] = d / "empty.log"
+    good = batch.encode([Record(value=b"hello kafka", timestamp=1)] * 3, "lz4")
+    segment.write_segment(d / "good.log", [good])
+    w["good_log"] = d / "good.log"
+    bad = bytearray(batch.encode([Record(value=b"hello", timestamp=1)] * 3, "none"))
+    bad[57:61] = struct.pack(">i", 2**31 - 1)  # recordsCount
+    bad[17:21] = struct.pack(">I", _native.crc32c(bytes(bad[21:])))
+    segment.write_segment(d / "count.log", [bytes(bad)])
+    w["count_log"] = d / "count.log"
+    nu = Path(os.fsdecode(bytes(d / "nu") + b"/\xff\xfe-0.log"))
+    nu.parent.mkdir()
+    shutil.copy(d / "good.log", nu)
+    w["nonutf8_dir"] = nu.parent
+    w["nonutf8_run"] = Path(os.fsdecode(bytes(d) + b"/run-\xff"))
+    shutil.copytree(d / "run", w["nonutf8_run"])
+    return w
+
+
+# ----------------------------------------------------------------------------- the catalogue
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: list[str]  # "{name}" is replaced by world[name] or the case's own paths ({tmp}, {plan}, {out})
+    rc: int
+    fragment: str
+    plan: str | None = None  # written to {plan}
+    setup: Callable[[dict[str, Path], Path], None] | None = None
+    after: Callable[[dict[str, Path], Path], None] | None = None
+    must_not_exist: tuple[str, ...] = ("{out}",)  # refused inputs leave no trace
+    nofile: int | None = None
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+RUN = ["run", "{plan}", "-o", "{out}", "--gate-sample-s", "0"]
+
+
+def plan_case(
+    cid: str, fragment: str, top: dict[str, str] | None = None, sweep: dict[str, str] | None = None, extra: str = ""
+) -> Case:
+    return Case(cid, RUN, 2, fragment, plan=plan_text(top, sweep, extra))
+
+
+def copy_run(w: dict[str, Path], tmp: Path) -> Path:
+    dst = tmp / "copy"
+    shutil.copytree(w["run"], dst)
+    return dst
+
+
+def csv_bytes(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.glob("*.csv"))}
+
+
+def _delete_journal(w: dict[str, Path], tmp: Path) -> None:
+    (copy_run(w, tmp) / "done.jsonl").unlink()
+
+
+def _journal_rebuilt(w: dict[str, Path], tmp: Path) -> None:
+    c = tmp / "copy"
+    assert csv_bytes(c) == csv_bytes(w["run"]), "a resume dropped or changed rows"
+    assert (c / "done.jsonl").read_text().count("\n") == 2
+    assert json.loads((c / "manifest.json").read_text())["state"] == "complete"
+
+
+def _damage_journal(w: dict[str, Path], tmp: Path) -> None:
+    (copy_run(w, tmp) / "done.jsonl").write_bytes(b'{"cell_id": "s0-0\x00garbage\n')
+
+
+def _complete_untouched(w: dict[str, Path], tmp: Path) -> None:
+    assert tree_hash(tmp / "copy") == tree_hash(w["run"])
+
+
+def _make_interrupted(w: dict[str, Path], tmp: Path) -> None:
+    c = copy_run(w, tmp)
+    m = json.loads((c / "manifest.json").read_text())
+    m["state"] = "interrupted"
+    (c / "manifest.json").write_text(json.dumps(m))
+    lines = (c / "done.jsonl").read_text().splitlines(keepends=True)
+    (c / "done.jsonl").write_text("".join(lines[:1]))  # one repetition left to run
+    rows = (c / "C.csv").read_text().splitlines(keepends=True)
+    keep = json.loads(lines[0])
+    (c / "C.csv").write_text(
+        rows[0] + "".join(r for r in rows[1:] if r.startswith(f"{keep['cell_id']},{keep['rep']},"))
+    )
+
+
+def _still_interrupted(w: dict[str, Path], tmp: Path) -> None:
+    m = json.loads((tmp / "copy" / "manifest.json").read_text())
+    assert m["state"] == "interrupted", m["state"]
+    assert len(list(csv.DictReader((tmp / "copy" / "C.csv").open()))) == 1
+
+
+def _banana(w: dict[str, Path], tmp: Path) -> None:
+    c = copy_run(w, tmp)
+    rows = list(csv.DictReader((c / "C.csv").open()))
+    rows[0]["ratio"] = "banana"
+    with (c / "C.csv").open("w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        wr.writeheader()
+        wr.writerows(rows)
+
+
+def _banana_row_only(w: dict[str, Path], tmp: Path) -> None:
+    md = (tmp / "rep" / "report.md").read_text()
+    assert "ratio: 'banana' is not a number" in md
+    # the other cell keeps its repetition (n = 1), the banana cell has none
+    table = [line for line in md.splitlines() if line.startswith("| ") and "× [" in line]
+    assert len(table) == 1, table
+
+
+def _cut_quoted(w: dict[str, Path], tmp: Path) -> None:
+    c = copy_run(w, tmp)
+    with (c / "C.csv").open("a") as f:
+        f.write('s0-000,2,s0,none,json,16384,5,1,all,producer,100,100,0,5,1873,"cut inside a quo')
+
+
+def _twice_is_once(w: dict[str, Path], tmp: Path) -> None:
+    prov = json.loads((tmp / "rep" / "provenance.json").read_text())
+    assert len(prov["runs"]) == 1, prov["runs"]
+
+
+def _user_report(w: dict[str, Path], tmp: Path) -> None:
+    (tmp / "rep").mkdir()
+    (tmp / "rep" / "report.md").write_text("my own notes\n")
+
+
+def _user_report_kept(w: dict[str, Path], tmp: Path) -> None:
+    assert (tmp / "rep" / "report.md").read_text() == "my own notes\n"
+    assert sorted(p.name for p in (tmp / "rep").iterdir()) == ["report.md"]
+
+
+def _no_temp_files(w: dict[str, Path], tmp: Path) -> None:
+    leftovers = [p for p in w["adir"].iterdir()] + [
+        p for p in tmp.iterdir() if ".tmp" in p.name or p.suffix == ".partial"
+    ]
+    assert not leftovers, leftovers
+
+
+def _nonutf8_csv(w: dict[str, Path], tmp: Path) -> None:
+    data = (tmp / "out.csv").read_bytes()
+    assert b"\xff\xfe-0.log" in data  # the file's own name, byte for byte
+
+
+def _evil(w: dict[str, Path], tmp: Path) -> None:
+    assert not (tmp / "runs").exists() and not (tmp.parent / "evil").exists()
+
+
+CASES: list[Case] = [
+    # --- plan bounds: counts, sizes, rates, durations (nothing created)
+    plan_case("plan-repetitions-1e12", "repetitions: 1000000000000 is out of range", {"repetitions": "1000000000000"}),
+    plan_case("plan-repetitions-0", "at least 1", {"repetitions": "0"}),
+    plan_case("plan-repetitions-fraction", "whole number", {"repetitions": "1.5"}),
+    plan_case("plan-repetitions-nan", "not a finite number", {"repetitions": "nan"}),
+    plan_case("plan-rate-1e300", "at most 10000000", sweep={"rate": "1e300"}),
+    plan_case("plan-rate-inf", "rate: inf is not a finite number", sweep={"rate": "inf"}),
+    plan_case("plan-rate-nan", "rate: nan is not a finite number", sweep={"rate": "nan"}),
+    plan_case("plan-rate-minus-inf", "positive number", sweep={"rate": "-inf"}),
+    plan_case("plan-rate-1e-9", "at least 1 is needed", sweep={"rate": "1e-9"}),
+    plan_case("plan-duration-nan", "duration_s: nan is not a finite number", {"duration_s": "nan"}),
+    plan_case("plan-duration-inf", "duration_s: inf is not a finite number", {"duration_s": "inf"}),
+    plan_case("plan-duration-1e-9", "duration_s: 1e-09 is out of range", {"duration_s": "1e-9"}),
+    plan_case("plan-duration-1e9", "at most 86400", {"duration_s": "1e9"}),
+    plan_case("plan-warmup-nan", "warmup_s: nan", {"warmup_s": "nan", "warmup": "true"}),
+    plan_case("plan-steady-skip-inf", "steady_skip_s: inf", {"steady_skip_s": "inf"}),
+    plan_case(
+        "plan-corpus-size-1e12", "corpus_size: 1000000000000 bytes is out of range", {"corpus_size": "1000000000000"}
+    ),
+    plan_case("plan-corpus-size-nan", "corpus_size: nan is not a finite number", {"corpus_size": "nan"}),
+    plan_case("plan-codec-empty", "codec: empty list", sweep={"codec": "[]"}),
+    plan_case("plan-codec-twice", "'lz4' is listed twice", sweep={"codec": '["lz4", "lz4"]'}),
+    plan_case("plan-codec-default-level-twice", "listed twice", sweep={"codec": '["zstd", "zstd"]'}),
+    plan_case(
+        "plan-batch-size-huge", "batch_size: 99999999999999 is out of range", sweep={"batch_size": "99999999999999"}
+    ),
+    plan_case("plan-batch-size-0", "batch_size: 0 is out of range", sweep={"batch_size": "0"}),
+    plan_case("plan-batch-size-twice", "listed twice", sweep={"batch_size": "[16384, 16384]"}),
+    plan_case("plan-linger-nan", "linger_ms: nan", sweep={"linger_ms": "nan"}),
+    plan_case("plan-linger-huge", "at most 900000", sweep={"linger_ms": "1e9"}),
+    plan_case("plan-partitions-0", "partitions: 0 is out of range", sweep={"partitions": "0"}),
+    plan_case("plan-partitions-1e6", "at most 4096", sweep={"partitions": "1000000"}),
+    plan_case("plan-seed-negative", "seed: -1 is out of range", {"seed": "-1"}),
+    plan_case("plan-seed-2-64", "at most 9223372036854775807", {"seed": str(2**64)}),
+    plan_case("plan-auto-fraction-nan", "auto_rate_fraction: nan", {"auto_rate_fraction": "nan"}),
+    plan_case("plan-auto-fraction-2", "auto_rate_fraction: 2 is out of range", {"auto_rate_fraction": "2"}),
+    plan_case("plan-too-long", "above the limit of 604800 s", {"repetitions": "1000", "duration_s": "86400"}),
+    plan_case(
+        "plan-client-compression",
+        "client.compression.type: kbench sets this per cell",
+        extra='[client]\n"compression.type" = "zstd"',
+    ),
+    plan_case("plan-brokers-99", "transport.brokers: 99 is out of range", extra="brokers = 99"),
+    plan_case(
+        "plan-misr-above-rf", "min_insync_replicas: 2 exceeds replication_factor", extra="min_insync_replicas = 2"
+    ),
+    plan_case("plan-corpus-dev-zero", "is a character device", sweep={"corpus": '"/dev/zero"'}),
+    plan_case("plan-corpus-dir", "is a directory", sweep={"corpus": '"/"'}),
+    Case(
+        "plan-name-traversal",
+        ["run", "{plan}", "--gate-sample-s", "0"],
+        2,
+        "is not a usable run-directory name",
+        plan=plan_text({"name": '"../../../tmp/evil"'}),
+        after=_evil,
+    ),
+    # --- plan files
+    Case("plan-binary", ["run", "{binary}", "-o", "{out}"], 2, "binary.toml is not UTF-8 text"),
+    Case("plan-directory", ["run", "{adir}", "-o", "{out}"], 2, "is a directory; give a .toml file"),
+    Case("plan-dev-zero", ["run", "/dev/zero", "-o", "{out}"], 2, "/dev/zero is a character device"),
+    Case("plan-fifo", ["run", "{fifo}", "-o", "{out}"], 2, "is a FIFO"),
+    Case("plan-missing", ["run", "{tmp}/nope.toml", "-o", "{out}"], 2, "plan file not found"),
+    # --- run flags and directories
+    Case(
+        "run-X-compression",
+        [*RUN, "-X", "compression.type=zstd"],
+        2,
+        "-X compression.type: kbench sets this per cell",
+        plan=plan_text(),
+    ),
+    Case("run-X-batch-size", [*RUN, "-X", "batch.size=1"], 2, "-X batch.size", plan=plan_text()),
+    Case("run-X-no-equals", [*RUN, "-X", "acks"], 2, "write -X key=value", plan=plan_text()),
+    Case("run-seed-negative", [*RUN, "--seed", "-1"], 2, "--seed: -1 is out of range", plan=plan_text()),
+    Case("run-seed-huge", [*RUN, "--seed", str(2**64)], 2, "--seed", plan=plan_text()),
+    Case("run-gate-sample-nan", [*RUN, "--gate-sample-s", "nan"], 2, "--gate-sample-s: nan", plan=plan_text()),
+    Case("run-broker-pid-0", [*RUN, "--broker-pid", "0"], 2, "--broker-pid: 0 is out of range", plan=plan_text()),
+    Case("run-o-existing-run", ["run", "{base}", "-o", "{run}"], 2, "directory is not empty", must_not_exist=()),
+    Case("run-o-file", ["run", "{base}", "-o", "{afile}"], 2, "exists and is not a directory", must_not_exist=()),
+    Case("run-o-under-file", ["run", "{base}", "-o", "{afile}/x"], 2, "is a file, not a directory"),
+    Case(
+        "run-o-sys", ["run", "{base}", "-o", "/sys/kbench-x"], 2, "cannot create it", must_not_exist=("/sys/kbench-x",)
+    ),
+    Case("run-resume-file", ["run", "--resume", "{afile}"], 2, "is not a directory"),
+    Case("run-resume-missing", ["run", "--resume", "{tmp}/none"], 2, "does not exist", must_not_exist=("{tmp}/none",)),
+    Case("run-resume-no-manifest", ["run", "--resume", "{adir}"], 2, "no manifest.json in it"),
+    Case("run-transport-bogus", ["run", "{base}", "-o", "{out}", "--transport", "carrier-pigeon"], 2, "invalid choice"),
+    # --- resume: the CSVs are the record
+    Case(
+        "resume-complete",
+        ["run", "--resume", "{tmp}/copy"],
+        0,
+        "already complete; nothing to run, nothing changed",
+        setup=lambda w, t: copy_run(w, t) and None,
+        after=_complete_untouched,
+    ),
+    Case(
+        "resume-complete-low-nofile",
+        ["run", "--resume", "{tmp}/copy"],
+        0,
+        "already complete",
+        setup=lambda w, t: copy_run(w, t) and None,
+        after=_complete_untouched,
+        nofile=1024,
+    ),
+    Case(
+        "resume-journal-deleted",
+        ["run", "--resume", "{tmp}/copy"],
+        0,
+        "journal rebuilt from the CSVs (2 repetitions)",
+        setup=_delete_journal,
+        after=_journal_rebuilt,
+    ),
+    Case(
+        "resume-journal-damaged",
+        ["run", "--resume", "{tmp}/copy"],
+        0,
+        "journal rebuilt from the CSVs",
+        setup=_damage_journal,
+        after=_journal_rebuilt,
+    ),
+    Case(
+        "resume-gate-refuses",
+        ["run", "--resume", "{tmp}/copy", "--gate-sample-s", "0"],
+        3,
+        "open-file limit",
+        setup=_make_interrupted,
+        after=_still_interrupted,
+        nofile=1024,
+    ),
+    # --- codecs bench flags
+    Case(
+        "bench-corpus-size-1e12",
+        ["codecs", "bench", "--corpus", "json", "--corpus-size", "1000000000000"],
+        2,
+        "--corpus-size: 1000000000000 bytes is out of range",
+    ),
+    Case(
+        "bench-block-1e30",
+        ["codecs", "bench", "--block-sizes", "1" + "0" * 30],
+        2,
+        "--block-sizes: 1000000000000000000000000000000 is out of range",
+    ),
+    Case(
+        "bench-block-minus-1k", ["codecs", "bench", "--block-sizes", "-1k"], 2, "--block-sizes: -1024 is out of range"
+    ),
+    Case("bench-block-garbage", ["codecs", "bench", "--block-sizes", "16q"], 2, "bad block size"),
+    Case("bench-min-time-nan", ["codecs", "bench", "--min-time", "nan"], 2, "--min-time: nan is not a finite number"),
+    Case("bench-min-time-inf", ["codecs", "bench", "--min-time", "inf"], 2, "--min-time: inf"),
+    Case("bench-repeats-0", ["codecs", "bench", "--repeats", "0"], 2, "--repeats: 0 is out of range"),
+    Case("bench-seed-negative", ["codecs", "bench", "--seed", "-1"], 2, "--seed: -1 is out of range"),
+    Case("bench-codecs-empty", ["codecs", "bench", "--codecs", ","], 2, "--codecs is empty"),
+    Case(
+        "bench-csv-dir",
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "{adir}"],
+        2,
+        "--csv",
+        after=_no_temp_files,
+    ),
+    Case(
+        "bench-csv-proc",
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "/proc/kbench.csv"],
+        2,
+        "cannot create a file in /proc",
+        after=_no_temp_files,
+    ),
+    Case("bench-corpus-dev-zero", ["codecs", "bench", "--corpus", "/dev/zero"], 2, "is a character device"),
+    Case("bench-corpus-fifo", ["codecs", "bench", "--corpus", "{fifo}"], 2, "is a FIFO"),
+    Case("bench-corpus-dir", ["codecs", "bench", "--corpus", "{adir}"], 2, "is a directory"),
+    Case("bench-corpus-dev-null", ["codecs", "bench", "--corpus", "/dev/null"], 2, "is a character device"),
+    # --- sim flags
+    Case(
+        "sim-batch-size-1e30",
+        ["sim", "--batch-size", "1" + "0" * 30],
+        2,
+        "--batch-size: 1000000000000000000000000000000 is out of range",
+    ),
+    Case("sim-rate-nan", ["sim", "--rate", "nan"], 2, "--rate: nan is not a finite number"),
+    Case("sim-rate-inf", ["sim", "--rate", "inf"], 2, "--rate: inf is not a finite number"),
+    Case("sim-rate-1e300", ["sim", "--rate", "1e300"], 2, "at most 10000000"),
+    Case("sim-linger-nan", ["sim", "--linger-ms", "nan"], 2, "--linger-ms: nan"),
+    Case("sim-partitions-0", ["sim", "--partitions", "0"], 2, "--partitions: 0 is out of range"),
+    Case("sim-keys-negative", ["sim", "--keys", "-1"], 2, "--keys: -1 is out of range"),
+    Case("sim-corpus-size-1e12", ["sim", "--corpus-size", "1000000000000"], 2, "--corpus-size: 1000000000000 bytes"),
+    Case("sim-csv-dir", ["sim", "--corpus-size", "64KiB", "--csv", "{adir}"], 2, "--csv", after=_no_temp_files),
+    Case("sim-corpus-fifo", ["sim", "--corpus", "{fifo}"], 2, "is a FIFO"),
+    # --- inspect
+    Case("inspect-dev-null", ["inspect", "/dev/null"], 2, "/dev/null: is a character device"),
+    Case("inspect-dev-zero", ["inspect", "/dev/zero"], 2, "/dev/zero: is a character device"),
+    Case("inspect-fifo", ["inspect", "{fifo}"], 2, "is a FIFO"),
+    Case("inspect-dir-without-logs", ["inspect", "{adir}"], 2, "no .log segment files in it"),
+    Case("inspect-missing", ["inspect", "{tmp}/nope.log"], 2, "does not exist"),
+    Case("inspect-empty-log", ["inspect", "{empty_log}"], 1, "no batches in"),
+    Case("inspect-records-count-2-31", ["inspect", "{count_log}", "--summary-only"], 1, "0 records"),
+    Case(
+        "inspect-records-count-no-decompress",
+        ["inspect", "{count_log}", "--no-decompress"],
+        1,
+        "exceeds the batch's offset range",
+    ),
+    Case("inspect-csv-dir", ["inspect", "{good_log}", "--csv", "{adir}"], 2, "--csv", after=_no_temp_files),
+    Case(
+        "inspect-csv-proc",
+        ["inspect", "{good_log}", "--csv", "/proc/kbench.csv"],
+        2,
+        "cannot create a file in /proc",
+        after=_no_temp_files,
+    ),
+    Case("inspect-nonutf8-csv", ["inspect", "{nonutf8_dir}", "--csv", "{tmp}/out.csv"], 0, "wrote", after=_nonutf8_csv),
+    # --- report
+    Case(
+        "report-same-dir-twice",
+        ["report", "{run}", "{run}", "-o", "{tmp}/rep", "--no-plots"],
+        0,
+        "wrote",
+        after=_twice_is_once,
+    ),
+    Case(
+        "report-different-plans", ["report", "{run}", "{other}", "-o", "{out}", "--no-plots"], 2, "ran different plans"
+    ),
+    Case(
+        "report-copy-of-a-run",
+        ["report", "{run}", "{tmp}/copy", "-o", "{out}", "--no-plots"],
+        2,
+        "hold the same run",
+        setup=lambda w, t: copy_run(w, t) and None,
+    ),
+    Case(
+        "report-banana",
+        ["report", "{tmp}/copy", "-o", "{tmp}/rep", "--no-plots", "--verify"],
+        0,
+        "verified",
+        setup=_banana,
+        after=_banana_row_only,
+    ),
+    Case(
+        "report-cut-inside-quotes",
+        ["report", "{tmp}/copy", "-o", "{tmp}/rep", "--no-plots", "--verify"],
+        0,
+        "verified",
+        setup=_cut_quoted,
+    ),
+    Case(
+        "report-user-file",
+        ["report", "{run}", "-o", "{tmp}/rep", "--no-plots"],
+        2,
+        "was not written by kbench report",
+        setup=_user_report,
+        after=_user_report_kept,
+    ),
+    Case("report-o-file", ["report", "{run}", "-o", "{afile}", "--no-plots"], 2, "exists and is not a directory"),
+    Case("report-nonutf8-run", ["report", "{nonutf8_run}", "-o", "{tmp}/rep", "--no-plots"], 0, "wrote"),
+    Case("report-not-a-run", ["report", "{adir}", "-o", "{out}", "--no-plots"], 2, "no manifest.json"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, world: dict[str, Path], tmp_path: Path) -> None:
+    names = {k: str(v) for k, v in world.items()} | {"tmp": str(tmp_path), "out": str(tmp_path / "out")}
+    if case.plan is not None:
+        (tmp_path / "plan.toml").write_text(case.plan)
+        names["plan"] = str(tmp_path / "plan.toml")
+    if case.setup is not None:
+        case.setup(world, tmp_path)
+    before = {k: tree_hash(world[k]) for k in ("run", "other", "adir")}
+    argv = [a.format(**names) for a in case.argv]
+    p = kbench(argv, tmp_path, nofile=case.nofile)
+    out = p.stdout + p.stderr
+    assert "Traceback" not in out, out
+    assert p.returncode == case.rc, out
+    assert case.fragment in out, out
+    if case.rc in (2, 3):  # a refusal is one line naming the problem (1: inspect's per-batch problems)
+        lines = [line for line in p.stderr.splitlines() if line.startswith("kbench:")]
+        assert len(lines) == 1, p.stderr
+    for k, h in before.items():
+        assert tree_hash(world[k]) == h, f"{k} changed"
+    for path in case.must_not_exist:
+        if case.rc != 0:
+            assert not Path(path.format(**names)).exists(), path
+    if case.after is not None:
+        case.after(world, tmp_path)
+
+
+def test_catalogue_covers_every_kind() -> None:
+    assert len(CASES) >= 60
+    kinds = {c.id.split("-")[0] for c in CASES}
+    assert {"plan", "run", "resume", "bench", "sim", "inspect", "report"} <= kinds

@@ -1,0 +1,149 @@
+"""kbench report on real measured runs (a local Kafka cluster, tests/report_runs.py: KAFKA):
+A latencies and a p99 verdict, a REJECTED cell, and an INVALID row.
+
+Run under ``flock /tmp/kbench-kafka.lock`` (the fixture starts a cluster).  The INVALID row is
+made by editing a copy of A.csv (status and reason of one repetition, as a steal above the
+limit would write them): the engine's steal source is not injectable on this branch.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+
+from report_runs import IMPOSSIBLE_RATE, kbench  # noqa: E402
+
+pytestmark = pytest.mark.kafka
+
+NUM = r"[\d,]+(?:\.\d+)?"
+
+
+def _rows(run: Path, exp: str) -> list[dict[str, str]]:
+    with (run / f"{exp}.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _section(md: str, exp: str) -> str:
+    return md.split(f"## Experiment {exp} ·")[1].split("\n## ")[0]
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+@pytest.fixture(scope="module")
+def report(kafka_report_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kafka-report")
+    p = kbench("report", str(kafka_report_run), "-o", str(out), "--no-plots", "--verify")
+    assert "verified" in p.stdout
+    return out
+
+
+def test_the_runs_are_what_the_report_tests_need(kafka_report_run: Path) -> None:
+    a = _rows(kafka_report_run, "A")
+    fixed = [r for r in a if r["sweep"] == "fixed"]
+    impossible = [r for r in a if r["sweep"] == "impossible"]
+    # every fixed repetition measured: OK, nothing lost or duplicated, latencies present
+    assert [(r["codec"], r["status"]) for r in sorted(fixed, key=lambda r: (r["codec"], r["rep"]))] == [
+        ("none", "OK")
+    ] * 3 + [("zstd:3", "OK")] * 3, [r["reason"] for r in fixed]
+    for r in fixed:
+        assert (r["lost"], r["duplicated"], r["delivery_errors"]) == ("0", "0", "0")
+        assert float(r["corrected_p99_us"]) >= float(r["service_p50_us"]) > 0
+    # the impossible target: every repetition REJECTED, achieved far below it
+    assert [r["status"] for r in impossible] == ["REJECTED"] * 3
+    for r in impossible:
+        assert float(r["achieved_rate_msgs"]) < 0.98 * IMPOSSIBLE_RATE
+        assert f"off the target {IMPOSSIBLE_RATE:.1f} msgs/s" in r["reason"]
+        assert (r["lost"], r["duplicated"]) == ("0", "0")
+
+
+def test_a_latencies_and_a_p99_verdict(kafka_report_run: Path, report: Path) -> None:
+    md = (report / "report.md").read_text()
+    a = _section(md, "A")
+    ok = {
+        c: [r for r in _rows(kafka_report_run, "A") if r["codec"] == c and r["sweep"] == "fixed"]
+        for c in ("none", "zstd:3")
+    }
+    for codec, rows in ok.items():
+        line = next(x for x in a.splitlines() if x.startswith("|") and codec in _cells(x) and "2,000" in _cells(x))
+        cells = _cells(line)
+        p99s = sorted(float(r["corrected_p99_us"]) for r in rows)
+        # the printed p99 median is the median of the three OK rows' p99 (3 significant digits or more)
+        printed = [c for c in cells if re.fullmatch(NUM, c)]
+        assert any(abs(float(c.replace(",", "")) - p99s[1]) <= max(0.01 * p99s[1], 0.01) for c in printed), (line, p99s)
+        assert cells[-1] == "3"  # n: OK repetitions
+    verdict = next(x for x in a.splitlines() if "p99 verdict" in x)
+    m = re.search(rf"none range ({NUM})–({NUM}) / zstd:3 range ({NUM})–({NUM}) → ([a-z ]+)", verdict)
+    assert m, verdict
+    lo_n, hi_n, lo_z, hi_z = (float(g.replace(",", "")) for g in m.groups()[:4])
+    n99 = [float(r["corrected_p99_us"]) for r in ok["none"]]
+    z99 = [float(r["corrected_p99_us"]) for r in ok["zstd:3"]]
+    assert lo_n == pytest.approx(min(n99), rel=0.01) and hi_n == pytest.approx(max(n99), rel=0.01)
+    assert lo_z == pytest.approx(min(z99), rel=0.01) and hi_z == pytest.approx(max(z99), rel=0.01)
+    # the verdict the shared rule gives for those ranges
+    expect = "no significant difference" if (min(z99) <= max(n99) and min(n99) <= max(z99)) else None
+    got = m.group(5).strip()
+    if expect is None:
+        expect = "higher" if min(z99) > max(n99) else "lower"
+    assert got == expect, verdict
+    assert "Latency increment at the fixed rate" in md
+
+
+def test_the_rejected_cell_is_excluded_and_listed(kafka_report_run: Path, report: Path) -> None:
+    md = (report / "report.md").read_text()
+    excluded = md.split("## Excluded data points")[1].split("\n## ")[0]
+    # one line per reason (each names its own achieved rate), three rows in all
+    lines = [_cells(x) for x in excluded.splitlines() if "| REJECTED |" in x]
+    assert len(lines) == 3 and sum(int(c[4]) for c in lines) == 3
+    for cells in lines:
+        assert cells[0] == "A" and cells[5] == "impossible-000"
+        assert f"off the target {IMPOSSIBLE_RATE:.1f} msgs/s" in cells[3]
+    assert "A: 3 rows rejected (achieved rate off the target)" in md
+    # the rejected cell has no latency in the A table: its row prints NA and n = 0
+    a = _section(md, "A")
+    row = next(x for x in a.splitlines() if x.startswith("|") and f"{IMPOSSIBLE_RATE:,}" in x)
+    assert _cells(row)[-1] == "0" and "NA" in _cells(row)
+
+
+def test_an_invalid_row_leaves_the_figures_and_is_listed(kafka_report_run: Path, report: Path, tmp_path: Path) -> None:
+    run = tmp_path / kafka_report_run.name
+    shutil.copytree(kafka_report_run, run)
+    rows = _rows(run, "A")
+    target = next(r for r in rows if r["codec"] == "zstd:3" and r["sweep"] == "fixed" and r["rep"] == "2")
+    target["status"] = "INVALID"
+    target["reason"] = "CPU steal 5.00% > 1% during the run"
+    with (run / "A.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    # the old report no longer matches: --verify-only names the zstd:3 p99 figures
+    copy = tmp_path / "old-report"
+    shutil.copytree(report, copy)
+    p = kbench("report", str(run), "-o", str(copy), "--verify-only", check=False)
+    assert p.returncode == 1 and re.search(
+        r"figure \d+ \([^)]*A\.corrected_p99_us\): uses \S+/A\.csv row \d+ \(fixed-\d+ rep 2, INVALID\)", p.stderr
+    ), p.stderr
+    # a new report: the row is excluded and listed, the cell's figures are over the 2 OK rows
+    out = tmp_path / "new-report"
+    kbench("report", str(run), "-o", str(out), "--no-plots", "--verify")
+    md = (out / "report.md").read_text()
+    excluded = md.split("## Excluded data points")[1].split("\n## ")[0]
+    line = next(x for x in excluded.splitlines() if "| INVALID |" in x)
+    assert (
+        _cells(line)[0] == "A" and _cells(line)[3] == "CPU steal 5.00% > 1% during the run" and _cells(line)[4] == "1"
+    )
+    assert "A: 1 rows invalid (steal above the limit)" in md
+    a = _section(md, "A")
+    zline = next(x for x in a.splitlines() if x.startswith("|") and "zstd:3" in _cells(x) and "2,000" in _cells(x))
+    assert _cells(zline)[-1] == "2"
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["figures"]
