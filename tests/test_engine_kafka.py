@@ -73,6 +73,8 @@ TEXT_COLUMNS = {
     "latency_flag",
     "corpus_sha256",
     "stored_codecs",
+    "stored_source",
+    "cpu_source",
     "role",
     "wire_source",
     "fill_source",

@@ -95,6 +95,7 @@ def _pair(
     producer_job: dict[str, Any],
     consumer_client: str = "java",
     producer_client: str = "java",
+    header_sample: int = 1,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     bs = kafka.bootstrap_servers
     admin.create_topic({"bootstrap.servers": bs}, topic, 2, 1)
@@ -102,14 +103,21 @@ def _pair(
     count = int(producer_job["count"])
     cons = _spawn(
         "consumer",
-        {"props": {"bootstrap.servers": bs}, "topic": topic, "run_id": run_id, "expected": count, "timeout": 60.0},
+        {"props": {"bootstrap.servers": bs}, "topic": topic, "run_id": run_id, "expected": count, "timeout": 60.0}
+        | {"header_sample": header_sample},
         tmp / f"{topic}.c.err",
         consumer_client,
     )
     cons.expect("READY", 60)
     prod = _spawn(
         "producer",
-        {"topic": topic, "run_id": run_id, "corpus_format": "lenprefixed", **producer_job},
+        {
+            "topic": topic,
+            "run_id": run_id,
+            "corpus_format": "lenprefixed",
+            "header_sample": header_sample,
+            **producer_job,
+        },
         tmp / f"{topic}.p.err",
         producer_client,
     )
@@ -257,20 +265,21 @@ def test_cli_produce_with_the_java_client(kafka1: Any, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", "java", "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--topic", "cli-java", "--create", "--rate", "500", "--count", "1000", "--codec", "zstd"]
     cmd += ["-X", "compression.zstd.level=19", "-X", "sasl.password=s3cr3t-value", "--consume", "--json", str(out)]
+    cmd += ["--header-sample", "100"]  # the kb header on sequence numbers 0, 100, ..., 900
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     assert "sent 1000, delivered 1000, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
     r = json.loads(out.read_text())
     assert r["client"] == "java" and r["producer"]["client"]["name"] == "java"
-    assert r["producer"]["corrected"]["count"] == 1000 and r["consumer"]["e2e"]["count"] == 1000
+    assert r["producer"]["corrected"]["count"] == 1000 and r["consumer"]["e2e"]["count"] == 10
     assert r["producer"]["target_rate"] == 500 and r["producer"]["delay"]["count"] == 1000
     assert "s3cr3t-value" not in out.read_text() and "s3cr3t-value" not in p.stdout
 
 
 PRODUCER_FIELDS = {"sent", "delivered", "failed", "undelivered", "bytes", "send_seconds", "achieved_rate"}
-PRODUCER_FIELDS |= {"delivered_rate", "delivery_errors", "client_errors", "service", "delay", "corrected"}
+PRODUCER_FIELDS |= {"delivered_rate", "delivery_errors", "client_errors", "service", "delay", "corrected", "sampled"}
 CONSUMER_FIELDS = {"records", "bytes", "unique", "duplicates", "lost", "out_of_range", "foreign", "no_header"}
-CONSUMER_FIELDS |= {"partitions", "timed_out", "errors", "e2e"}
+CONSUMER_FIELDS |= {"partitions", "timed_out", "errors", "e2e", "sampled", "samples_missing"}
 WINDOW = {"start_mono_ns", "end_mono_ns", "start_wall_ns", "end_wall_ns"}
 
 
@@ -294,6 +303,7 @@ def test_both_drivers_speak_the_protocol_to_each_other(
         | stats,
         consumer_client=consumer,
         producer_client=producer,
+        header_sample=100,  # both drivers put the kb header on sequence numbers 0, 100, ..., 1400
     )
     for res, fields, name in ((pres, PRODUCER_FIELDS, producer), (cres, CONSUMER_FIELDS, consumer)):
         assert res["protocol"] == 1 and res["client"]["name"] == name
@@ -305,5 +315,7 @@ def test_both_drivers_speak_the_protocol_to_each_other(
     assert set(cres["windows"]["receive"]) == WINDOW
     assert pres["client_stats"]["wire_bytes"] > 0
     assert (pres["delivered"], cres["unique"], cres["lost"], cres["duplicates"]) == (n, n, 0, 0)
+    assert pres["sampled"] == cres["sampled"] == cres["e2e"]["count"] == n // 100
+    assert (cres["samples_missing"], cres["out_of_range"], cres["no_header"]) == (0, 0, n - n // 100)
     # one clock for both processes: e2e latencies are positive and bounded
     assert cres["e2e"]["p50_us"] > 0 and cres["e2e"]["max_us"] < 30e6

@@ -34,7 +34,7 @@ final class ConsumerRole {
         }
         long runId = Json.lng(job, "run_id", 0);
         long expected = Json.lng(job, "expected", 0);
-        long every = Math.max(1, Json.lng(job, "header_sample", 1));
+        long every = Math.max(1, Json.lng(job, "header_sample", 1000));
         double timeoutS = Json.dbl(job, "timeout", 60);
         long samplesExpected = expected > 0 ? (expected + every - 1) / every : 0; // headed sequence numbers
         Properties p = ProducerRole.props(job, "consumer");

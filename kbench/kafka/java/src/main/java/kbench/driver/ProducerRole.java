@@ -113,7 +113,7 @@ final class ProducerRole {
             throw new IllegalArgumentException("bad producer arguments (count/duration or rate)");
         }
         long runId = Json.lng(job, "run_id", 0);
-        long headerEvery = Math.max(1, Json.lng(job, "header_sample", 1));
+        long headerEvery = Math.max(1, Json.lng(job, "header_sample", 1000));
         String keysPolicy = Json.str(job, "keys", "none");
         long nkeys = Json.lng(job, "nkeys", 0);
         long partition = Json.lng(job, "partition", -1);
