@@ -31,3 +31,6 @@ echo "setup: installing Python dependencies and kbench"
 $PY -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 $PY -m pip install -q --disable-pip-version-check --no-build-isolation -e .
 $PY -c "import kbench; print('setup: kbench', kbench.__version__, 'codecs:', ', '.join(kbench.codecs.available()))"
+# The Java driver (docs/drivers.md): built with Maven against kafka-clients of the pinned Kafka
+# version, cached under ~/.cache/kbench/java-driver-<version>-<hash of its sources>.
+$PY -c "from kbench.kafka import java_driver; print('setup: java driver', java_driver.build().jar)"

@@ -61,6 +61,7 @@ ALLOWED = {"OK", "REJECTED"}
 TEXT_COLUMNS = {
     "cell_id",
     "sweep",
+    "client",
     "codec",
     "corpus",
     "acks",

@@ -11,7 +11,7 @@ import pytest
 from kbench.engine import plan as plan_mod
 from kbench.engine.plan import PlanError
 
-BUILTINS = ("quick", "zstd-vs-none", "batch-size-sweep", "recompression", "codec-levels")
+BUILTINS = ("quick", "zstd-vs-none", "batch-size-sweep", "recompression", "codec-levels", "clients")
 
 
 def test_builtin_plans_are_listed_and_valid() -> None:
@@ -134,6 +134,28 @@ def test_cli_bad_plan_fails_before_any_work(tmp_path: Path, text: str, key: str,
     assert len(lines) == 1, p.stderr
     assert key in lines[0] and fix in lines[0]
     assert not out.exists()
+
+
+def test_client_axis_and_its_level_ranges() -> None:
+    base = {"transport": {"kind": "dry"}}
+    sweep = {"experiments": ["C"], "rate": 100, "codec": ["lz4", "zstd:19"], "client": "java"}
+    cells = plan_mod.expand(plan_mod.parse({**base, "sweep": [sweep]}))
+    assert {(c.client, c.codec) for c in cells} == {("java", "lz4"), ("java", "zstd:19")}
+    assert cells[0].params()["client"] == "java"
+    two = plan_mod.expand(
+        plan_mod.parse({**base, "sweep": [{**sweep, "codec": "zstd:3", "client": ["librdkafka", "java"]}]})
+    )
+    assert [c.client for c in two] == ["librdkafka", "java"]
+    kafka = {"transport": {"kind": "bootstrap", "bootstrap": "b:9092"}}
+    plan_mod.parse({**kafka, "sweep": [sweep]})  # java takes zstd:19 on Kafka
+    with pytest.raises(
+        plan_mod.PlanError, match=r"sweep\[0\]\.codec: zstd:19 is refused by the client.*client = \"java\""
+    ):
+        plan_mod.parse({**kafka, "sweep": [{**sweep, "client": ["librdkafka", "java"]}]})
+    with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.client: unknown client 'jvm'"):
+        plan_mod.parse({**base, "sweep": [{**sweep, "client": "jvm"}]})
+    with pytest.raises(plan_mod.PlanError, match=r"sweep\[0\]\.client: empty"):
+        plan_mod.parse({**base, "sweep": [{**sweep, "client": []}]})
 
 
 # ---------------------------------------------------------------- parsed once, one spelling each

@@ -1,16 +1,21 @@
-"""``kbench produce``: run the C producer (fixed-rate or saturated), optionally with the C consumer."""
+"""``kbench produce``: run a producer (fixed-rate or saturated), optionally with a consumer.
+
+``--client librdkafka`` (the default) runs the C loops in this process; ``--client java`` runs the
+Java driver processes over the driver protocol (docs/drivers.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from kbench.commands.args import key_value
 from kbench.engine.experiments import SATURATED_FLAG
-from kbench.kafka import admin
+from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import (
     DEFAULT_HEADER_SAMPLE,
@@ -39,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         help=f"cluster started by 'kbench cluster up' (default {default_dir()})",
     )
+    p.add_argument(
+        "--client",
+        choices=clients.CLIENTS,
+        default="librdkafka",
+        help="the Kafka client: librdkafka (C loops in this process) or java (the Java driver process)",
+    )
     p.add_argument("--topic", required=True)
     p.add_argument("--create", action="store_true", help="create the topic first")
     p.add_argument("--partitions", type=int, default=3)
@@ -56,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="append",
         default=[],
         metavar="PROP=VAL",
-        help="librdkafka property, passed verbatim (repeatable)",
+        help="client property (librdkafka's or Java's names, per --client), passed verbatim (repeatable)",
     )
     p.add_argument(
         "--header-sample",
@@ -102,6 +113,114 @@ def _summary(r: ProducerResult) -> dict[str, Any]:
     }
 
 
+def _driver_line(p: subprocess.Popen[str], role: str) -> str:
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    if line.startswith("ERROR "):
+        raise KafkaError(f"{role}: {json.loads(line[6:])}")
+    if not line:
+        raise KafkaError(f"{role} driver exited with status {p.wait()} (its stderr is above)")
+    return line.rstrip("\n")
+
+
+def _start_driver(client: str, job: dict[str, Any]) -> subprocess.Popen[str]:
+    p = subprocess.Popen(clients.driver_command(client), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdin is not None
+    p.stdin.write(json.dumps({**job, "protocol": clients.PROTOCOL}) + "\n")  # secrets on a pipe, never argv
+    p.stdin.close()
+    return p
+
+
+def _result(p: subprocess.Popen[str], role: str) -> dict[str, Any]:
+    line = _driver_line(p, role)
+    p.wait()
+    if not line.startswith("RESULT "):
+        raise KafkaError(f"{role} driver: unexpected line {line[:200]!r}")
+    return dict(json.loads(line[7:]))
+
+
+def _hist_pcts(h: dict[str, Any] | None) -> dict[str, float | None]:
+    if not h or not h.get("count"):
+        return {}
+    names = {"p50_us": "p50_us", "p95_us": "p95_us", "p99_us": "p99_us", "p999_us": "p99.9_us", "max_us": "max_us"}
+    return {**{out: h[k] for k, out in names.items()}, "count": h["count"]}
+
+
+def _run_driver(
+    args: argparse.Namespace, props: dict[str, str], corp: corpus.Corpus, tmp: Path
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Producer (and consumer) as driver processes of --client; their summaries."""
+    f = tmp / "corpus.bin"
+    with f.open("wb") as out:
+        for r in corp.records:
+            out.write(len(r).to_bytes(4, "big") + r)
+    run_id = random.getrandbits(62) + 1
+    base = {
+        "topic": args.topic,
+        "run_id": run_id,
+        "connect_timeout": args.connect_timeout,
+        "header_sample": args.header_sample,
+    }
+    cons = None
+    if args.consume:
+        if not args.count:
+            raise KafkaError("--consume with --client java needs --count (the consumer checks every sequence number)")
+        cons = _start_driver(
+            args.client,
+            {
+                **base,
+                "role": "consumer",
+                "props": props,
+                "expected": args.count,
+                "timeout": 60.0 + (args.count / args.rate if args.rate else args.duration),
+            },
+        )
+        if _driver_line(cons, "consumer") != "READY":
+            raise KafkaError("consumer driver did not report READY")
+    prod = _start_driver(
+        args.client,
+        {
+            **base,
+            "role": "producer",
+            "props": props,
+            "corpus_file": str(f),
+            "corpus_format": "lenprefixed",
+            "mode": args.mode,
+            "rate": args.rate,
+            "count": args.count,
+            "duration": args.duration,
+            "keys": args.keys,
+            "nkeys": args.nkeys,
+        },
+    )
+    if _driver_line(prod, "producer") != "STARTED":
+        raise KafkaError("producer driver did not report STARTED")
+    pres = _result(prod, "producer")
+    cres = _result(cons, "consumer") if cons is not None else None
+    fixed = args.mode == "fixed-rate"
+    summary = {
+        "mode": args.mode,
+        **{k: pres[k] for k in ("sent", "delivered", "failed", "undelivered", "bytes", "achieved_rate")},
+        "delivered_rate": pres["delivered_rate"],
+        "target_rate": args.rate if fixed else None,
+        "rate_deviation": (pres["achieved_rate"] - args.rate) / args.rate if fixed else None,
+        "delivery_errors": pres["delivery_errors"],
+        "latency_comparable": fixed,
+        "service": _hist_pcts(pres.get("service")),
+        "delay": _hist_pcts(pres.get("delay")),
+        "corrected": _hist_pcts(pres.get("corrected")),
+        "stopped": False,
+        "client": pres.get("client"),
+        "cpu": pres.get("cpu"),
+        "client_stats": pres.get("client_stats"),
+    }
+    consumer = None
+    if cres is not None:
+        consumer = {k: cres[k] for k in ("records", "bytes", "unique", "lost", "duplicates", "timed_out")}
+        consumer["e2e"] = _hist_pcts(cres.get("e2e"))
+    return summary, consumer
+
+
 def _check_bounds(args: argparse.Namespace) -> None:
     """Counts, sizes, rates and durations within kbench.model.limits, before connecting."""
     if args.mode == "fixed-rate" or args.rate:
@@ -132,6 +251,12 @@ def run(args: argparse.Namespace) -> int:
     if args.codec:
         props["compression.type"] = args.codec
     props.update(dict(args.props))
+    if args.client != "librdkafka" and args.stats:
+        print(
+            "kbench: error: --stats saves librdkafka statistics; the java client's metrics are in --json",
+            file=sys.stderr,
+        )
+        return 2
     spec = ProducerSpec(
         topic=args.topic,
         props=props,
@@ -155,21 +280,32 @@ def run(args: argparse.Namespace) -> int:
                 args.replication_factor,
                 configs=dict(args.topic_config),
             )
-        if args.consume:
+        res: ProducerResult | None = None
+        cons = None
+        driver: tuple[dict[str, Any], dict[str, Any] | None] | None = None
+        if args.client != "librdkafka":
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="kbench-produce-") as tmp:
+                driver = _run_driver(args, props, corp, Path(tmp))
+        elif args.consume:
             pair = produce_and_consume(spec, corp.records)
             res, cons = pair.producer, pair.consumer
         else:
             res, cons = produce(spec, corp.records), None
-    except KafkaError as e:
+    except (KafkaError, OSError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
     out: dict[str, Any] = {
+        "client": args.client,
         "props": redact(props),
         "topic": args.topic,
         "corpus": corp.source,
         "corpus_sha256": corp.sha256,
-        "producer": _summary(res),
+        "producer": _summary(res) if res is not None else driver[0] if driver else {},
     }
+    if driver is not None and driver[1] is not None:
+        out["consumer"] = driver[1]
     if cons is not None:
         out["consumer"] = {
             "records": cons.records,
@@ -191,14 +327,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:9} " + "  ".join(f"{k}={v:,.1f}" for k, v in s[name].items() if k != "count"))
     if not s["latency_comparable"]:
         print(f"{SATURATED_FLAG}: saturated latencies are queueing, not service")
-    if cons is not None:
+    if "consumer" in out:
         c = out["consumer"]
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")
         print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
-    if res.stopped:
+    if s["stopped"]:
         print("kbench: interrupted: the figures above are partial", file=sys.stderr)
         return 130
-    ok = s["failed"] == 0 and s["undelivered"] == 0 and (cons is None or (cons.lost == 0 and cons.duplicates == 0))
+    c = out.get("consumer")
+    ok = s["failed"] == 0 and s["undelivered"] == 0 and (c is None or (c["lost"] == 0 and c["duplicates"] == 0))
     return 0 if ok else 1

@@ -37,6 +37,7 @@ SATURATED_FLAG = "latency-NOT-comparable-saturated"
 #: Every plan axis a CSV row carries (``rate`` is the plan's rate: msgs/s, ``saturated`` or
 #: ``auto``).  Rows equal on all of these (and on the machine) are repetitions of one cell.
 LABELS: tuple[str, ...] = (
+    "client",  # the producer's client driver (docs/drivers.md)
     "codec",
     "corpus",
     "batch_size",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine import experiments
+from kbench.kafka.clients import CLIENTS
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.model import codecs, limits
 from kbench.model.codecs import CodecSpec
@@ -107,6 +108,7 @@ SWEEP_KEYS = {
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
     "key_policy": "none, round-robin or random",
+    "client": "the Kafka client driving the cell: librdkafka or java, or a list",
 }
 
 
@@ -155,6 +157,7 @@ class Sweep:
     topic_compression: tuple[str, ...]
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"
+    client: tuple[str, ...] = ("librdkafka",)
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,7 @@ class Cell:
     topic_compression: str  # Kafka's spelling (codecs.topic_compression): producer, uncompressed, ...
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
+    client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
     #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
     spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
@@ -193,6 +197,7 @@ class Cell:
         return {
             "cell_id": self.cell_id,
             "sweep": self.sweep,
+            "client": self.client,
             "codec": self.codec,
             "corpus": self.corpus,
             "batch_size": self.batch_size,
@@ -506,6 +511,12 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         raise PlanError(f'{w}topic_config: must be a table of config = "value"')
     if "compression.type" in topic_config:
         raise PlanError(f"{w}topic_config.compression.type: set it with topic_compression instead")
+    clients = [str(c) for c in _as_list(tbl.get("client", "librdkafka"))]
+    if not clients:
+        raise PlanError(f'{w}client: empty; give librdkafka, java or a list like ["librdkafka", "java"]')
+    for c in clients:
+        if c not in CLIENTS:
+            raise PlanError(f"{w}client: unknown client '{c}'; use one of {', '.join(CLIENTS)}")
     kp = str(tbl.get("key_policy", "none"))
     kp = KEY_POLICY_SPELLINGS.get(kp, kp)
     if kp not in KEY_POLICIES:
@@ -536,11 +547,15 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         topic_compression=tuple(tc),
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
+        client=tuple(clients),
     )
 
 
 def _check_client_levels(i: int, s: Sweep) -> None:
-    """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range."""
+    """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range
+    (the Java client's per-codec ranges are its own to enforce)."""
+    if "librdkafka" not in s.client:
+        return
     for spec in s.codec:
         text = str(spec)
         if spec.level is None:
@@ -550,7 +565,7 @@ def _check_client_levels(i: int, s: Sweep) -> None:
             raise PlanError(
                 f"sweep[{i}].codec: {text} is refused by the client ({client_version()} accepts "
                 f"compression.level {lo}..{hi}); use {spec.codec}:{max(lo, 1)}..{spec.codec}:{hi} on a Kafka "
-                f'transport, or kind = "sim" for higher levels'
+                f'transport, client = "java" for higher levels, or kind = "sim"'
             )
 
 
@@ -679,9 +694,9 @@ def expand(plan: Plan) -> list[Cell]:
     cells: list[Cell] = []
     for s in plan.sweeps:
         combos = itertools.product(
-            s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression
+            s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression, s.client
         )
-        for j, (c, corp, bs, lg, p, a, r, tc) in enumerate(combos):
+        for j, (c, corp, bs, lg, p, a, r, tc, cl) in enumerate(combos):
             cells.append(
                 Cell(
                     cell_id=f"{s.name}-{j:03d}",
@@ -698,6 +713,7 @@ def expand(plan: Plan) -> list[Cell]:
                     topic_compression=tc,
                     topic_config=s.topic_config,
                     key_policy=s.key_policy,
+                    client=cl,
                 )
             )
     return cells

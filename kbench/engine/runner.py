@@ -437,6 +437,9 @@ def _run_attempt(
             attempt=attempt,
         )
         writer.write_histograms(cell.cell_id, rep, res.histograms, attempt)
+        if res.client and s.man.get("clients", {}).get(cell.client) != dict(res.client):
+            s.man["clients"] = {**s.man.get("clients", {}), cell.client: dict(res.client)}
+            s.save()  # client library, runtime and its flags
     except TransportError as e:
         s.log(f"{cell.cell_id} rep {rep} attempt {attempt} failed: {e}")
         rows = rules.failed_rows(cell, rep, target, s.scrub(str(e)), attempt)

@@ -1,6 +1,7 @@
 """One client role in its own process, so that its CPU is its own: ``python -m
-kbench.kafka.worker`` reads a JSON job on stdin, prints ``READY`` (consumer assigned)
-or ``STARTED`` (producer about to send), then one ``RESULT <json>`` line.
+kbench.kafka.worker`` is the librdkafka driver of the driver protocol (docs/drivers.md): it
+reads a JSON job on stdin, prints ``READY`` (consumer assigned) or ``STARTED`` (producer about
+to send), then one ``RESULT <json>`` line (or one ``ERROR <json string>`` line).
 
 The consumer process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop
 thread and librdkafka's threads, live and exited) from ``skip_s`` after it starts working to the end of its
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.kafka import drivers, procstat
+from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
 
@@ -83,6 +85,56 @@ def _self_cpu() -> procstat.ProcCpu | None:
     return procstat.snapshot([pid]).get(pid)
 
 
+def _client_info() -> dict[str, Any]:
+    return {
+        "name": "librdkafka",
+        "library": "librdkafka",
+        "version": drivers.librdkafka_version(),
+        "runtime": f"CPython {sys.version.split()[0]}",
+        "runtime_flags": [],
+    }
+
+
+def _window(start_ns: int, end_ns: int) -> dict[str, int]:
+    """Monotonic ns (the C loops' clock) and the matching wall-clock ns."""
+    off = time.time_ns() - time.monotonic_ns()
+    return {
+        "start_mono_ns": start_ns,
+        "end_mono_ns": end_ns,
+        "start_wall_ns": start_ns + off,
+        "end_wall_ns": end_ns + off,
+    }
+
+
+def _client_stats(path: str | None, topic: str) -> dict[str, Any]:
+    """Bytes on the wire and batch fill from librdkafka's last statistics line."""
+    st: dict[str, Any] = {}
+    try:
+        for line in reversed([x for x in Path(path).read_text().splitlines() if x.strip()] if path else []):
+            try:
+                st = dict(json.loads(line))
+                break
+            except ValueError:
+                continue
+    except OSError:
+        pass
+    fill = None
+    t = st.get("topics", {}).get(topic)
+    if t and t.get("batchcnt", {}).get("cnt"):
+        cnt, size = t["batchcnt"], t["batchsize"]
+        fill = {
+            "batches": int(cnt["cnt"]),
+            "records_p50": cnt["p50"],
+            "records_p90": cnt["p90"],
+            "records_max": cnt["max"],
+            "bytes_p50": size["p50"],
+            "bytes_p90": size["p90"],
+            "bytes_max": size["max"],
+            "source": "librdkafka statistics (last interval)",
+        }
+    return {"wire_bytes": int(st["tx_bytes"]) if "tx_bytes" in st else None, "batch_fill": fill, "raw": {}}
+
+
 def _say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -126,6 +178,12 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         "t0_ns": r.t0_ns,
         "first_send_ns": r.first_send_ns,
         "last_send_ns": r.last_send_ns,
+        "windows": {
+            "run": _window(r.t0_ns - 1_000_000, r.end_ns),
+            "send": _window(r.t0_ns if r.mode == "fixed-rate" else r.first_send_ns, r.last_send_ns),
+            "last_due_mono_ns": r.last_due_ns if r.mode == "fixed-rate" else None,
+        },
+        "client_stats": _client_stats(job.get("stats_path"), job["topic"]),
     }
 
 
@@ -178,15 +236,26 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         "stored_records": r.stored_records,
         "timed_out": r.timed_out,
         "errors": r.errors,
+        "out_of_range": r.out_of_range,
+        "foreign": r.foreign,
+        "no_header": r.no_header,
+        "partitions": r.partitions,
         "e2e": _hist(r.e2e),
         "cpu": cpu,
+        "windows": {
+            "run": _window(r.start_ns, r.end_ns),
+            "receive": _window(r.first_ns, r.last_ns) if r.records else None,
+        },
     }
 
 
 def main() -> int:
     job = json.loads(sys.stdin.readline())
     try:
+        if int(job.get("protocol", PROTOCOL)) != PROTOCOL:
+            raise ValueError(f"this driver speaks protocol {PROTOCOL}")
         out = producer(job) if job["role"] == "producer" else consumer(job)
+        out.update(protocol=PROTOCOL, client=_client_info())
     except Exception as e:  # noqa: BLE001 - one line back to the parent
         _say("ERROR " + json.dumps(str(e)))
         return 1

@@ -62,6 +62,7 @@ TEXT_COLUMNS = frozenset(
     {
         "cell_id",
         "sweep",
+        "client",
         "codec",
         "corpus",
         "acks",

@@ -174,6 +174,7 @@ class RunResult:
     latency_e2e_na: str = ""
     #: Drivers on Dask workers: placement, hosts, start skew, collection time (docs/distributed.md).
     coordinator: Mapping[str, Any] = field(default_factory=dict)
+    client: Mapping[str, Any] = field(default_factory=dict)  # the driver's client object (docs/drivers.md)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

@@ -18,7 +18,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -39,7 +38,7 @@ from kbench.engine.transports.base import (
     TransportInfo,
 )
 from kbench.engine.transports.window import Schedule
-from kbench.kafka import admin, drivers, procstat
+from kbench.kafka import admin, clients, drivers, procstat
 from kbench.model.corpus import Corpus
 
 __all__ = ["KafkaTransport"]
@@ -111,12 +110,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
+def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "librdkafka") -> _Worker:
+    """Start the driver process of ``client`` for ``role`` and send it its job (docs/drivers.md)."""
+    try:
+        argv = clients.driver_command(client)
+    except Exception as e:  # noqa: BLE001 - KafkaDistError: Maven/Java missing or the build failed
+        raise TransportError(f"{client} driver: {e}") from None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3]), env.get("PYTHONPATH", "")])
     with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
         p = subprocess.Popen(
-            [sys.executable, "-m", "kbench.kafka.worker"],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -125,7 +129,9 @@ def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path) -> _Worker:
             preexec_fn=_die_with_parent,
         )
     assert p.stdin is not None
-    p.stdin.write(json.dumps(dict(job, role=role)) + "\n")  # secrets travel on a pipe, never argv
+    p.stdin.write(
+        json.dumps(dict(job, role=role, protocol=clients.PROTOCOL)) + "\n"
+    )  # secrets travel on a pipe, never argv
     p.stdin.close()
     return _Worker(p, role, stderr_path)
 
@@ -159,6 +165,46 @@ def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
         float(size["max"]),
         "librdkafka statistics (last interval)",
     )
+
+
+def _driver_fill(f: Mapping[str, Any] | None) -> BatchFill | None:
+    """Records and bytes per batch as another client saw them (its driver's client_stats.batch_fill)."""
+    if not f:
+        return None
+    return BatchFill(
+        int(f["batches"]),
+        float(f["records_p50"]),
+        float(f["records_p90"]),
+        float(f["records_max"]),
+        float(f["bytes_p50"]),
+        float(f["bytes_p90"]),
+        float(f["bytes_max"]),
+        str(f.get("source", "client statistics")),
+    )
+
+
+def _schedule_fields(res: dict[str, Any]) -> dict[str, Any]:
+    """A driver result with the librdkafka driver's schedule and CPU-split fields, filled from the
+    protocol's ``windows`` and ``cpu.threads`` (docs/drivers.md) when the driver gave only those:
+    ``t0_ns``/``first_send_ns`` = the send window's start, ``last_send_ns`` its end,
+    ``cpu.window_start_ns`` = the CPU window's start, ``cpu.loadgen_s`` = the ``app`` thread group,
+    ``cpu.client_s`` = the ``client`` group (the rest, JIT/GC/VM threads, is in the process total only)."""
+    out = dict(res)
+    win = res.get("windows") or {}
+    send = win.get("send") or {}
+    if "t0_ns" not in out and send:
+        out["t0_ns"] = out["first_send_ns"] = int(send["start_mono_ns"])
+        out["last_send_ns"] = int(send["end_mono_ns"])
+    cpu = dict(res.get("cpu") or {})
+    if "window_start_ns" not in cpu and win.get("cpu"):
+        cpu["window_start_ns"] = int(win["cpu"]["start_mono_ns"])
+    threads = cpu.get("threads") or {}
+    for group, key in (("app", "loadgen_s"), ("client", "client_s")):
+        t = threads.get(group)
+        if key not in cpu and t and t.get("usr_s") is not None and t.get("sys_s") is not None:
+            cpu[key] = float(t["usr_s"]) + float(t["sys_s"])
+    out["cpu"] = cpu
+    return out
 
 
 def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
@@ -295,20 +341,10 @@ class KafkaTransport:
         return {**client, "bootstrap.servers": self.bootstrap}
 
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
-        spec = req.cell.spec
-        props = {
-            **_JAVA_PARITY,
-            **req.client_properties,
-            "bootstrap.servers": self.bootstrap,
-            "compression.type": spec.codec,
-            "batch.size": str(req.cell.batch_size),
-            "linger.ms": f"{req.cell.linger_ms:g}",
-            "acks": req.cell.acks,
-            "statistics.interval.ms": "1000",
-        }
-        if spec.level is not None:
-            props["compression.level"] = str(spec.level)
-        return props
+        spec, c = req.cell.spec, req.cell
+        parity = _JAVA_PARITY if c.client == "librdkafka" else {}
+        base = {**parity, **req.client_properties, "bootstrap.servers": self.bootstrap}
+        return clients.producer_props(c.client, base, spec.codec, spec.level, c.batch_size, c.linger_ms, c.acks)
 
     def _segments(
         self, topic: str, partitions: int
@@ -443,7 +479,11 @@ class KafkaTransport:
             consumer = _spawn(
                 "consumer",
                 {
-                    "props": {**_JAVA_PARITY, **req.client_properties, "bootstrap.servers": self.bootstrap},
+                    "props": {
+                        **(_JAVA_PARITY if req.cell.client == "librdkafka" else {}),
+                        **req.client_properties,
+                        "bootstrap.servers": self.bootstrap,
+                    },
                     "topic": req.topic,
                     "run_id": run_id,
                     "expected": count,
@@ -452,6 +492,7 @@ class KafkaTransport:
                     "skip_s": req.steady_skip_s,
                 },
                 Path(self._tmp.name) / f"{req.topic}.consumer.err",
+                req.cell.client,
             )
             consumer.expect("READY", WORKER_START_TIMEOUT)
         producer = _spawn(
@@ -472,6 +513,7 @@ class KafkaTransport:
                 "header_sample": self.defn.header_sample,
             },
             Path(self._tmp.name) / f"{req.topic}.producer.err",
+            req.cell.client,
         )
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
@@ -483,8 +525,8 @@ class KafkaTransport:
             steal_source = req.steal_source or procstat.system_cpu
             s0, sys0, t0, t0_ns = self._snapshot(), steal_source(), time.monotonic(), time.monotonic_ns()
             m0 = self._probe.edge() if self._probe else {}
-            pres = producer.result(req.duration_s + 120.0)
-            cres = consumer.result(req.duration_s + 120.0) if consumer else None
+            pres = _schedule_fields(producer.result(req.duration_s + 120.0))
+            cres = _schedule_fields(consumer.result(req.duration_s + 120.0)) if consumer else None
             s1, sys1, t1 = self._snapshot(), steal_source(), time.monotonic()
             m1 = self._probe.edge() if self._probe else {}
         except BaseException:
@@ -564,8 +606,16 @@ class KafkaTransport:
                 )
             )
         steal = procstat.steal_pct(sys0, sys1)
-        st = _last_stats(stats) or {}
-        phases = _phases(stats, req) if fixed else {}
+        if req.cell.client == "librdkafka":  # its statistics file: wire bytes, batch fill, latency phases
+            raw = _last_stats(stats) or {}
+            wire = raw.get("tx_bytes")
+            client_fill = _client_fill(raw, req.topic)
+            phases = _phases(stats, req) if fixed else {}
+        else:  # the driver's client_stats (docs/drivers.md section 4.2)
+            st = pres.get("client_stats") or {}
+            wire = st.get("wire_bytes")
+            client_fill = _driver_fill(st.get("batch_fill"))
+            phases = {}
         delivered = int(pres["delivered"])
         payload = (
             int(pres["bytes"])
@@ -592,7 +642,7 @@ class KafkaTransport:
             duplicated=int(cres["duplicates"]) if cres else None,
             cpu=tuple(cpu),
             steal_pct=steal,
-            producer_wire_bytes=int(st["tx_bytes"]) if "tx_bytes" in st else None,
+            producer_wire_bytes=int(wire) if wire is not None else None,
             consumer_wire_bytes=None,
             stored_bytes=stored,
             stored_batches=batches,
@@ -601,8 +651,9 @@ class KafkaTransport:
             topic_compression_readback=readback,
             stored_source=stored_source,
             batch_fill=fill,
-            client_fill=_client_fill(st, req.topic),
+            client_fill=client_fill,
             latency_phases=phases,
+            client=dict(pres.get("client") or {}),
             histograms={
                 name: h["encoded"]
                 for name, h in (

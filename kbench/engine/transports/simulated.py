@@ -54,7 +54,7 @@ class SimTransport:
             codec=spec.codec,
             level=spec.level,
             topic_compression=tc,
-            client=self.client,
+            client=cell.client if cell.client != "librdkafka" else self.client,  # a plan's client axis wins
             batch_size=cell.batch_size,
             linger_ms=cell.linger_ms,
             partitions=cell.partitions,

@@ -1,0 +1,60 @@
+"""The Kafka clients kbench drives, each as a driver process speaking docs/drivers.md.
+
+``librdkafka`` is the C driver behind ``python -m kbench.kafka.worker``; ``java`` is the Apache
+Kafka Java client behind :mod:`kbench.kafka.java_driver`.  A third client joins by adding its
+command line to :func:`driver_command` and its property names to :func:`producer_props`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+
+__all__ = ["CLIENTS", "PROTOCOL", "driver_command", "producer_props"]
+
+#: Version of the driver protocol (docs/drivers.md) the runner speaks.
+PROTOCOL = 1
+CLIENTS = ("librdkafka", "java")
+#: librdkafka's levels are checked against the linked library by the plan
+#: (kbench.engine.plan); Java has per-codec ranges (compression.gzip.level 1-9,
+#: compression.lz4.level 1-17, compression.zstd.level up to 22) it enforces itself.
+
+
+def driver_command(client: str) -> list[str]:
+    """The command line of one driver process for ``client``."""
+    if client == "librdkafka":
+        return [sys.executable, "-m", "kbench.kafka.worker"]
+    if client == "java":
+        from kbench.kafka import java_driver
+
+        return java_driver.command()
+    raise ValueError(f"unknown client '{client}'; use one of {', '.join(CLIENTS)}")
+
+
+def producer_props(
+    client: str,
+    base: Mapping[str, str],
+    codec: str,
+    level: int | None,
+    batch_size: int,
+    linger_ms: float,
+    acks: str,
+) -> dict[str, str]:
+    """The producer properties of one cell in ``client``'s own names."""
+    props = {
+        **base,
+        "compression.type": codec,
+        "batch.size": str(batch_size),
+        "linger.ms": f"{linger_ms:g}",
+        "acks": acks,
+    }
+    if client == "librdkafka":
+        props["statistics.interval.ms"] = "1000"
+        if level is not None:
+            props["compression.level"] = str(level)
+    elif level is not None and codec in ("gzip", "lz4", "zstd"):
+        props[f"compression.{codec}.level"] = str(level)
+    # Java takes linger.ms as a whole number of ms
+    if client == "java":
+        props["linger.ms"] = str(int(round(linger_ms)))
+    return props
