@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir=Path(run_dir),
         resume=bool(args.resume),
         force=args.force,
-        argv=sys.argv,
+        argv=["kbench", *sys.argv[1:]],  # the command as typed: no path of this machine in the manifest
         client_overrides=client_overrides,
         gate_sample_s=args.gate_sample_s,
         print_tables=sys.stdout,
