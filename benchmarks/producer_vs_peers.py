@@ -1,18 +1,29 @@
-"""kbench's C producer side by side with Kafka's ProducerPerformance and kcat.
+"""kbench's C producer side by side with Kafka's ProducerPerformance and kcat, at steady state.
 
-One local cluster (1 node, started here unless --bootstrap is given), one payload file (the
-built-in JSON corpus, one record per line), the same record count, codec and batch settings for
-every tool, runs alternating tool order per repetition, for none, lz4 and zstd.  Then the
-fixed-rate accuracy of kbench (achieved/target over --fixed-seconds at half of kbench's
-saturated rate) and the cost of recording one latency sample.
+One local cluster (1 node, started here unless --bootstrap is given), two corpora (the built-in
+JSON events, and real log lines gathered on this machine at benchmark time: its package-manager
+logs and the benchmark broker's own log4j output, never committed), the same record count, codec
+and batch settings for every tool, for none, lz4 and zstd.
 
-    python benchmarks/producer_vs_peers.py --records 300000 --reps 3 --out runs/peers.json
+Per corpus and codec: a warm-up round of every tool (discarded; it also sizes the runs: N records =
+the fastest warm-up rate x --seconds, so every timed part lasts at least about --seconds), each
+tool's start-up measured by the same command sending one record, then --reps repetitions of the
+three tools back to back in a rotating order, each into a fresh 3-partition topic.
 
-Throughput is delivered messages per second:
-- kbench: delivered / (first send .. last delivery report, flush included);
-- ProducerPerformance: its own final "records/sec" (first send .. all acks, JVM start excluded);
-- kcat: records / wall time of the process minus the wall time of the same kcat command
-  producing one record (process start, metadata, connection) measured right before.
+Throughput is delivered messages per second over each tool's timed part, which never includes
+process start-up:
+- kbench: delivered / (first send .. last delivery report, flush included), the C loop with its
+  default header sampling (one record in 1000 carries the 24-byte kb header);
+- ProducerPerformance: its own final "records/sec" (its loop start .. all acks; the JVM's start is
+  outside, its JIT warm-up inside); its 5-second windows after the first give the steady rate
+  with the JIT warm-up excluded too, and their ratio the warm-up's share of the timed part;
+- kcat: records / (wall time of the process - wall time of the same command sending one record).
+
+Client CPU per message: user + sys of the producing process over the run, minus the same tool's
+CPU for one record (process start, connect, metadata; for the JVM its start-up and class loading).
+
+    python benchmarks/producer_vs_peers.py --seconds 12 --reps 5 --out runs/peers.json
+    python benchmarks/producer_vs_peers.py --render runs/peers.json
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import resource
 import shutil
@@ -30,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,11 +50,15 @@ sys.path.insert(0, str(ROOT))
 from kbench import _native  # noqa: E402
 from kbench.kafka import admin, kafka_dist, procstat  # noqa: E402
 from kbench.kafka.cluster import LocalCluster  # noqa: E402
-from kbench.kafka.drivers import ProducerSpec, produce  # noqa: E402
+from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, ProducerSpec, produce  # noqa: E402
 from kbench.model import corpus  # noqa: E402
 
 CODECS = ("none", "lz4", "zstd")
-TOOLS = ("kbench", "kbench-noheader", "ProducerPerformance", "kcat")
+CORPORA = ("json", "real-logs")
+TOOLS = ("kbench", "ProducerPerformance", "kcat")
+#: System logs read for the real-logs corpus (those that exist; the broker's own logs are added).
+SYSTEM_LOGS = ("/var/log/dpkg.log", "/var/log/apt/term.log", "/var/log/apt/history.log", "/var/log/alternatives.log")
+MIN_REAL_LINES = 2000
 
 
 def common_props(codec: str, batch_size: int, linger_ms: int) -> dict[str, str]:
@@ -55,218 +72,228 @@ def common_props(codec: str, batch_size: int, linger_ms: int) -> dict[str, str]:
     }
 
 
-def run_kbench(
-    bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str], headers: bool = True
-) -> tuple[float, float]:
+def real_log_lines(broker_log_dirs: list[Path]) -> tuple[list[bytes], list[str]]:
+    """Real log lines of this machine: system logs plus the broker's own logs, shuffled once (seed 1).
+
+    Shuffled because ProducerPerformance picks a random record of its payload file per message:
+    with a shuffled file every tool's batches hold the same mix of lines.
+    """
+    files = [Path(p) for p in SYSTEM_LOGS if Path(p).is_file()]
+    for d in broker_log_dirs:
+        files += sorted(d.glob("*.log"))
+    lines: list[bytes] = []
+    used: list[str] = []
+    for f in files:
+        try:
+            got = [ln.rstrip(b"\r") for ln in f.read_bytes().split(b"\n")]
+        except OSError:
+            continue
+        got = [ln for ln in got if 0 < len(ln) <= 2000 and not any(c < 9 for c in ln)]
+        if got:
+            lines += got
+            used.append(f"{f.name} ({len(got)} lines)")
+    if len(lines) < MIN_REAL_LINES:
+        raise SystemExit(
+            f"only {len(lines)} real log lines found in {', '.join(SYSTEM_LOGS)} and the broker's logs "
+            f"(need {MIN_REAL_LINES}); run it on a machine with package-manager logs or use --corpora json"
+        )
+    random.Random(1).shuffle(lines)
+    return lines, used
+
+
+class KcatFiles:
+    """kcat sends each line of its file once: files of exactly n lines cycling the corpus, as kbench sends."""
+
+    def __init__(self, work: Path, name: str, records: list[bytes]) -> None:
+        self.work, self.name, self.records = work, name, records
+        self.files: dict[int, Path] = {}
+
+    def get(self, n: int) -> Path:
+        if n not in self.files:
+            f = self.work / f"{self.name}-{n}.txt"
+            with f.open("wb") as out:
+                for i in range(n):
+                    out.write(self.records[i % len(self.records)] + b"\n")
+            self.files[n] = f
+        return self.files[n]
+
+    def keep(self, n: int) -> None:
+        """Delete every file but the n-line one (they can be GBs)."""
+        for stale in set(self.files) - {n}:
+            self.files.pop(stale).unlink(missing_ok=True)
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_kbench(bs: str, topic: str, records: list[bytes], n: int, props: dict[str, str]) -> dict[str, float]:
     spec = ProducerSpec(
         topic=topic,
         props={"bootstrap.servers": bs, **props},
         mode="saturated",
         count=n,
         flush_timeout=120,
-        headers=headers,
     )
     before = procstat.snapshot([os.getpid()])
+    t = time.monotonic()
     r = produce(spec, records)
-    cpu = procstat.delta(before, procstat.snapshot([os.getpid()]))[0].total_s
+    wall = time.monotonic() - t
+    cpu = procstat.delta(before, procstat.snapshot([os.getpid()]))[0].total_s or 0.0
     if r.delivered != n:
         raise RuntimeError(f"kbench delivered {r.delivered}/{n}: {r.delivery_errors}")
-    return r.delivered_rate, cpu or 0.0
+    return {"msgs_per_s": r.delivered_rate, "cpu_s": cpu, "wall_s": wall}
 
 
-def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> tuple[float, float]:
-    args = [
-        "--topic",
-        topic,
-        "--num-records",
-        str(n),
-        "--throughput",
-        "-1",
-        "--payload-file",
-        str(payload_file),
-        "--payload-delimiter",
-        "\n",
-        "--producer-props",
-        f"bootstrap.servers={bs}",
-        *[f"{k}={v}" for k, v in props.items()],
-    ]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = kafka_dist.run_tool("org.apache.kafka.tools.ProducerPerformance", args, timeout=600, heap="512m").stdout
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
-    if not m or int(m[-1][0]) != n:
-        raise RuntimeError(f"ProducerPerformance output not understood: {out[-300:]}")
-    return float(m[-1][1]), cpu
-
-
-def run_kcat(
-    bs: str, topic: str, payload_file: Path, one_file: Path, n: int, props: dict[str, str]
-) -> tuple[float, float, float]:
-    def cmd(f: Path) -> list[str]:
-        return [
-            "kcat",
-            "-P",
-            "-b",
-            bs,
-            "-t",
-            topic,
-            "-l",
-            *sum((["-X", f"{k}={v}"] for k, v in props.items()), []),
-            str(f),
-        ]
-
-    t = time.monotonic()
-    subprocess.run(cmd(one_file), check=True, timeout=60)
-    overhead = time.monotonic() - t
-    t = time.monotonic()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd(payload_file), check=True, timeout=600)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall = time.monotonic() - t
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return n / max(1e-9, wall - overhead), overhead, cpu
-
-
-def fixed_rate_accuracy(
-    bs: str, topic: str, records: list[bytes], rate: float, seconds: float, props: dict[str, str]
-) -> dict[str, float]:
-    spec = ProducerSpec(
-        topic=topic,
-        props={"bootstrap.servers": bs, **props},
-        mode="fixed-rate",
-        rate=rate,
-        count=int(rate * seconds),
-        flush_timeout=120,
+def run_pp(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> dict[str, float]:
+    args = ["--topic", topic, "--num-records", str(n), "--throughput", "-1", "--payload-file", str(payload_file)]
+    args += ["--payload-delimiter", "\n", "--producer-props", f"bootstrap.servers={bs}"]
+    args += [f"{k}={v}" for k, v in props.items()]
+    cmd = kafka_dist.java_command(
+        "org.apache.kafka.tools.ProducerPerformance", args, heap="512m", jvm_opts=["-Dlog4j2.level=WARN"]
     )
-    r = produce(spec, records)
-    assert r.delay is not None and r.corrected is not None
-    return {
-        "target_rate": rate,
-        "achieved_rate": r.achieved_rate,
-        "deviation_pct": 100 * (r.rate_deviation or 0.0),
-        "sent": r.sent,
-        "delivered": r.delivered,
-        "delay_p50_us": r.delay.percentile(50) / 1e3,
-        "delay_p99_us": r.delay.percentile(99) / 1e3,
-        "delay_max_us": r.delay.max / 1e3,
-        "service_p50_us": r.service.percentile(50) / 1e3,
-        "service_p99_us": r.service.percentile(99) / 1e3,
-        "corrected_p99_us": r.corrected.percentile(99) / 1e3,
-    }
+    before = _children_cpu()
+    t = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    wall = time.monotonic() - t
+    cpu = _children_cpu() - before
+    m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", p.stdout)
+    if p.returncode != 0 or not m or int(m[-1][0]) != n:
+        raise RuntimeError(f"ProducerPerformance output not understood: {(p.stdout + p.stderr)[-300:]}")
+    out = {"msgs_per_s": float(m[-1][1]), "cpu_s": cpu, "wall_s": wall}
+    # its 5 s windows (every line but the final one): the rate after the first window excludes the JIT's warm-up
+    windows = [(int(a), float(b)) for a, b in m[:-1]]
+    later = windows[1:]
+    if later and all(rate > 0 for _, rate in later):
+        out["steady_msgs_per_s"] = sum(c for c, _ in later) / sum(c / rate for c, rate in later)
+    return out
 
 
-def summarise(runs: list[dict]) -> dict[str, dict[str, float]]:
-    """Per codec: each tool's median msg/s and the medians of per-repetition ratios.
+def run_kcat(bs: str, topic: str, payload_file: Path, n: int, props: dict[str, str]) -> dict[str, float]:
+    cmd = ["kcat", "-P", "-b", bs, "-t", topic, "-l"]
+    cmd += sum((["-X", f"{k}={v}"] for k, v in props.items()), [])
+    before = _children_cpu()
+    t = time.monotonic()
+    subprocess.run([*cmd, str(payload_file)], check=True, timeout=900)
+    wall = time.monotonic() - t
+    return {"msgs_per_s": n / wall, "cpu_s": _children_cpu() - before, "wall_s": wall}
 
-    The runs of one repetition are back to back, so their ratio cancels most of the shared
-    machine's background load; the median of per-repetition ratios is the verdict.
-    """
-    summary: dict[str, dict[str, float]] = {}
-    for codec in dict.fromkeys(r["codec"] for r in runs):
-        mine = [r for r in runs if r["codec"] == codec]
-        med = {t: statistics.median([r["msgs_per_s"] for r in mine if r["tool"] == t] or [math.nan]) for t in TOOLS}
-        per = {(r["rep"], r["tool"]): r["msgs_per_s"] for r in mine}
-        reps = sorted({r["rep"] for r in mine})
-        cpu = {
-            t: statistics.median(
-                [r.get("client_cpu_us_per_msg", math.nan) for r in mine if r["tool"] == t] or [math.nan]
+
+def run_tool(tool: str, bs: str, topic: str, files: dict[str, Any], n: int, props: dict[str, str]) -> dict[str, float]:
+    """One run of one tool: msg/s over its timed part, whole-process CPU and wall seconds."""
+    admin.create_topic({"bootstrap.servers": bs}, topic, partitions=3)
+    try:
+        if tool == "kbench":
+            return run_kbench(bs, topic, files["records"], n, props)
+        if tool == "ProducerPerformance":
+            return run_pp(bs, topic, files["pp"], n, props)
+        return run_kcat(bs, topic, files["kcat"](n), n, props)
+    finally:
+        admin.delete_topic({"bootstrap.servers": bs}, topic)
+
+
+def summarise(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per corpus and codec: medians per tool and medians of the per-repetition ratios."""
+    out = []
+    for cell in results["cells"]:
+        reps = cell["reps"]
+        row: dict[str, Any] = {"corpus": cell["corpus"], "codec": cell["codec"], "records": cell["records"]}
+        for t in TOOLS:
+            rs = [r[t] for r in reps]
+            row[t] = {
+                "msgs_per_s": statistics.median(r["msgs_per_s"] for r in rs),
+                "cpu_us_per_msg": statistics.median(r["cpu_us_per_msg"] for r in rs),
+                "timed_s": statistics.median(cell["records"] / r["msgs_per_s"] for r in rs),
+                "startup_cpu_share": statistics.median(r["startup_cpu_share"] for r in rs),
+            }
+        steady = [r["ProducerPerformance"].get("steady_msgs_per_s") for r in reps]
+        if all(steady):
+            row["ProducerPerformance"]["steady_msgs_per_s"] = statistics.median(steady)  # type: ignore[type-var]
+            row["pp_warmup_share"] = statistics.median(
+                1 - r["ProducerPerformance"]["msgs_per_s"] / r["ProducerPerformance"]["steady_msgs_per_s"] for r in reps
             )
-            for t in TOOLS
-        }
-        summary[codec] = {
-            **{f"{t}_median": v for t, v in med.items()},
-            **{f"{t}_cpu_us_per_msg": v for t, v in cpu.items()},
-            "kbench/ProducerPerformance": statistics.median(
-                per[(k, "kbench")] / per[(k, "ProducerPerformance")] for k in reps
-            ),
-            "kbench/kcat": statistics.median(per[(k, "kbench")] / per[(k, "kcat")] for k in reps),
-        }
-        if "kbench-noheader" in med and not math.isnan(med["kbench-noheader"]):
-            summary[codec]["kbench-noheader/kcat"] = statistics.median(
-                per[(k, "kbench-noheader")] / per[(k, "kcat")] for k in reps
-            )
-    return summary
+        for peer in ("ProducerPerformance", "kcat"):
+            ratios = [r["kbench"]["msgs_per_s"] / r[peer]["msgs_per_s"] for r in reps]
+            row[f"kbench/{peer}"] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+            cpu = [r["kbench"]["cpu_us_per_msg"] / r[peer]["cpu_us_per_msg"] for r in reps]
+            row[f"kbench/{peer} cpu"] = statistics.median(cpu)
+        out.append(row)
+    return out
 
 
-def markdown(results: dict) -> str:
+def markdown(results: dict[str, Any]) -> str:
     """The README tables, generated from the results JSON (no figure typed by hand)."""
     lines = [
-        f"Records: {results['records']} per run, {results['reps']} alternating repetitions after one discarded "
-        f"warm-up round; batch.size={results['batch.size']}, linger.ms={results['linger.ms']}, acks=1, "
-        f"idempotence off; corpus {results['corpus']} (avg {results['avg_record_bytes']:.0f} B/record); "
-        f"librdkafka {results['librdkafka']}, Kafka {results['kafka']}.",
+        f"{results['reps']} repetitions per cell (tools back to back, rotating order) after a discarded warm-up "
+        f"round; runs sized to ≥ {results['seconds']:g} s of the fastest tool; batch.size={results['batch.size']}, "
+        f"linger.ms={results['linger.ms']}, acks=1, idempotence off, 3 partitions; kbench's header on 1 record "
+        f"in {results['header_sample']}; librdkafka {results['librdkafka']} (kbench and kcat), Kafka "
+        f"{results['kafka']} (broker and ProducerPerformance).",
         "",
-        "Medians of each tool's runs; the ratios are medians of the per-repetition ratios (the runs",
-        "of a repetition are back to back, so the ratio cancels most of the shared machine's background load).",
-        "",
-        "kbench carries a 24-byte `kb` header per message (send time, sequence, run id: 28 bytes on the wire);",
-        "the peers send none.  `kbench-noheader` is the same loop without it (saturated only), i.e. the same bytes.",
-        "",
-        "| codec | kbench msg/s | kbench-noheader msg/s | ProducerPerformance msg/s | kcat msg/s | kbench / PP | kbench / kcat | kbench-noheader / kcat |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for codec, s in summarise(results["runs"]).items():
-        nh = s.get("kbench-noheader/kcat", math.nan)
+    for name, c in results["corpora"].items():
         lines.append(
-            f"| {codec} | {s['kbench_median']:,.0f} | {s['kbench-noheader_median']:,.0f} | "
-            f"{s['ProducerPerformance_median']:,.0f} | {s['kcat_median']:,.0f} | "
-            f"{s['kbench/ProducerPerformance']:.2f} | {s['kbench/kcat']:.2f} | {nh:.2f} |"
+            f"- **{name}**: {c['records']:,} records, {c['avg_bytes']:.0f} B/record on average; {c['source']}."
         )
-    if "client_cpu_us_per_msg" in results["runs"][0]:
+    lines += [
+        "",
+        "msg/s: medians over the repetitions; kbench / peer: median of the per-repetition ratios (min–max).",
+        "",
+        "| corpus | codec | records/run | kbench msg/s | ProducerPerformance msg/s (steady) | kcat msg/s "
+        "| kbench / PP | kbench / kcat |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = summarise(results)
+    for s in rows:
+        pp = s["ProducerPerformance"]
+        steady = f" ({pp['steady_msgs_per_s']:,.0f})" if "steady_msgs_per_s" in pp else ""
+        a, b = s["kbench/ProducerPerformance"], s["kbench/kcat"]
+        lines.append(
+            f"| {s['corpus']} | {s['codec']} | {s['records']:,} | {s['kbench']['msgs_per_s']:,.0f} | "
+            f"{pp['msgs_per_s']:,.0f}{steady} | {s['kcat']['msgs_per_s']:,.0f} | "
+            f"{a['median']:.2f} ({a['min']:.2f}–{a['max']:.2f}) | {b['median']:.2f} ({b['min']:.2f}–{b['max']:.2f}) |"
+        )
+    lines += [
+        "",
+        "Client CPU, µs per message (user + sys of the producing process minus the same tool's one-record run;",
+        "medians), the timed part's length, and start-up's share of the whole process's CPU (excluded from the",
+        "µs/message):",
+        "",
+        "| corpus | codec | kbench µs/msg | PP µs/msg | kcat µs/msg | kbench / PP CPU | kbench / kcat CPU "
+        "| timed s (kbench / PP / kcat) | start-up CPU share (kbench / PP / kcat) | PP JIT warm-up share of its timed part |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for s in rows:
+        k, p, c = s["kbench"], s["ProducerPerformance"], s["kcat"]
+        warm = f"{100 * s['pp_warmup_share']:.1f} %" if "pp_warmup_share" in s else "n/a"
+        lines.append(
+            f"| {s['corpus']} | {s['codec']} | {k['cpu_us_per_msg']:.2f} | {p['cpu_us_per_msg']:.2f} | "
+            f"{c['cpu_us_per_msg']:.2f} | {s['kbench/ProducerPerformance cpu']:.2f} | {s['kbench/kcat cpu']:.2f} | "
+            f"{k['timed_s']:.1f} / {p['timed_s']:.1f} / {c['timed_s']:.1f} | "
+            f"{100 * k['startup_cpu_share']:.1f} / {100 * p['startup_cpu_share']:.1f} / "
+            f"{100 * c['startup_cpu_share']:.1f} % | {warm} |"
+        )
+    if results.get("latency_sample_cost_ns"):
+        cost = results["latency_sample_cost_ns"]
         lines += [
             "",
-            "Client CPU (user + sys of the producing process, µs per message, median; the JVM's includes",
-            "its start-up and JIT, kcat's its one-record start-up run is not included):",
-            "",
-            "| codec | kbench | kbench-noheader | ProducerPerformance | kcat |",
-            "|---|---:|---:|---:|---:|",
+            f"Cost of one latency sample: **{cost['record']:.1f} ns** to record "
+            f"({cost['clock_read_plus_record']:.1f} ns including the clock read).",
         ]
-        for codec, s in summarise(results["runs"]).items():
-            lines.append(
-                f"| {codec} | {s['kbench_cpu_us_per_msg']:.2f} | {s['kbench-noheader_cpu_us_per_msg']:.2f} | "
-                f"{s['ProducerPerformance_cpu_us_per_msg']:.2f} | {s['kcat_cpu_us_per_msg']:.2f} |"
-            )
-    lines += [
-        "",
-        "Per run (msg/s):",
-        "",
-        "| codec | rep | kbench | kbench-noheader | ProducerPerformance | kcat | kbench / kcat |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    by: dict[tuple[str, int], dict[str, float]] = {}
-    for r in results["runs"]:
-        by.setdefault((r["codec"], r["rep"]), {})[r["tool"]] = r["msgs_per_s"]
-    for (codec, rep), v in by.items():
-        lines.append(
-            f"| {codec} | {rep} | {v['kbench']:,.0f} | {v.get('kbench-noheader', math.nan):,.0f} | "
-            f"{v['ProducerPerformance']:,.0f} | {v['kcat']:,.0f} | {v['kbench'] / v['kcat']:.2f} |"
-        )
-    f = results["fixed_rate"]
-    lines += [
-        "",
-        f"Fixed rate ({f['codec']}, {f['seconds']:.0f} s at half of kbench's saturated median): target "
-        f"{f['target_rate']:,} msg/s, achieved {f['achieved_rate']:,.1f} msg/s, deviation "
-        f"**{f['deviation_pct']:+.4f} %**; {f['sent']:,} sent, {f['delivered']:,} delivered; delay p50/p99/max "
-        f"{f['delay_p50_us']:,.2f} / {f['delay_p99_us']:,.0f} / {f['delay_max_us']:,.0f} µs; service p50/p99 "
-        f"{f['service_p50_us']:,.0f} / {f['service_p99_us']:,.0f} µs; corrected p99 {f['corrected_p99_us']:,.0f} µs.",
-        "",
-        f"Cost of one latency sample: **{results['latency_sample_cost_ns']['record']:.1f} ns** to record "
-        f"({results['latency_sample_cost_ns']['clock_read_plus_record']:.1f} ns including the clock read).",
-    ]
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap", help="use this cluster instead of starting a 1-node one")
-    ap.add_argument("--records", type=int, default=300_000)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=12.0, help="timed part of the fastest tool per run (default 12)")
+    ap.add_argument("--warmup-records", type=int, default=300_000, help="records of each tool's warm-up run")
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--codecs", default=",".join(CODECS))
+    ap.add_argument("--corpora", default=",".join(CORPORA), help="json and/or real-logs")
     ap.add_argument("--batch-size", type=int, default=65536)
     ap.add_argument("--linger-ms", type=int, default=5)
-    ap.add_argument("--fixed-seconds", type=float, default=30.0)
-    ap.add_argument("--fixed-codec", default="lz4")
     ap.add_argument("--out", type=Path, default=None, help="write all figures as JSON here")
     ap.add_argument("--render", type=Path, default=None, help="print the README tables of a results JSON and exit")
     args = ap.parse_args()
@@ -278,66 +305,78 @@ def main() -> int:
         return 2
     codecs = args.codecs.split(",")
     work = Path(tempfile.mkdtemp(prefix="kbench-peers-"))
-    corp = corpus.load("json", size=4 << 20)
-    records = list(corp.records)
-    payload_file = work / "payload.txt"
-    corpus.write_lines(corp, payload_file)
-    # kcat sends each line of its file once: give it exactly --records lines cycling the corpus
-    kcat_file, one_file = work / "kcat.txt", work / "one.txt"
-    with kcat_file.open("wb") as f:
-        for i in range(args.records):
-            f.write(records[i % len(records)] + b"\n")
-    one_file.write_bytes(records[0] + b"\n")
-
     cluster = None if args.bootstrap else LocalCluster(brokers=1, heap="512m").__enter__()
     bs = args.bootstrap or cluster.bootstrap_servers  # type: ignore[union-attr]
-    results: dict[str, object] = {
-        "records": args.records,
+    results: dict[str, Any] = {
+        "seconds": args.seconds,
         "reps": args.reps,
         "batch.size": args.batch_size,
         "linger.ms": args.linger_ms,
-        "corpus": corp.source,
-        "corpus_sha256": corp.sha256,
-        "avg_record_bytes": corp.size / len(records),
+        "header_sample": DEFAULT_HEADER_SAMPLE,
         "librdkafka": _native.rdkafka_version,
         "kafka": kafka_dist.KAFKA_VERSION,
-        "runs": [],
+        "corpora": {},
+        "cells": [],
     }
-    runs: list[dict[str, object]] = results["runs"]  # type: ignore[assignment]
     try:
-        for codec in codecs:
-            props = common_props(codec, args.batch_size, args.linger_ms)
-            for rep in range(-1, args.reps):  # rep -1: one discarded warm-up round
-                order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]
-                for tool in order:
-                    topic = f"peers-{codec}-{rep}-{tool}".lower()
-                    admin.create_topic({"bootstrap.servers": bs}, topic, partitions=3)
-                    extra: dict[str, float] = {}
-                    if tool.startswith("kbench"):
-                        rate, cpu = run_kbench(bs, topic, records, args.records, props, headers=tool == "kbench")
-                    elif tool == "ProducerPerformance":
-                        rate, cpu = run_pp(bs, topic, payload_file, args.records, props)
-                    else:
-                        rate, overhead, cpu = run_kcat(bs, topic, kcat_file, one_file, args.records, props)
-                        extra["startup_s"] = overhead
-                    extra["client_cpu_us_per_msg"] = 1e6 * cpu / args.records
-                    admin.delete_topic({"bootstrap.servers": bs}, topic)
-                    print(
-                        f"{codec:5} rep {rep} {tool:20} {rate:12,.0f} msg/s{' (warm-up, discarded)' if rep < 0 else ''}",
-                        flush=True,
-                    )
-                    if rep >= 0:
-                        runs.append({"codec": codec, "rep": rep, "tool": tool, "msgs_per_s": rate, **extra})
-        summary = results["summary"] = summarise(runs)
-
-        sat = summary.get(args.fixed_codec, next(iter(summary.values())))["kbench_median"]
-        props = common_props(args.fixed_codec, args.batch_size, args.linger_ms)
-        admin.create_topic({"bootstrap.servers": bs}, "peers-fixed", partitions=3)
-        results["fixed_rate"] = {
-            "codec": args.fixed_codec,
-            "seconds": args.fixed_seconds,
-            **fixed_rate_accuracy(bs, "peers-fixed", records, round(sat / 2), args.fixed_seconds, props),
-        }
+        for cname in args.corpora.split(","):
+            if cname == "json":
+                corp = corpus.load("json", size=4 << 20)
+                records, source = list(corp.records), corp.source
+            elif cname == "real-logs":
+                dirs = [Path(b.log_dir) for b in cluster.brokers] if cluster is not None else []  # type: ignore[union-attr]
+                records, used = real_log_lines(dirs)
+                source = "this machine's logs, shuffled (seed 1): " + ", ".join(used)
+            else:
+                raise SystemExit(f"unknown corpus '{cname}'; use json or real-logs")
+            results["corpora"][cname] = {
+                "records": len(records),
+                "avg_bytes": sum(map(len, records)) / len(records),
+                "source": source,
+            }
+            pp_file = work / f"{cname}.txt"
+            pp_file.write_bytes(b"\n".join(records) + b"\n")
+            kcat_files = KcatFiles(work, cname, records)
+            files = {"records": records, "pp": pp_file, "kcat": kcat_files.get}
+            for codec in codecs:
+                props = common_props(codec, args.batch_size, args.linger_ms)
+                warm = {t: run_tool(t, bs, f"peers-warm-{t}".lower(), files, args.warmup_records, props) for t in TOOLS}
+                n = int(max(w["msgs_per_s"] for w in warm.values()) * args.seconds)
+                one = {t: run_tool(t, bs, f"peers-one-{t}".lower(), files, 1, props) for t in TOOLS}
+                print(
+                    f"{cname} {codec}: warm-up "
+                    + ", ".join(f"{t} {w['msgs_per_s']:,.0f}" for t, w in warm.items())
+                    + f" msg/s -> {n:,} records per run; start-up CPU "
+                    + ", ".join(f"{t} {o['cpu_s']:.2f} s" for t, o in one.items()),
+                    flush=True,
+                )
+                kcat_files.keep(n)
+                reps: list[dict[str, Any]] = []
+                for rep in range(args.reps):
+                    order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]
+                    got: dict[str, Any] = {}
+                    for tool in order:
+                        r = run_tool(tool, bs, f"peers-{cname}-{codec}-{rep}-{tool}".lower(), files, n, props)
+                        if tool == "kcat":  # its timed part: the wall time minus the one-record command's
+                            r["msgs_per_s"] = n / max(1e-9, r["wall_s"] - one[tool]["wall_s"])
+                        r["cpu_us_per_msg"] = 1e6 * max(0.0, r["cpu_s"] - one[tool]["cpu_s"]) / n
+                        r["startup_cpu_share"] = one[tool]["cpu_s"] / r["cpu_s"] if r["cpu_s"] > 0 else math.nan
+                        got[tool] = r
+                        print(
+                            f"  rep {rep} {tool:20} {r['msgs_per_s']:12,.0f} msg/s {r['cpu_us_per_msg']:6.2f} µs/msg",
+                            flush=True,
+                        )
+                    reps.append(got)
+                results["cells"].append(
+                    {
+                        "corpus": cname,
+                        "codec": codec,
+                        "records": n,
+                        "warmup": warm,
+                        "startup": one,
+                        "reps": reps,
+                    }
+                )
         results["latency_sample_cost_ns"] = {
             "record": _native.histogram_record_cost(20_000_000),
             "clock_read_plus_record": _native.histogram_record_cost(20_000_000, with_clock=True),
@@ -346,11 +385,11 @@ def main() -> int:
         if cluster is not None:
             cluster.__exit__(None, None, None)
         shutil.rmtree(work, ignore_errors=True)
-    text = json.dumps(results, indent=2)
-    print(json.dumps({k: results[k] for k in ("summary", "fixed_rate", "latency_sample_cost_ns")}, indent=2))
+    results["summary"] = summarise(results)
+    print(markdown(results))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        args.out.write_text(json.dumps(results, indent=2))
     return 0
 
 

@@ -177,16 +177,26 @@ def small_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def fill(mnt: Path) -> Path:
-    """Write a file until the filesystem is full."""
+    """Make the filesystem full at once: shrink the tmpfs to what it holds, then write into
+    whatever page is left.  (Writing GiBs of filler instead takes seconds, during which the
+    repetition under test can finish on a disk that is not yet full.)"""
     filler = mnt / "filler"
-    chunk = b"\0" * (1 << 20)
-    with filler.open("wb") as f:
+    with filler.open("wb", buffering=0) as f:  # unbuffered: close() has nothing left to flush
+        for _ in range(100):
+            st = os.statvfs(mnt)
+            used = (st.f_blocks - st.f_bfree) * st.f_frsize
+            # the broker may write between statvfs and remount: the kernel refuses a size below use
+            remount = ["mount", "-o", f"remount,size={used}", str(mnt)]
+            if subprocess.run(remount, capture_output=True).returncode == 0:
+                break
+        else:
+            pytest.fail(f"could not shrink the tmpfs at {mnt} to its use")
         try:
             while True:
-                f.write(chunk)
-                f.flush()
+                f.write(b"\0" * 4096)
         except OSError:
             pass
+    assert os.statvfs(mnt).f_bavail == 0
     return filler
 
 
