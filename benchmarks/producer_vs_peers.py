@@ -111,9 +111,12 @@ class KcatFiles:
     def get(self, n: int) -> Path:
         if n not in self.files:
             f = self.work / f"{self.name}-{n}.txt"
+            cycle = b"".join(r + b"\n" for r in self.records)
+            full, rest = divmod(n, len(self.records))
             with f.open("wb") as out:
-                for i in range(n):
-                    out.write(self.records[i % len(self.records)] + b"\n")
+                for _ in range(full):
+                    out.write(cycle)
+                out.write(b"".join(r + b"\n" for r in self.records[:rest]))
             self.files[n] = f
         return self.files[n]
 
@@ -216,6 +219,14 @@ def summarise(results: dict[str, Any]) -> list[dict[str, Any]]:
         for peer in ("ProducerPerformance", "kcat"):
             ratios = [r["kbench"]["msgs_per_s"] / r[peer]["msgs_per_s"] for r in reps]
             row[f"kbench/{peer}"] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+        if all(steady):
+            ratios = [r["kbench"]["msgs_per_s"] / r["ProducerPerformance"]["steady_msgs_per_s"] for r in reps]
+            row["kbench/ProducerPerformance steady"] = {
+                "median": statistics.median(ratios),
+                "min": min(ratios),
+                "max": max(ratios),
+            }
+        for peer in ("ProducerPerformance", "kcat"):
             cpu = [r["kbench"]["cpu_us_per_msg"] / r[peer]["cpu_us_per_msg"] for r in reps]
             row[f"kbench/{peer} cpu"] = statistics.median(cpu)
         out.append(row)
@@ -241,18 +252,21 @@ def markdown(results: dict[str, Any]) -> str:
         "msg/s: medians over the repetitions; kbench / peer: median of the per-repetition ratios (min–max).",
         "",
         "| corpus | codec | records/run | kbench msg/s | ProducerPerformance msg/s (steady) | kcat msg/s "
-        "| kbench / PP | kbench / kcat |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| kbench / PP | kbench / PP steady | kbench / kcat |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = summarise(results)
     for s in rows:
         pp = s["ProducerPerformance"]
         steady = f" ({pp['steady_msgs_per_s']:,.0f})" if "steady_msgs_per_s" in pp else ""
         a, b = s["kbench/ProducerPerformance"], s["kbench/kcat"]
+        st = s.get("kbench/ProducerPerformance steady")
+        steady_ratio = f"{st['median']:.2f} ({st['min']:.2f}–{st['max']:.2f})" if st else "n/a"
         lines.append(
             f"| {s['corpus']} | {s['codec']} | {s['records']:,} | {s['kbench']['msgs_per_s']:,.0f} | "
             f"{pp['msgs_per_s']:,.0f}{steady} | {s['kcat']['msgs_per_s']:,.0f} | "
-            f"{a['median']:.2f} ({a['min']:.2f}–{a['max']:.2f}) | {b['median']:.2f} ({b['min']:.2f}–{b['max']:.2f}) |"
+            f"{a['median']:.2f} ({a['min']:.2f}–{a['max']:.2f}) | {steady_ratio} | "
+            f"{b['median']:.2f} ({b['min']:.2f}–{b['max']:.2f}) |"
         )
     lines += [
         "",

@@ -18,6 +18,7 @@ import pytest
 from kbench import _native
 from kbench.engine.transports.kafka import _spawn
 from kbench.kafka import admin, clients, java_driver
+from kbench.kafka.drivers import DEFAULT_TICK_S
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 
@@ -184,6 +185,9 @@ def test_java_holds_a_fixed_rate(kafka1: Any, tmp_path: Path, json_records: tupl
     assert abs((count - 1) / due_span - rate) / rate < 1e-6
     assert pres["delay"]["count"] == count and pres["corrected"]["count"] == count
     assert pres["delay"]["p50_us"] < 5000  # parked, not late: the schedule is kept
+    # wakes are >= tick (default 500 µs) apart on the schedule: at 4,000 msg/s (250 µs apart) at
+    # most half as many wakes as messages (a loop parking per message would wake 20,000 times)
+    assert 0 < pres["wakes"] <= due_span / DEFAULT_TICK_S + 1
     cpu = pres["cpu"]
     assert cpu["wall_s"] == pytest.approx(seconds - 1.0, abs=0.5)
     assert set(cpu["threads"]) == {"app", "client", "runtime", "other"}
@@ -278,6 +282,7 @@ def test_cli_produce_with_the_java_client(kafka1: Any, tmp_path: Path) -> None:
 
 PRODUCER_FIELDS = {"sent", "delivered", "failed", "undelivered", "bytes", "send_seconds", "achieved_rate"}
 PRODUCER_FIELDS |= {"delivered_rate", "delivery_errors", "client_errors", "service", "delay", "corrected", "sampled"}
+PRODUCER_FIELDS |= {"wakes"}
 CONSUMER_FIELDS = {"records", "bytes", "unique", "duplicates", "lost", "out_of_range", "foreign", "no_header"}
 CONSUMER_FIELDS |= {"partitions", "timed_out", "errors", "e2e", "sampled", "samples_missing"}
 WINDOW = {"start_mono_ns", "end_mono_ns", "start_wall_ns", "end_wall_ns"}
@@ -299,7 +304,7 @@ def test_both_drivers_speak_the_protocol_to_each_other(
         tmp_path,
         f"proto-{producer}",
         {"props": props, "corpus_file": str(_corpus_file(tmp_path, json_records)), "mode": "fixed-rate"}
-        | {"rate": 1000.0, "count": n}
+        | {"rate": 1000.0, "count": n, "tick_s": 0.004}  # 4 messages a wake
         | stats,
         consumer_client=consumer,
         producer_client=producer,
@@ -312,6 +317,9 @@ def test_both_drivers_speak_the_protocol_to_each_other(
         assert set(res["windows"]["run"]) == WINDOW
         assert res["windows"]["run"]["end_mono_ns"] > res["windows"]["run"]["start_mono_ns"]
     assert set(pres["windows"]["send"]) == WINDOW and pres["windows"]["last_due_mono_ns"] > 0
+    # both loops keep the tick rule (docs/drivers.md section 3): wakes >= tick_s apart on the schedule
+    due_span = (pres["windows"]["last_due_mono_ns"] - pres["windows"]["send"]["start_mono_ns"]) / 1e9
+    assert n / 8 < pres["wakes"] <= due_span / 0.004 + 1
     assert set(cres["windows"]["receive"]) == WINDOW
     assert pres["client_stats"]["wire_bytes"] > 0
     assert (pres["delivered"], cres["unique"], cres["lost"], cres["duplicates"]) == (n, n, 0, 0)

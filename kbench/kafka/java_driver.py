@@ -102,9 +102,14 @@ def build(kafka_version: str = KAFKA_VERSION) -> JavaDriver:
     )
     built = src / "target" / "kbench-java-driver-1.jar"
     if proc.returncode != 0 or not built.exists() or not tmp.exists():
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        lines = (proc.stdout + proc.stderr).strip().splitlines()
+        # Maven's first [ERROR] lines name the cause (a compile error, an unresolved artifact); its last
+        # ones are generic advice
+        errors = [ln.split("[ERROR]", 1)[1].strip() for ln in lines if "[ERROR]" in ln]
+        why = [e for e in errors if e and not e.startswith(("->", "Re-run", "For more", "[Help", "To see"))][:3]
         raise KafkaDistError(
-            f"Maven could not build the Java driver against kafka-clients {kafka_version}: {' | '.join(tail)}"
+            f"Maven could not build the Java driver against kafka-clients {kafka_version}: "
+            f"{' | '.join(why or lines[-5:])}"
         )
     shutil.copyfile(built, jar)
     tmp.replace(cp_file)

@@ -159,6 +159,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         nkeys=int(job.get("nkeys", 0)),
         stats_path=Path(job["stats_path"]) if job.get("stats_path") else None,
         header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
+        tick=float(job.get("tick_s", drivers.DEFAULT_TICK_S)),
         cpu_skip=float(job.get("skip_s", 0.0)),
         seq_base=int(job.get("seq_base", 0)),
     )
@@ -174,6 +175,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         "delay": _hist(r.delay),
         "corrected": _hist(r.corrected),
         "sampled": r.sampled,
+        "wakes": r.wakes,
         "cpu": _producer_cpu(r.cpu),
         "t0_ns": r.t0_ns,
         "first_send_ns": r.first_send_ns,

@@ -393,6 +393,7 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
         "nkeys": 0 if req.cell.key_policy == "none" else 1024,
         "skip_s": req.steady_skip_s,
         "header_sample": t.defn.header_sample,
+        "tick_s": drivers.DEFAULT_TICK_S,
     }
     s0, t0 = t._snapshot(), time.monotonic()
     out = pool.run_cell(

@@ -511,6 +511,7 @@ class KafkaTransport:
                 "stats_path": str(stats),
                 "skip_s": req.steady_skip_s,
                 "header_sample": self.defn.header_sample,
+                "tick_s": drivers.DEFAULT_TICK_S,
             },
             Path(self._tmp.name) / f"{req.topic}.producer.err",
             req.cell.client,

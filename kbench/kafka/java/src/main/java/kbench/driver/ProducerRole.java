@@ -26,8 +26,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The producer role: the same loop as csrc/core/producer.c.  Fixed-rate: message i is due at
- * t0 + i/rate; the loop parks (LockSupport.parkNanos, never spins) until the next due time and
- * then sends every message that is due.  Saturated: sends as fast as send() returns.  Latencies
+ * t0 + i/rate; the loop parks (LockSupport.parkNanos, never spins) until its next wake, the later
+ * of the next due time and the previous wake + tick (csrc/core/pacing.c), and then sends every
+ * message that is due.  Saturated: sends as fast as send() returns.  Latencies
  * (ns, System.nanoTime = CLOCK_MONOTONIC): service = ack - actual send, delay = actual send - due,
  * corrected = ack - due.
  */
@@ -114,6 +115,11 @@ final class ProducerRole {
         }
         long runId = Json.lng(job, "run_id", 0);
         long headerEvery = Math.max(1, Json.lng(job, "header_sample", 1000));
+        double tickS = Json.dbl(job, "tick_s", 0.0005);
+        if (!(tickS >= 0 && tickS <= 1)) {
+            throw new IllegalArgumentException("job.tick_s: must be within 0..1 s, got " + tickS);
+        }
+        long tick = (long) (tickS * 1e9);
         String keysPolicy = Json.str(job, "keys", "none");
         long nkeys = Json.lng(job, "nkeys", 0);
         long partition = Json.lng(job, "partition", -1);
@@ -134,6 +140,7 @@ final class ProducerRole {
         KbHistogram delay = new KbHistogram();
         ConcurrentHashMap<String, AtomicLong> clientErrors = new ConcurrentHashMap<>();
         long sent = 0;
+        long wakes = 0; // fixed rate: times the loop woke up
         long sampled = 0; // messages sent with the kb header
         long bytes = 0;
         long t0;
@@ -158,6 +165,9 @@ final class ProducerRole {
             double period = fixed ? 1e9 / rate : 0;
             Integer part = partition >= 0 ? Integer.valueOf((int) partition) : null;
             int rec = 0;
+            long wake = t0 - tick; // the first wake is max(due(0), wake + tick) = t0
+            long wokeAt = Long.MIN_VALUE; // the clock at the last wake: everything due by it is sent
+
             for (long seq = 0;; seq++) {
                 if (count > 0 && seq >= count) {
                     break;
@@ -168,9 +178,16 @@ final class ProducerRole {
                     if (due >= end) {
                         break;
                     }
-                    long left;
-                    while ((left = due - System.nanoTime()) > 0) {
-                        LockSupport.parkNanos(left); // wakes ~50 µs late at worst; then sends all that is due
+                    if (due > wokeAt) {
+                        // not due at the last wake: sleep to the next one, at the later of this due
+                        // time and the last wake + tick, then send every message due by then
+                        wake = Math.max(due, wake + tick);
+                        long left;
+                        while ((left = wake - System.nanoTime()) > 0) {
+                            LockSupport.parkNanos(left); // never spins; a late wake sends all that is due
+                        }
+                        wokeAt = System.nanoTime();
+                        wakes++;
                     }
                 } else if ((seq & 1023) == 0 && System.nanoTime() >= end) {
                     break;
@@ -246,6 +263,7 @@ final class ProducerRole {
         out.put("undelivered", Math.max(0, sent - delivered - (failed - sumOf(clientErrors))));
         out.put("bytes", bytes);
         out.put("sampled", sampled);
+        out.put("wakes", fixed ? wakes : 0);
         out.put("achieved_rate", sent >= 2 && sendSeconds > 0 ? (sent - 1) / sendSeconds : 0.0);
         out.put("delivered_rate", span > 0 ? delivered / span : 0.0);
         out.put("send_seconds", sendSeconds);
