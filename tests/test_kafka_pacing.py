@@ -1,7 +1,8 @@
 """The fixed-rate producer paces by sleeping between ticks (never spinning) and keeps the rate.
 
-Against a local 1-node cluster: at 10,000 msg/s with codec none the producer's own loop thread
-uses at most 10 % of one CPU (read per thread from /proc by the loop itself, over a steady
+Against a local 1-node cluster: at 10,000 msg/s with codec none the producer process (the
+runner's driver process, librdkafka's threads included) and, in-process, the producer's own loop
+thread each use at most 10 % of one CPU (read from /proc by the loop itself, over a steady
 window), its CPU splits into the load generator's threads and librdkafka's ``rdk:*`` threads
 that sum to the process total; at 150,000 msg/s of log lines (this 2-vCPU machine held 250,000
 with the loop thread at 18 % of a CPU, benchmarks/README.md) the achieved rate is within 0.02 %
@@ -10,8 +11,11 @@ of the target.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kbench.engine.transports.kafka import _spawn
 from kbench.kafka import admin
 from kbench.kafka.cluster import LocalCluster
 from kbench.kafka.drivers import ProducerSpec, produce
@@ -58,6 +62,36 @@ def test_10k_msgs_loop_thread_uses_at_most_10pct_of_a_cpu(kafka1: LocalCluster, 
     assert gen > 0 and lib > 0 and c["client_threads"] >= 2, c
     assert abs(gen + lib - total) <= 0.03, c  # /proc counts 10 ms ticks per thread
     assert loop <= gen + 0.01
+
+
+def test_10k_msgs_producer_process_uses_at_most_10pct_of_a_cpu(
+    kafka1: LocalCluster, log_records, tmp_path: Path
+) -> None:
+    """The whole driver process the runner starts (``python -m kbench.kafka.worker``): its CPU over
+    the steady window, from /proc/self/stat, every thread included."""
+    admin.create_topic(kafka1.client_props(), "pace-10k-proc", partitions=1)
+    corpus_file = tmp_path / "records.bin"
+    corpus_file.write_bytes(b"".join(len(r).to_bytes(4, "big") + r for r in log_records))
+    rate, count = 10_000.0, 70_000
+    job = {
+        "props": kafka1.client_props(**{"compression.type": "none", "linger.ms": "5", "acks": "1"}),
+        "topic": "pace-10k-proc",
+        "run_id": 7,
+        "corpus_file": str(corpus_file),
+        "mode": "fixed-rate",
+        "rate": rate,
+        "count": count,
+        "skip_s": 2.0,
+    }
+    proc = _spawn("producer", job, tmp_path / "producer.err")
+    proc.expect("STARTED", 60)
+    res = proc.result(120)
+    assert res["delivered"] == count and res["failed"] == 0
+    cpu = res["cpu"]
+    assert 4.0 < cpu["wall_s"] < 6.5, cpu
+    used = (cpu["usr_s"] + cpu["sys_s"]) / cpu["wall_s"]
+    assert used <= 0.10, f"the producer process used {100 * used:.1f} % of one CPU at 10k msg/s"
+    assert cpu["loadgen_s"] > 0 and cpu["client_s"] > 0, cpu
 
 
 def test_highest_held_rate_is_kept_within_0_02_pct(kafka1: LocalCluster, log_records) -> None:
