@@ -3,9 +3,9 @@
     python benchmarks/clients_plan_table.py benchmarks/results/clients-short-2026-11-30b
 
 Medians over the OK repetitions of each cell; the count of OK repetitions is shown when it is not
-the plan's number.  `producer` is the whole driver process, then its thread groups (librdkafka:
-the loop thread and librdkafka's rdk:* threads, D's loadgen/client columns; Java: the rows
-producer.app, producer.client = kafka-producer-network-thread, producer.runtime = JIT and GC).
+the plan's number.  `producer` is the whole driver process, then its thread groups from D's
+loadgen/client columns (librdkafka: the loop thread, librdkafka's rdk:* threads; Java: the
+application thread, the kafka-* client threads, and the rest of the process: JIT, GC, other).
 """
 
 from __future__ import annotations
@@ -16,16 +16,27 @@ import statistics
 import sys
 from pathlib import Path
 
-#: (client, label, D.csv role, column): the process total, then its thread groups
+#: (client, label, column of the producer row); "rest" = the process total minus the two groups
 COLUMNS = (
-    ("librdkafka", "producer", "producer", "cpu_s_per_gb"),
-    ("librdkafka", "loop thread", "producer", "loadgen_cpu_s_per_gb"),
-    ("librdkafka", "rdk:* threads", "producer", "client_cpu_s_per_gb"),
-    ("java", "producer", "producer", "cpu_s_per_gb"),
-    ("java", "app thread", "producer.app", "cpu_s_per_gb"),
-    ("java", "kafka-producer-network-thread", "producer.client", "cpu_s_per_gb"),
-    ("java", "JIT + GC", "producer.runtime", "cpu_s_per_gb"),
+    ("librdkafka", "producer", "cpu_s_per_gb"),
+    ("librdkafka", "loop thread", "loadgen_cpu_s_per_gb"),
+    ("librdkafka", "rdk:* threads", "client_cpu_s_per_gb"),
+    ("java", "producer", "cpu_s_per_gb"),
+    ("java", "app thread", "loadgen_cpu_s_per_gb"),
+    ("java", "kafka-* threads", "client_cpu_s_per_gb"),
+    ("java", "rest (JIT, GC, other)", "rest"),
 )
+
+
+def _value(r: dict[str, str], col: str) -> float | None:
+    def num(c: str) -> float | None:
+        v = r.get(c, "")
+        return None if v in ("", "NA") else float(v)
+
+    if col != "rest":
+        return num(col)
+    parts = [num("cpu_s_per_gb"), num("loadgen_cpu_s_per_gb"), num("client_cpu_s_per_gb")]
+    return None if None in parts else parts[0] - parts[1] - parts[2]  # type: ignore[operator]
 
 
 def table(run: Path) -> str:
@@ -38,13 +49,13 @@ def table(run: Path) -> str:
         f"Fixed rate {float(rate):,.0f} msg/s; producer CPU-s per GB of payload (D), median of the OK repetitions:",
         "",
     ]
-    head = [f"{client} {label}" for client, label, _, _ in COLUMNS]
+    head = [f"{client} {label}" for client, label, _ in COLUMNS]
     out += ["| codec | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
     for codec in codecs:
         vals = []
-        for client, _, role, col in COLUMNS:
-            got = [r.get(col, "") for r in rows if (r["client"], r["codec"], r["role"]) == (client, codec, role)]
-            xs = [float(v) for v in got if v not in ("", "NA", None)]
+        for client, _, col in COLUMNS:
+            got = [_value(r, col) for r in rows if (r["client"], r["codec"], r["role"]) == (client, codec, "producer")]
+            xs = [v for v in got if v is not None]
             v = f"{statistics.median(xs):.2f}" if xs else "NA"
             vals.append(v + (f" ({len(xs)} runs)" if xs and len(xs) != reps else ""))
         out.append(f"| {codec} | " + " | ".join(vals) + " |")
