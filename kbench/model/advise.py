@@ -116,7 +116,7 @@ class Prices:
     consumer_groups: int = 1  # how many times every stored byte is consumed
     # CPU besides (de)compression.  Defaults measured on the 2-vCPU development VM by
     # ``kbench advise --verify`` (its none run, json corpus, 10000 records/s, 2026-11-30).
-    producer_cpu_us_per_record: float = 15.0  # client library + load generator, per record
+    producer_cpu_us_per_record: float = 7.0  # client library + tick-paced loop, per record (6.6 measured)
     broker_cpu_us_per_record: float = 19.0  # per record per replica (request handling, validation)
     broker_cpu_s_per_gb: float = 1.0  # per GB stored per replica (network, page cache, CRC)
     consumer_cpu_us_per_record: float = 1.2  # client library, per record
