@@ -22,6 +22,7 @@ from typing import Any
 
 from kbench.engine.machine import describe
 from kbench.kafka import procstat
+from kbench.kafka import stats as rdstats
 
 __all__ = ["clock_now", "host_facts", "run_driver"]
 
@@ -131,19 +132,6 @@ class _Driver:
         Path(self.err.name).unlink(missing_ok=True)
 
 
-def _last_stats(path: Path) -> dict[str, Any] | None:
-    try:
-        lines = [x for x in path.read_text().splitlines() if x.strip()]
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            return dict(json.loads(line))
-        except ValueError:
-            continue
-    return None
-
-
 def run_driver(
     job: Mapping[str, Any],
     corpus_sha: str | None,
@@ -198,6 +186,6 @@ def run_driver(
     if "t0_ns" in result:  # the producer's first due time on this host's wall clock
         out["t0_unix"] = (int(result["t0_ns"]) + wall_minus_mono) / 1e9
     if stats is not None:
-        out["stats"] = _last_stats(stats)
+        out["stats"] = rdstats.last_stats(stats)
         stats.unlink(missing_ok=True)
     return out

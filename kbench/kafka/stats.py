@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LatencyPhases", "latency_phases", "weighted_median"]
+__all__ = ["LatencyPhases", "batch_fill", "last_stats", "latency_phases", "weighted_median"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,36 @@ def latency_phases(path: Path, topic: str) -> LatencyPhases | None:
         except ValueError:
             continue
     return phases_from(objs, topic)
+
+
+def last_stats(path: Path) -> dict[str, Any] | None:
+    """The last readable JSON object of a statistics file (librdkafka's totals at the end of a run)."""
+    try:
+        lines = [x for x in path.read_text().splitlines() if x.strip()]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return dict(json.loads(line))
+        except ValueError:
+            continue
+    return None
+
+
+def batch_fill(stats: Mapping[str, Any], topic: str) -> dict[str, Any] | None:
+    """Records and bytes per batch of ``topic`` as librdkafka saw them (its last interval), in the
+    driver protocol's ``client_stats.batch_fill`` shape (docs/drivers.md); None without batches."""
+    t = stats.get("topics", {}).get(topic)
+    if not t or not t.get("batchcnt", {}).get("cnt"):
+        return None
+    cnt, size = t["batchcnt"], t["batchsize"]
+    return {
+        "batches": int(cnt["cnt"]),
+        "records_p50": cnt["p50"],
+        "records_p90": cnt["p90"],
+        "records_max": cnt["max"],
+        "bytes_p50": size["p50"],
+        "bytes_p90": size["p90"],
+        "bytes_max": size["max"],
+        "source": "librdkafka statistics (last interval)",
+    }

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench.kafka import drivers, procstat
+from kbench.kafka import drivers, procstat, stats
 from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
@@ -108,30 +108,8 @@ def _window(start_ns: int, end_ns: int) -> dict[str, int]:
 
 def _client_stats(path: str | None, topic: str) -> dict[str, Any]:
     """Bytes on the wire and batch fill from librdkafka's last statistics line."""
-    st: dict[str, Any] = {}
-    try:
-        for line in reversed([x for x in Path(path).read_text().splitlines() if x.strip()] if path else []):
-            try:
-                st = dict(json.loads(line))
-                break
-            except ValueError:
-                continue
-    except OSError:
-        pass
-    fill = None
-    t = st.get("topics", {}).get(topic)
-    if t and t.get("batchcnt", {}).get("cnt"):
-        cnt, size = t["batchcnt"], t["batchsize"]
-        fill = {
-            "batches": int(cnt["cnt"]),
-            "records_p50": cnt["p50"],
-            "records_p90": cnt["p90"],
-            "records_max": cnt["max"],
-            "bytes_p50": size["p50"],
-            "bytes_p90": size["p90"],
-            "bytes_max": size["max"],
-            "source": "librdkafka statistics (last interval)",
-        }
+    st = (stats.last_stats(Path(path)) if path else None) or {}
+    fill = stats.batch_fill(st, topic)
     return {"wire_bytes": int(st["tx_bytes"]) if "tx_bytes" in st else None, "batch_fill": fill, "raw": {}}
 
 

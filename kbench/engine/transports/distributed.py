@@ -363,8 +363,9 @@ def _host(address: str) -> str:
 def measure(t: Any, req: Any, readback: str | None) -> Any:
     """One repetition of ``req`` on the Kafka transport ``t`` with drivers on Dask workers."""
     from kbench.engine.transports.base import RunResult
-    from kbench.engine.transports.kafka import _client_fill, _lat
+    from kbench.engine.transports.kafka import _broker_proc_cpu, _delivered, _driver_fill, _lat
     from kbench.kafka import drivers, procstat
+    from kbench.kafka import stats as rdstats
 
     pool: DaskPool = t.dask
     fixed = req.rate is not None
@@ -403,32 +404,12 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
     pres, cres = out["producer"], out["consumer"]
     stored, batches, unc, stored_codecs, fill = t._segments(req.topic, req.cell.partitions)
     cpu = list(out["cpu"])
-    delivered = int(pres["delivered"])
     sent = int(pres["sent"])
-    payload = int(pres["bytes"]) if delivered == sent else int(pres["bytes"] * delivered / max(1, sent))
+    delivered, payload, n_errors = _delivered(pres)
     deltas = {d.pid: d for d in procstat.delta(s0, s1)}
-    for b in t.brokers:
-        d = deltas.get(b.pid) if b.pid else None
-        note = "" if b.pid else "no local pid (give --broker-pid)"
-        if b.pid and (d is None or d.status == procstat.NA):
-            note = f"pid {b.pid} unreadable or gone"
-        cpu.append(
-            CpuSample(
-                f"broker-{b.broker_id}",
-                d.user_s if d is not None else None,
-                d.sys_s if d is not None else None,
-                t1 - t0,
-                regressed=d is not None and d.status == procstat.NEGATIVE,
-                pid=b.pid,
-                note=note,
-                source=f"/proc/{b.pid}/stat" if b.pid else "",
-                window_payload_bytes=payload,  # the broker window spans the whole cell
-            )
-        )
+    for b in t.brokers:  # the broker window spans the whole cell: its payload is the cell's
+        cpu.append(_broker_proc_cpu(b, deltas, t1 - t0, payload, "no local pid (give --broker-pid)"))
     steals = [x for x in (out["steal_pct"], _steal(s0, s1)) if x is not None]
-    n_errors = max(int(pres["failed"]), sum(int(v) for v in pres["delivery_errors"].values())) + int(
-        pres["undelivered"]
-    )
     e2e_na = out["e2e_invalid"]
     e2e = None if (cres is None or e2e_na) else cres.get("e2e")
     hists = {"service": pres.get("service"), "delay": pres.get("delay"), "corrected": pres.get("corrected"), "e2e": e2e}
@@ -458,7 +439,7 @@ def measure(t: Any, req: Any, readback: str | None) -> Any:
         stored_codecs=stored_codecs,
         topic_compression_readback=readback,
         batch_fill=fill,
-        client_fill=_client_fill(out["stats"], req.topic) if out.get("stats") else None,
+        client_fill=_driver_fill(rdstats.batch_fill(out["stats"], req.topic)) if out.get("stats") else None,
         histograms={k: h["encoded"] for k, h in hists.items() if h and h.get("encoded")},
         notes=(
             f"dask: {len(co['drivers'])} drivers, start skew {_ms(co['start_skew_ms'])}, "

@@ -39,6 +39,7 @@ from kbench.engine.transports.base import (
 )
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import admin, clients, drivers, procstat
+from kbench.kafka import stats as stats_mod
 from kbench.model.corpus import Corpus
 
 __all__ = ["KafkaTransport"]
@@ -136,37 +137,6 @@ def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "
     return _Worker(p, role, stderr_path)
 
 
-def _last_stats(path: Path) -> dict[str, Any] | None:
-    try:
-        lines = [x for x in path.read_text().splitlines() if x.strip()]
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            return dict(json.loads(line))
-        except ValueError:
-            continue
-    return None
-
-
-def _client_fill(stats: Mapping[str, Any], topic: str) -> BatchFill | None:
-    """Records and bytes per batch as librdkafka saw them (its windowed histograms)."""
-    t = stats.get("topics", {}).get(topic)
-    if not t or not t.get("batchcnt", {}).get("cnt"):
-        return None
-    cnt, size = t["batchcnt"], t["batchsize"]
-    return BatchFill(
-        int(cnt["cnt"]),
-        float(cnt["p50"]),
-        float(cnt["p90"]),
-        float(cnt["max"]),
-        float(size["p50"]),
-        float(size["p90"]),
-        float(size["max"]),
-        "librdkafka statistics (last interval)",
-    )
-
-
 def _driver_fill(f: Mapping[str, Any] | None) -> BatchFill | None:
     """Records and bytes per batch as another client saw them (its driver's client_stats.batch_fill)."""
     if not f:
@@ -207,10 +177,39 @@ def _schedule_fields(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _broker_proc_cpu(
+    b: BrokerInfo, deltas: Mapping[int, procstat.CpuDelta], elapsed_s: float, payload: int | None, no_pid: str
+) -> CpuSample:
+    """A broker's CPU over a window from its /proc counters; ``no_pid``: the note when it has no local pid."""
+    d = deltas.get(b.pid) if b.pid else None
+    note = "" if b.pid else no_pid
+    if b.pid and (d is None or d.status == procstat.NA):
+        note = f"pid {b.pid} unreadable or gone"
+    return CpuSample(
+        f"broker-{b.broker_id}",
+        d.user_s if d is not None else None,
+        d.sys_s if d is not None else None,
+        elapsed_s,
+        regressed=d is not None and d.status == procstat.NEGATIVE,
+        pid=b.pid,
+        note=note,
+        source=f"/proc/{b.pid}/stat" if b.pid else "",
+        window_payload_bytes=payload,
+    )
+
+
+def _delivered(pres: Mapping[str, Any]) -> tuple[int, int, int]:
+    """From a producer RESULT: delivered messages, their payload bytes, and delivery errors (failed
+    or reported, plus messages never reported)."""
+    delivered, sent = int(pres["delivered"]), int(pres["sent"])
+    payload = int(pres["bytes"]) if delivered == sent else int(pres["bytes"] * delivered / max(1, sent))
+    reported = sum(int(v) for v in pres.get("delivery_errors", {}).values())
+    return delivered, payload, max(int(pres["failed"]), reported) + int(pres["undelivered"])
+
+
 def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     """Queue wait, compression and request medians (µs) of one fixed-rate run: the first and last
     from librdkafka's statistics, compression timed here on a block of the median batch's size."""
-    from kbench.kafka import stats as stats_mod
     from kbench.model import microbench
 
     ph = stats_mod.latency_phases(path, req.topic)
@@ -586,46 +585,20 @@ class KafkaTransport:
                 sample = remote.cpu_from_metrics(f"broker-{b.broker_id}", m0[b.broker_id], m1.get(b.broker_id))
                 cpu.append(dataclasses.replace(sample, window_payload_bytes=broker_bytes))
                 continue
-            d = deltas.get(b.pid) if b.pid else None
-            note = "" if b.pid else "no local pid (give --broker-metrics or --broker-pid)"
-            if b.pid and (d is None or d.status == procstat.NA):
-                note = f"pid {b.pid} unreadable or gone"
-            usr = d.user_s if d is not None else None
-            sys_ = d.sys_s if d is not None else None
-            regressed = d is not None and d.status == procstat.NEGATIVE
-            cpu.append(
-                CpuSample(
-                    f"broker-{b.broker_id}",
-                    usr,
-                    sys_,
-                    t1 - t0,
-                    regressed=regressed,
-                    pid=b.pid,
-                    note=note,
-                    source=f"/proc/{b.pid}/stat" if b.pid else "",
-                    window_payload_bytes=broker_bytes,
-                )
-            )
+            no_pid = "no local pid (give --broker-metrics or --broker-pid)"
+            cpu.append(_broker_proc_cpu(b, deltas, t1 - t0, broker_bytes, no_pid))
         steal = procstat.steal_pct(sys0, sys1)
         if req.cell.client == "librdkafka":  # its statistics file: wire bytes, batch fill, latency phases
-            raw = _last_stats(stats) or {}
+            raw = stats_mod.last_stats(stats) or {}
             wire = raw.get("tx_bytes")
-            client_fill = _client_fill(raw, req.topic)
+            client_fill = _driver_fill(stats_mod.batch_fill(raw, req.topic))
             phases = _phases(stats, req) if fixed else {}
         else:  # the driver's client_stats (docs/drivers.md section 4.2)
             st = pres.get("client_stats") or {}
             wire = st.get("wire_bytes")
             client_fill = _driver_fill(st.get("batch_fill"))
             phases = {}
-        delivered = int(pres["delivered"])
-        payload = (
-            int(pres["bytes"])
-            if delivered == int(pres["sent"])
-            else int(pres["bytes"] * delivered / max(1, int(pres["sent"])))
-        )
-        n_errors = max(int(pres["failed"]), sum(int(v) for v in pres.get("delivery_errors", {}).values())) + int(
-            pres["undelivered"]
-        )
+        delivered, payload, n_errors = _delivered(pres)
         return RunResult(
             messages_sent=int(pres["sent"]),
             messages_acked=delivered,
