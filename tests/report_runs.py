@@ -214,7 +214,9 @@ MACHINE_CPUS = ("0", "0,1")
 
 
 def _parallel(cmds: list[tuple[list[str], str]]) -> None:
-    """Run ``kbench`` commands at once, each pinned to its CPUs; fail on any error."""
+    """Run ``kbench`` commands at once, each pinned to its CPUs; fail on any error.  Steal is
+    injected at 0 %: two runs sharing 2 CPUs make this VM's real steal mark repetitions INVALID
+    (the steal rule itself is tested with injected figures in test_engine_runner/rules)."""
     procs = []
     for args, cpus in cmds:
         cmd = [sys.executable, "-m", "kbench", *args]
@@ -223,7 +225,9 @@ def _parallel(cmds: list[tuple[list[str], str]]) -> None:
         procs.append(
             (
                 cmd,
-                subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+                subprocess.Popen(
+                    cmd, cwd=ROOT, env=_env("0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                ),
             )
         )
     for cmd, p in procs:
