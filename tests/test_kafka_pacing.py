@@ -70,8 +70,7 @@ def test_10k_msgs_producer_process_uses_at_most_10pct_of_a_cpu(
     """The whole driver process the runner starts (``python -m kbench.kafka.worker``): its CPU over
     the steady window, from /proc/self/stat, every thread included."""
     admin.create_topic(kafka1.client_props(), "pace-10k-proc", partitions=1)
-    corpus_file = tmp_path / "records.bin"
-    corpus_file.write_bytes(b"".join(len(r).to_bytes(4, "big") + r for r in log_records))
+    corpus_file = corpus.write_lenprefixed(log_records, tmp_path / "records.bin")
     rate, count = 10_000.0, 70_000
     job = {
         "props": kafka1.client_props(**{"compression.type": "none", "linger.ms": "5", "acks": "1"}),

@@ -31,7 +31,7 @@ from kbench.model import batch as batch_mod
 from kbench.model import mtable
 from kbench.model import simulator as sim
 from kbench.model.codecs import parse_spec
-from kbench.model.corpus import Corpus
+from kbench.model.corpus import Corpus, write_lenprefixed
 
 __all__ = ["Check", "Verified", "build_plan", "predict", "run_verify", "verify"]
 
@@ -160,14 +160,6 @@ def build_plan(
     return plan_mod.parse(data, source="advise --verify", base_dir=corpus_file.parent)
 
 
-def _write_lenprefixed(corpus: Corpus, path: Path) -> Path:
-    with path.open("wb") as f:
-        for r in corpus.records:
-            f.write(len(r).to_bytes(4, "big"))
-            f.write(r)
-    return path
-
-
 def candidates_to_verify(advice: adv.Advice) -> list[tuple[str, adv.Candidate]]:
     """The recommendation, the runner-up, and none at the recommendation's batch.size and linger.ms."""
     best = advice.best
@@ -201,7 +193,7 @@ def run_verify(
     w = advice.workload
     rate = rate or w.rate
     run_dir.mkdir(parents=True, exist_ok=True)
-    corpus_file = _write_lenprefixed(advice.corpus, run_dir / "advise-records.bin")
+    corpus_file = write_lenprefixed(advice.corpus.records, run_dir / "advise-records.bin")
     plan = build_plan(cands, corpus_file, rate, w.partitions, duration_s, bootstrap)
     engine_dir = run_dir / "run"
     opts = RunOptions(plan=plan, run_dir=engine_dir, argv=["kbench", "advise", "--verify"], steal_source=steal_source)

@@ -123,19 +123,16 @@ class DaskPool:
     def clocks(self, workers: Sequence[str], probes: int = CLOCK_PROBES) -> list[ClockReading]:
         """Each worker's clock offset from the probe with the shortest round trip of ``probes``
         (as NTP does: the shortest round trip bounds the offset most tightly)."""
-        out = []
-        for w in sorted(set(workers)):
-            best: ClockReading | None = None
-            for _ in range(max(1, probes)):
-                a = time.time()
-                t = self.client.run(clock_now, workers=[w])[w]
-                b = time.time()
-                r = ClockReading(w, t - (a + b) / 2 + float(self.clock_bias_s.get(w, 0.0)), (b - a) / 2)
-                if best is None or r.uncertainty_s < best.uncertainty_s:
-                    best = r
-            assert best is not None
-            out.append(best)
-        return out
+
+        def probe(w: str) -> ClockReading:
+            a = time.time()
+            t = self.client.run(clock_now, workers=[w])[w]
+            b = time.time()
+            return ClockReading(w, t - (a + b) / 2 + float(self.clock_bias_s.get(w, 0.0)), (b - a) / 2)
+
+        return [
+            min((probe(w) for _ in range(max(1, probes))), key=lambda r: r.uncertainty_s) for w in sorted(set(workers))
+        ]
 
     def corpus(self, sha: str, records: Sequence[bytes]) -> Any:
         """The corpus as a length-prefixed blob, sent once to every worker."""

@@ -40,7 +40,7 @@ from kbench.engine.transports.base import (
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import admin, clients, drivers, procstat
 from kbench.kafka import stats as stats_mod
-from kbench.model.corpus import Corpus
+from kbench.model.corpus import Corpus, write_lenprefixed
 
 __all__ = ["KafkaTransport"]
 
@@ -328,12 +328,7 @@ class KafkaTransport:
         key = corpus.sha256
         if key not in self._corpus_files:
             assert self._tmp is not None
-            p = Path(self._tmp.name) / f"corpus-{key[:16]}.bin"
-            with p.open("wb") as f:
-                for r in corpus.records:
-                    f.write(len(r).to_bytes(4, "big"))
-                    f.write(r)
-            self._corpus_files[key] = p
+            self._corpus_files[key] = write_lenprefixed(corpus.records, Path(self._tmp.name) / f"corpus-{key[:16]}.bin")
         return self._corpus_files[key]
 
     def _admin_props(self, client: Mapping[str, str]) -> dict[str, str]:
