@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +78,46 @@ def test_spec_validation_messages() -> None:
         ProducerSpec(topic="t", props={}, rate=1)
     with pytest.raises(ValueError, match="needs nkeys"):
         ProducerSpec(topic="t", props={}, rate=1, count=1, keys="random")
+
+
+# The Dask nanny's pre-spawn variables (left in the environment of whoever started a LocalCluster, and
+# set in every Dask worker) double a zstd producer's CPU when a driver inherits them: MALLOC_TRIM_THRESHOLD_.
+DASK_ENV = {"MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def test_driver_env_drops_the_dask_nannys_allocator_settings() -> None:
+    from kbench.kafka.clients import driver_env
+
+    env = driver_env({**DASK_ENV, "PATH": "/bin", "PYTHONPATH": "/x"}, "/repo")
+    assert env == {"PATH": "/bin", "PYTHONPATH": f"/repo{os.pathsep}/x"}
+    assert driver_env({"OPENBLAS_NUM_THREADS": "1", "HOME": "/h"}) == {"HOME": "/h"}
+
+
+@pytest.mark.parametrize("where", ["local", "dask"])
+def test_every_driver_process_starts_with_the_driver_env(
+    where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Both places that start a driver (the local runner, a Dask worker) pass the driver env."""
+    import subprocess
+
+    from kbench.engine import remote
+    from kbench.engine.transports import kafka as transport
+
+    seen: list[dict[str, str]] = []
+
+    class Started(Exception):
+        pass
+
+    def popen(*args: object, env: dict[str, str] | None = None, **kw: object) -> None:
+        seen.append(dict(os.environ if env is None else env))
+        raise Started
+
+    for k, v in DASK_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(Started):
+        if where == "local":
+            transport._spawn("producer", {}, tmp_path / "err")
+        else:
+            remote._Driver({}, abort=None)
+    assert len(seen) == 1 and not set(DASK_ENV) & set(seen[0]), sorted(set(DASK_ENV) & set(seen[0]))

@@ -13,7 +13,6 @@ import os
 import platform
 import select
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.machine import describe
-from kbench.kafka import procstat
+from kbench.kafka import clients, procstat
 from kbench.kafka import stats as rdstats
 
 __all__ = ["clock_now", "host_facts", "run_driver"]
@@ -85,11 +84,12 @@ class _Driver:
         self.abort = abort
         self.err = tempfile.NamedTemporaryFile(prefix="kbench-driver-", suffix=".err", delete=False)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kbench.kafka.worker"],
+            clients.driver_command("librdkafka"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.err,
             text=True,
+            env=clients.driver_env(os.environ),  # without the Dask nanny's allocator settings
             preexec_fn=_die_with_parent,
         )
         assert self.proc.stdin is not None

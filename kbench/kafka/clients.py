@@ -7,10 +7,11 @@ command line to :func:`driver_command` and its property names to :func:`producer
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 
-__all__ = ["CLIENTS", "PROTOCOL", "driver_command", "producer_props"]
+__all__ = ["CLIENTS", "DRIVER_UNSET_ENV", "PROTOCOL", "driver_command", "driver_env", "producer_props"]
 
 #: Version of the driver protocol (docs/drivers.md) the runner speaks.
 PROTOCOL = 1
@@ -18,6 +19,24 @@ CLIENTS = ("librdkafka", "java")
 #: librdkafka's levels are checked against the linked library by the plan
 #: (kbench.engine.plan); Java has per-codec ranges (compression.gzip.level 1-9,
 #: compression.lz4.level 1-17, compression.zstd.level up to 22) it enforces itself.
+
+
+#: Variables a driver process is started without.  A Dask nanny sets them for its worker processes
+#: (distributed's ``nanny.pre-spawn-environ``) and leaves them in its own environment, so a driver
+#: started on a Dask worker, or after a ``LocalCluster`` in the same process, would inherit them:
+#: ``MALLOC_TRIM_THRESHOLD_=65536`` alone doubled a zstd producer's CPU-s per GB on the 2-vCPU VM
+#: (glibc hands freed codec buffers back to the kernel after every batch).  Drivers on every host
+#: run with the allocator's and thread pools' defaults, so their CPU figures compare.
+DRIVER_UNSET_ENV = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def driver_env(base: Mapping[str, str], pythonpath: str | None = None) -> dict[str, str]:
+    """The environment of a driver process: ``base`` without :data:`DRIVER_UNSET_ENV`, and with
+    ``pythonpath`` (when given) first on ``PYTHONPATH``."""
+    env = {k: v for k, v in base.items() if k not in DRIVER_UNSET_ENV}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([pythonpath, env.get("PYTHONPATH", "")])
+    return env
 
 
 def driver_command(client: str) -> list[str]:

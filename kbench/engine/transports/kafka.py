@@ -117,8 +117,7 @@ def _spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "
         argv = clients.driver_command(client)
     except Exception as e:  # noqa: BLE001 - KafkaDistError: Maven/Java missing or the build failed
         raise TransportError(f"{client} driver: {e}") from None
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3]), env.get("PYTHONPATH", "")])
+    env = clients.driver_env(os.environ, str(Path(__file__).resolve().parents[3]))
     with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
         p = subprocess.Popen(
             argv,
