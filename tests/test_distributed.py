@@ -53,12 +53,17 @@ rate = {rate}
 
 @pytest.fixture(scope="module")
 def dask_cluster() -> Iterator[Any]:
+    saved = dict(os.environ)  # restored after: the workers' PYTHONPATH and what the Dask nanny sets here
     env = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), env]) if env else str(ROOT)
-    with distributed.LocalCluster(
-        n_workers=3, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
-    ) as c:
-        yield c
+    try:
+        with distributed.LocalCluster(
+            n_workers=3, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as c:
+            yield c
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _run(tmp: Path, plan: str, scheduler: str, wait: bool = True) -> subprocess.Popen[str]:
