@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.commands.args import key_value
-from kbench.engine.experiments import SATURATED_FLAG
+from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import (

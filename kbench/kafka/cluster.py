@@ -209,7 +209,7 @@ def _cluster_id() -> str:
             return cid
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -230,7 +230,7 @@ def _is_our_process(pid: int, config: str) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return config.encode() in cmdline and _pid_alive(pid)
+    return config.encode() in cmdline and pid_alive(pid)
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -586,9 +586,9 @@ def down(directory: Path | str, timeout: float = 15.0) -> list[int]:
         os.kill(b.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for b in ours:
-        while _pid_alive(b.pid) and time.monotonic() < deadline:
+        while pid_alive(b.pid) and time.monotonic() < deadline:
             time.sleep(0.1)  # not our child: poll its liveness
-        if _pid_alive(b.pid) and _is_our_process(b.pid, b.config):
+        if pid_alive(b.pid) and _is_our_process(b.pid, b.config):
             os.kill(b.pid, signal.SIGKILL)
     (Path(directory) / STATE_FILE).unlink(missing_ok=True)
     return [b.pid for b in ours]
