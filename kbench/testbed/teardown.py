@@ -50,7 +50,7 @@ def teardown(st: State, layout: cgroups.CgroupLayout | None = None) -> list[str]
     return problems
 
 
-def reap_stale(runtime_dir: Path = DEFAULT_RUNTIME_DIR) -> list[str]:
+def reap_stale(runtime_dir: Path | str = DEFAULT_RUNTIME_DIR) -> list[str]:
     """Remove the leftovers of every testbed whose creating process is dead (e.g. after SIGKILL).
 
     Returns the ids reaped.  Testbeds whose creator still runs are left alone; a state file that
@@ -59,7 +59,7 @@ def reap_stale(runtime_dir: Path = DEFAULT_RUNTIME_DIR) -> list[str]:
     reaped: list[str] = []
     problems: list[str] = []
     layout = cgroups.detect()
-    for path, st in load_all(runtime_dir):
+    for path, st in load_all(Path(runtime_dir)):
         if st is None:
             problems.append(f"unreadable testbed state file {path}; inspect and remove it")
             continue
