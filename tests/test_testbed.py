@@ -192,6 +192,7 @@ def test_close_leaves_namespaces_and_cgroups_as_before() -> None:
     ns_before, cg_before = set(network.list_netns()), _cgroup_tree()
     t = Testbed.create(_spec())
     state = t.runtime_dir / f"{t.id}.json"
+    assert set(t.nic_counters()) == {"a", "b", "c"}  # the counters' sockets are open in the namespaces at close
     made = {n for n in set(network.list_netns()) - ns_before if names.is_ours(n, t.id)}
     assert made == {names.netns_name(t.id, h) for h in ("a", "b", "c", "switch")}
     assert state.exists() and json.loads(state.read_text())["pid"] == os.getpid()
@@ -202,6 +203,8 @@ def test_close_leaves_namespaces_and_cgroups_as_before() -> None:
     assert _changes(cg_before, _cgroup_tree(), t.id) == []
     assert not state.exists()
     t.close()  # idempotent
+    with pytest.raises(TestbedError, match="closed"):
+        t.nic_bytes("a")
 
 
 CHILD = r"""

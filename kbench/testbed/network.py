@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ __all__ = [
     "add_host",
     "create_netns",
     "kill_netns_pids",
-    "link_bytes",
+    "LinkCounters",
     "list_netns",
     "make_switch",
     "netns_pids",
@@ -122,7 +123,7 @@ def remove_netns(name: str) -> None:
 def _ipr(ns: str) -> Any:
     from pyroute2 import IPRoute
 
-    return IPRoute(netns=ns)
+    return IPRoute(netns=ns, flags=0)  # never create a namespace that is not there
 
 
 def _up(ipr: Any, ifname: str) -> int:
@@ -191,16 +192,41 @@ def add_host(tid: str, index: int, host: HostSpec, address: str) -> HostLink:
     return HostLink(ns, hif, address)
 
 
-def link_bytes(ns: str, ifname: str) -> tuple[int, int]:
-    """(tx_bytes, rx_bytes) of interface ``ifname`` in namespace ``ns`` (netlink 64-bit stats)."""
-    from pyroute2 import NetlinkError
+class LinkCounters:
+    """The byte counters of interface ``ifname`` in namespace ``ns``, over a netlink socket kept open.
 
-    try:
-        with _ipr(ns) as ipr:
-            links = ipr.get_links(ifname=ifname)
-    except (NetlinkError, OSError) as e:
-        raise TestbedError(f"cannot read the counters of {ifname} in {ns}: {e}") from e
-    if not links:
-        raise TestbedError(f"no interface {ifname} in {ns}; was the testbed closed?")
-    stats = links[0].get("IFLA_STATS64")
-    return int(stats["tx_bytes"]), int(stats["rx_bytes"])
+    The socket lives in the namespace (it keeps the namespace alive): :meth:`close` it before the
+    namespace is removed.  Reads are serialised (one socket, any thread).
+    """
+
+    def __init__(self, ns: str, ifname: str) -> None:
+        from pyroute2 import NetlinkError
+
+        self.ns, self.ifname = ns, ifname
+        self._lock = threading.Lock()
+        try:
+            self._ipr = _ipr(ns)
+        except (NetlinkError, OSError) as e:
+            raise TestbedError(f"cannot open a netlink socket in {ns}: {e}") from e
+
+    def read(self) -> tuple[int, int]:
+        """(tx_bytes, rx_bytes): netlink's 64-bit stats of the interface."""
+        from pyroute2 import NetlinkError
+
+        with self._lock:
+            if self._ipr is None:
+                raise TestbedError(f"the counters of {self.ifname} in {self.ns} are closed; was the testbed closed?")
+            try:
+                links = self._ipr.get_links(ifname=self.ifname)
+            except (NetlinkError, OSError) as e:
+                raise TestbedError(f"cannot read the counters of {self.ifname} in {self.ns}: {e}") from e
+        if not links:
+            raise TestbedError(f"no interface {self.ifname} in {self.ns}; was the testbed closed?")
+        stats = links[0].get("IFLA_STATS64")
+        return int(stats["tx_bytes"]), int(stats["rx_bytes"])
+
+    def close(self) -> None:
+        with self._lock:
+            ipr, self._ipr = self._ipr, None
+        if ipr is not None:
+            ipr.close()
