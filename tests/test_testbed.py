@@ -207,6 +207,43 @@ def test_close_leaves_namespaces_and_cgroups_as_before() -> None:
         t.nic_bytes("a")
 
 
+def test_each_thing_is_recorded_before_it_is_made_and_a_failure_midway_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns_before, cg_before = set(network.list_netns()), _cgroup_tree()
+    made: list[str] = []
+
+    def recorded() -> list[str]:
+        (state,) = tmp_path.glob("*.json")
+        return [i["name"] for i in json.loads(state.read_text())["items"]]
+
+    real_netns, real_cgroups = network.create_netns, cgroups.create
+
+    def create_netns(name: str) -> None:
+        assert name in recorded()
+        made.append(name)
+        real_netns(name)
+
+    def create_cgroup(layout: cgroups.CgroupLayout, name: str, cpus: object, quota: float | None) -> tuple[Path, ...]:
+        assert all(str(d) in recorded() for d in cgroups.paths(layout, name))
+        if name.endswith("-b"):
+            raise TestbedError("injected failure")
+        out = real_cgroups(layout, name, cpus, quota)  # type: ignore[arg-type]
+        made.extend(str(d) for d in out)
+        return out
+
+    monkeypatch.setattr(network, "create_netns", create_netns)
+    monkeypatch.setattr(cgroups, "create", create_cgroup)
+    with pytest.raises(TestbedError, match="injected failure"):
+        Testbed.create(_spec(), runtime_dir=tmp_path)
+    assert len(made) >= 5  # the switch, 3 hosts, host a's cgroup(s): then b's failed
+    tid = made[0].split("-")[1]  # kbench-<id>-switch
+    assert not [n for n in made if n in network.list_netns() or Path(n).exists()]
+    assert _changes(ns_before, set(network.list_netns()), tid) == []
+    assert _changes(cg_before, _cgroup_tree(), tid) == []
+    assert list(tmp_path.iterdir()) == []
+
+
 CHILD = r"""
 import subprocess, sys
 from pathlib import Path
