@@ -124,7 +124,10 @@ def create(layout: CgroupLayout, name: str, cpus: Iterable[int], quota: float | 
     made = paths(layout, name)
     cpu_list = ",".join(str(c) for c in sorted(cpus))
     for d in made:
-        d.mkdir()
+        try:
+            d.mkdir()
+        except OSError as e:
+            raise TestbedError(f"cannot make cgroup {d}: {e.strerror}; is the cgroup hierarchy writable?") from e
     if layout.cpuset is not None:
         d = layout.cpuset / name
         if layout.version == 1:

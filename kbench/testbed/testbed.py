@@ -100,17 +100,23 @@ class Testbed:
         self._install_handlers()
         try:
             self._build()
-        except BaseException:
-            self.close()
+        except BaseException as e:
+            try:
+                self.close()
+            except TestbedError as cleanup:
+                e.add_note(str(cleanup))
             raise
 
     def _fresh_id(self) -> str:
         existing = set(network.list_netns())
         while True:
             tid = names.new_id()
-            if not (self.runtime_dir / f"{tid}.json").exists() and not any(
-                n.startswith(f"kbench-{tid}-") for n in existing
-            ):
+            taken = (
+                (self.runtime_dir / f"{tid}.json").exists()
+                or any(n.startswith(f"kbench-{tid}-") for n in existing)
+                or any(any(names.is_ours(d.name, tid) for d in root.iterdir()) for root in self._layout.roots)
+            )
+            if not taken:
                 return tid
 
     def _build(self) -> None:
