@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import ipaddress
 import json
 import os
 import shutil
@@ -276,11 +277,9 @@ def _parse_hosts(hosts: Sequence[str] | None, n: int) -> list[str]:
         raise ClusterError(f"{len(out)} host addresses for {n} brokers; give one address per broker")
     for h in out:
         try:
-            socket.inet_aton(h)
-        except OSError:
+            ipaddress.IPv4Address(h)
+        except ValueError:
             raise ClusterError(f"bad broker host address {h!r}; give an IPv4 address such as 198.18.0.1") from None
-        if h.count(".") != 3:
-            raise ClusterError(f"bad broker host address {h!r}; give an IPv4 address such as 198.18.0.1")
     return out
 
 
