@@ -20,7 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from kbench.testbed import HostSpec, Testbed, TestbedError, TestbedSpec, cgroups, env, names, network, reap_stale
+from kbench.testbed import (
+    HostSpec,
+    Testbed,
+    TestbedError,
+    TestbedSpec,
+    cgroups,
+    env,
+    names,
+    network,
+    reap_stale,
+    spread_cpus,
+)
 from kbench.testbed.brokers import cluster_on
 from kbench.testbed.state import pid_start_time
 
@@ -164,6 +175,30 @@ def test_spawned_process_carries_its_hosts_cpu_set_cgroup_and_network(tb: Testbe
         )
     else:
         assert (quota_dir / "cpu.max").read_text().split() == ["50000", "100000"]
+
+
+def test_describe_lists_hosts_cpus_and_rates(tb: Testbed) -> None:
+    d = tb.describe()
+    json.dumps(d)  # fit for a manifest
+    assert d["id"] == tb.id and d["subnet"] == "198.18.0.0/24"
+    a = d["hosts"][0]
+    assert (a["name"], a["address"], a["netns"], a["cpus"], a["nic_rate_mbit"]) == (
+        "a",
+        "198.18.0.1/24",
+        tb.netns("a"),
+        [_cpus()[0]],
+        MBIT,
+    )
+    assert a["tbf"] == network.tbf_params(MBIT) and d["hosts"][2]["cpu_quota"] == 0.5
+    assert [h["cgroups"] for h in d["hosts"]] == [[str(p) for p in tb.cgroup_dirs(h)] for h in tb.hosts]
+
+
+def test_spread_cpus() -> None:
+    assert spread_cpus(5, [0, 1]) == [(0,), (1,), (0,), (1,), (0,)]
+    assert spread_cpus(2, [0, 1]) == [(0,), (1,)]
+    assert spread_cpus(5, range(16)) == [(0, 1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15)]
+    with pytest.raises(TestbedError, match="cannot spread"):
+        spread_cpus(0, [0])
 
 
 def test_hosts_have_addresses_and_no_route_off_the_machine(tb: Testbed) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbench.testbed.errors import TestbedError
 from kbench.testbed.names import SWITCH
 
-__all__ = ["DEFAULT_SUBNET", "HostSpec", "TestbedSpec"]
+__all__ = ["DEFAULT_SUBNET", "HostSpec", "TestbedSpec", "spread_cpus"]
 
 #: RFC 2544's range for benchmarking: never routed on the Internet.
 DEFAULT_SUBNET = "198.18.0.0/15"
@@ -112,3 +113,25 @@ class TestbedSpec:
         i = [h.name for h in self.hosts].index(self.host(name).name)
         net = self.network
         return ipaddress.IPv4Interface(f"{net.network_address + i + 1}/{net.prefixlen}")
+
+
+def spread_cpus(n_hosts: int, cpus: Sequence[int]) -> list[tuple[int, ...]]:
+    """CPU sets for ``n_hosts`` hosts, split as evenly as ``cpus`` allow.
+
+    With at least as many CPUs as hosts, every host gets its own contiguous CPUs (the first hosts
+    one more when they do not divide evenly); with fewer, each host gets one CPU, dealt round-robin,
+    so hosts share CPUs as evenly as they can.
+    """
+    pool = sorted(set(cpus))
+    if n_hosts < 1 or not pool:
+        raise TestbedError(f"cannot spread {len(pool)} CPU(s) over {n_hosts} host(s); give at least one of each")
+    if n_hosts > len(pool):
+        return [(pool[i % len(pool)],) for i in range(n_hosts)]
+    base, extra = divmod(len(pool), n_hosts)
+    out: list[tuple[int, ...]] = []
+    at = 0
+    for i in range(n_hosts):
+        k = base + (1 if i < extra else 0)
+        out.append(tuple(pool[at : at + k]))
+        at += k
+    return out

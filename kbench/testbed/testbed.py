@@ -167,6 +167,35 @@ class Testbed:
         self._link(host)
         return self._cgroups.get(host, ())
 
+    def describe(self) -> dict[str, Any]:
+        """What this testbed is, for a manifest: its id, subnet, cgroup layout and every host's
+        address, namespace, interface, CPUs, quota, NIC rate (with the tbf settings) and delay."""
+        self._link(self.hosts[0])
+        hosts = []
+        for h in self.spec.hosts:
+            link = self._links[h.name]
+            hosts.append(
+                {
+                    "name": h.name,
+                    "address": str(self.spec.address(h.name)),
+                    "netns": link.netns,
+                    "interface": link.ifname,
+                    "cpus": list(h.cpus),
+                    "cpu_quota": h.cpu_quota,
+                    "nic_rate_mbit": h.nic_rate_mbit,
+                    "tbf": network.tbf_params(h.nic_rate_mbit) if h.nic_rate_mbit is not None else None,
+                    "delay_ms": h.delay_ms,
+                    "cgroups": [str(d) for d in self._cgroups.get(h.name, ())],
+                }
+            )
+        return {
+            "id": self.id,
+            "subnet": str(self.spec.network),
+            "cgroup_version": self._layout.version,
+            "cpu_set_by": "cpuset cgroup and affinity" if self._layout.cpuset is not None else "affinity",
+            "hosts": hosts,
+        }
+
     # ----------------------------------------------------------------- using
     def spawn(self, host: str, argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen[Any]:
         """Start ``argv`` on ``host``: in its network namespace and cgroup, with its CPU affinity.
