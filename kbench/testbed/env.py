@@ -13,8 +13,10 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kbench.testbed import cgroups
+from kbench.testbed import probe as probe_module
 from kbench.testbed.errors import TestbedError
 from kbench.testbed.spec import TestbedSpec
 
@@ -45,7 +47,11 @@ def _pyroute2_version() -> str | None:
 def _probe_net(timeout: float = 30.0) -> tuple[bool, str, frozenset[str]]:
     try:
         r = subprocess.run(
-            [sys.executable, "-m", "kbench.testbed.probe"], capture_output=True, text=True, timeout=timeout
+            # by path: the probe imports nothing of kbench, so whichever kbench a child would find does not matter
+            [sys.executable, str(Path(probe_module.__file__))],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         out = json.loads(r.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
