@@ -238,6 +238,17 @@ def _nonutf8_csv(w: dict[str, Path], tmp: Path) -> None:
     assert b"\xff\xfe-0.log" in data  # the file's own name, byte for byte
 
 
+METRICS_PASSWORD = "KbMetr1cs-pw"
+METRICS_URL = f"http://bench:{METRICS_PASSWORD}@127.0.0.1:9/metrics"
+
+
+def _no_metrics_password(w: dict[str, Path], tmp: Path) -> None:
+    run = tmp / "out"
+    texts = [p.read_bytes() for p in run.rglob("*") if p.is_file()]
+    assert texts and not [t for t in texts if METRICS_PASSWORD.encode() in t]
+    assert "http://<redacted>@127.0.0.1:9/metrics" in (run / "manifest.json").read_text()
+
+
 def _evil(w: dict[str, Path], tmp: Path) -> None:
     assert not (tmp / "runs").exists() and not (tmp.parent / "evil").exists()
 
@@ -290,6 +301,21 @@ CASES: list[Case] = [
         "plan-misr-above-rf", "min_insync_replicas: 2 exceeds replication_factor", extra="min_insync_replicas = 2"
     ),
     plan_case("plan-corpus-dev-zero", "is a character device", sweep={"corpus": '"/dev/zero"'}),
+    # --- issue 22: secrets in clear, levels the client refuses
+    plan_case(
+        "plan-client-misspelled-secret",
+        "client.sasl.passwd: librdkafka",
+        extra='[client]\n"sasl.passwd" = "hunter22"',
+    ),
+    plan_case("plan-zstd-13-librdkafka-dry", "zstd:13 is refused by the client", sweep={"codec": '["zstd:13"]'}),
+    Case(
+        "plan-metrics-url-credentials",
+        RUN,
+        0,
+        "run directory",
+        plan=plan_text(extra=f'broker_metrics = ["{METRICS_URL}"]'),
+        after=_no_metrics_password,
+    ),
     plan_case("plan-corpus-dir", "is a directory", sweep={"corpus": '"/"'}),
     Case(
         "plan-name-traversal",
@@ -315,6 +341,21 @@ CASES: list[Case] = [
     ),
     Case("run-X-batch-size", [*RUN, "-X", "batch.size=1"], 2, "-X batch.size", plan=plan_text()),
     Case("run-X-no-equals", [*RUN, "-X", "acks"], 2, "write -X key=value", plan=plan_text()),
+    Case(
+        "run-X-misspelled-secret",
+        [*RUN, "-X", "sasl.passwd=hunter22"],
+        2,
+        "has no property 'sasl.passwd'; did you mean sasl.password?",
+        plan=plan_text(),
+    ),
+    Case(
+        "run-broker-metrics-credentials",
+        [*RUN, "--broker-metrics", METRICS_URL],
+        0,
+        "run directory",
+        plan=plan_text(),
+        after=_no_metrics_password,
+    ),
     Case("run-seed-negative", [*RUN, "--seed", "-1"], 2, "--seed: -1 is out of range", plan=plan_text()),
     Case("run-seed-huge", [*RUN, "--seed", str(2**64)], 2, "--seed", plan=plan_text()),
     Case("run-gate-sample-nan", [*RUN, "--gate-sample-s", "nan"], 2, "--gate-sample-s: nan", plan=plan_text()),

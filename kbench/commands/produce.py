@@ -247,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
     except ClusterError as e:
         print(f"kbench: error: {e}; or give --bootstrap", file=sys.stderr)
         return 2
+    clients.check_properties("-X", dict(args.props), {args.client})  # before connecting or writing
     props = {"bootstrap.servers": bs}
     if args.codec:
         props["compression.type"] = args.codec

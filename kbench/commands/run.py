@@ -21,7 +21,7 @@ from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
-from kbench.kafka import metrics, procstat
+from kbench.kafka import clients, metrics, procstat
 from kbench.model import limits
 
 
@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
     if spec.startswith("builtin:"):
         spec = spec.removeprefix("builtin:")
     plan = plan_mod.load(spec)
+    try:  # -X names checked against the plan's clients before anything is written
+        clients.check_properties("-X", client_overrides, {c for s in plan.sweeps for c in s.client})
+    except ValueError as e:
+        raise plan_mod.PlanError(str(e)) from None
     overrides = dict(prior.get("overrides", {})) if args.resume else {}
     if args.transport:
         overrides["kind"] = args.transport
