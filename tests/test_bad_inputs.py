@@ -43,14 +43,25 @@ def plan_text(top: dict[str, str] | None = None, sweep: dict[str, str] | None = 
     return "\n".join(lines) + "\n"
 
 
-def kbench(args: list[str], cwd: Path, nofile: int | None = None) -> subprocess.CompletedProcess[str]:
+#: Mounts a 64 KiB tmpfs at $1, fills it, runs the rest of the command line there, then lists
+#: what is left on that disk into $2 (the mount goes away with the namespace).
+FULL_DISK = (
+    'mount -t tmpfs -o size=64k kbench-full "$1" && (head -c 1048576 /dev/zero > "$1/filler" || true) && '
+    'disk=$1 listing=$2 && shift 2 && "$@"; rc=$?; ls -A "$disk" > "$listing"; exit $rc'
+)
+
+
+def kbench(
+    args: list[str], cwd: Path, nofile: int | None = None, full_disk: tuple[Path, Path] | None = None
+) -> subprocess.CompletedProcess[str]:
     def limit() -> None:
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    wrap = [] if full_disk is None else ["unshare", "-rm", "sh", "-c", FULL_DISK, "sh", *map(str, full_disk)]
     return subprocess.run(
-        [sys.executable, "-m", "kbench", *args],
+        [*wrap, sys.executable, "-m", "kbench", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -127,6 +138,7 @@ class Case:
     must_not_exist: tuple[str, ...] = ("{out}",)  # refused inputs leave no trace
     nofile: int | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+    full_disk: bool = False  # run on a full tmpfs mounted at {disk} (a user and mount namespace of its own)
 
 
 RUN = ["run", "{plan}", "-o", "{out}", "--gate-sample-s", "0"]
@@ -247,6 +259,19 @@ def _no_metrics_password(w: dict[str, Path], tmp: Path) -> None:
     texts = [p.read_bytes() for p in run.rglob("*") if p.is_file()]
     assert texts and not [t for t in texts if METRICS_PASSWORD.encode() in t]
     assert "http://<redacted>@127.0.0.1:9/metrics" in (run / "manifest.json").read_text()
+
+
+def _run_dir_untouched(w: dict[str, Path], tmp: Path) -> None:
+    assert tree_hash(tmp / "copy") == tree_hash(w["run"])
+
+
+def _new_file_beside_the_run(w: dict[str, Path], tmp: Path) -> None:
+    assert (tmp / "copy" / "M.csv").read_text().startswith("experiment,corpus,")
+    assert csv_bytes(w["run"]) == {k: v for k, v in csv_bytes(tmp / "copy").items() if k != "M.csv"}
+
+
+def _full_disk_left_nothing(w: dict[str, Path], tmp: Path) -> None:
+    assert (tmp / "listing").read_text().split() == ["filler"]  # no run directory, no .manifest.json.tmpNNNN
 
 
 def _evil(w: dict[str, Path], tmp: Path) -> None:
@@ -469,6 +494,52 @@ CASES: list[Case] = [
     Case("sim-corpus-size-1e12", ["sim", "--corpus-size", "1000000000000"], 2, "--corpus-size: 1000000000000 bytes"),
     Case("sim-csv-dir", ["sim", "--corpus-size", "64KiB", "--csv", "{adir}"], 2, "--csv", after=_no_temp_files),
     Case("sim-corpus-fifo", ["sim", "--corpus", "{fifo}"], 2, "is a FIFO"),
+    # --- issue 22: no command writes over a file of a run directory; a full disk
+    Case(
+        "sim-csv-over-a-run-csv",
+        ["sim", "--corpus-size", "64KiB", "--csv", "{run}/C.csv"],
+        2,
+        "C.csv: is a file of the run directory",
+    ),
+    Case(
+        "bench-csv-over-a-run-csv",
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "{run}/C.csv"],
+        2,
+        "kbench never replaces a run's files; choose a new file name",
+    ),
+    Case(
+        "inspect-csv-over-a-run-manifest",
+        ["inspect", "{good_log}", "--csv", "{run}/manifest.json"],
+        2,
+        "manifest.json: is a file of the run directory",
+    ),
+    Case(
+        "bench-csv-new-file-in-a-run",
+        [
+            "codecs",
+            "bench",
+            "--corpus-size",
+            "1000",
+            "--codecs",
+            "lz4",
+            "--block-sizes",
+            "1k",
+            "--csv",
+            "{tmp}/copy/M.csv",
+        ],
+        0,
+        "wrote",
+        setup=lambda w, t: copy_run(w, t) and None,
+        after=_new_file_beside_the_run,
+    ),
+    Case(
+        "run-full-disk",
+        ["run", "{base}", "-o", "{disk}/run", "--gate-sample-s", "0"],
+        2,
+        "the disk of {disk}/run/manifest.json is full (No space left on device); free space there",
+        full_disk=True,
+        after=_full_disk_left_nothing,
+    ),
     # --- inspect
     Case("inspect-dev-null", ["inspect", "/dev/null"], 2, "/dev/null: is a character device"),
     Case("inspect-dev-zero", ["inspect", "/dev/zero"], 2, "/dev/zero: is a character device"),
@@ -542,6 +613,11 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input(case: Case, world: dict[str, Path], tmp_path: Path) -> None:
     names = {k: str(v) for k, v in world.items()} | {"tmp": str(tmp_path), "out": str(tmp_path / "out")}
+    names["disk"] = str(tmp_path / "disk")
+    disk = None
+    if case.full_disk:
+        (tmp_path / "disk").mkdir()
+        disk = (tmp_path / "disk", tmp_path / "listing")
     if case.plan is not None:
         (tmp_path / "plan.toml").write_text(case.plan)
         names["plan"] = str(tmp_path / "plan.toml")
@@ -549,11 +625,11 @@ def test_bad_input(case: Case, world: dict[str, Path], tmp_path: Path) -> None:
         case.setup(world, tmp_path)
     before = {k: tree_hash(world[k]) for k in ("run", "other", "adir")}
     argv = [a.format(**names) for a in case.argv]
-    p = kbench(argv, tmp_path, nofile=case.nofile)
+    p = kbench(argv, tmp_path, nofile=case.nofile, full_disk=disk)
     out = p.stdout + p.stderr
     assert "Traceback" not in out, out
     assert p.returncode == case.rc, out
-    assert case.fragment in out, out
+    assert case.fragment.format(**names) in out, out
     if case.rc in (2, 3):  # a refusal is one line naming the problem (1: inspect's per-batch problems)
         lines = [line for line in p.stderr.splitlines() if line.startswith("kbench:")]
         assert len(lines) == 1, p.stderr

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kbench.model import advise as adv
 from kbench.model import advise_matrix
+from kbench.model.paths import check_output_file
 from kbench.model.units import parse_size
 
 NAME = "advise"
@@ -121,6 +122,9 @@ def main(args: argparse.Namespace) -> int:
         raise adv.CostError("--linger-ms must be >= 0 and --batch-size > 0")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise adv.CostError(f"-o {args.out} exists and is not a directory; give a directory")
+    if args.out is not None and args.out.is_dir():
+        for name in ("advise.csv", "advise.png"):
+            check_output_file("-o", args.out / name)
     corpus, note = adv.corpus_for(args.corpus, work, lingers, fmt=args.corpus_format, seed=args.seed)
     near = " (near random: a control, not real-shaped data)" if corpus.near_random else ""
     print(

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from kbench.model import segment
-from kbench.model.paths import output_file_problem
+from kbench.model.paths import check_output_file
 
 NAME = "inspect"
 
@@ -48,9 +48,7 @@ def _shown(name: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     if args.csv is not None:
-        why = output_file_problem(args.csv)
-        if why is not None:
-            raise ValueError(f"--csv {_shown(str(args.csv))}: {why}; give a file path in a writable directory")
+        check_output_file("--csv", args.csv)
     try:
         files = segment.log_files(args.paths)
         rows = [r for f in files for r in segment.scan_file(f, decompress=not args.no_decompress)]

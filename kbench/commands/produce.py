@@ -27,7 +27,7 @@ from kbench.kafka.drivers import (
     redact,
 )
 from kbench.model import corpus, limits
-from kbench.model.paths import output_file_problem
+from kbench.model.paths import atomic_write, check_output_file
 from kbench.model.stats import histogram_us
 
 _KV = key_value("-X linger.ms=5")
@@ -235,9 +235,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
     limits.check_corpus_size("--corpus-size", args.corpus_size)
     if args.json is not None:
-        why = output_file_problem(args.json)
-        if why is not None:
-            raise ValueError(f"--json {args.json}: {why}; give a file path in a writable directory")
+        check_output_file("--json", args.json)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -333,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")
         print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+        atomic_write(args.json, json.dumps(out, indent=2).encode())
     if s["stopped"]:
         print("kbench: interrupted: the figures above are partial", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ Nothing here talks to Kafka; ``kbench.engine.advise_verify`` runs candidates for
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import shutil
@@ -29,6 +30,7 @@ from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import Corpus
 from kbench.model.mtable import MTable, measure_m
+from kbench.model.paths import atomic_write
 
 __all__ = [
     "Advice",
@@ -605,11 +607,9 @@ def advise(
 
 def write_csv(cands: Sequence[Candidate], path: Path) -> Path:
     rows = [c.row() for c in cands]
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    tmp.replace(path)
-    return path
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    return atomic_write(path, buf.getvalue().encode())

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kbench import _native
 from kbench.model import limits
-from kbench.model.paths import not_a_regular_file
+from kbench.model.paths import atomic_write, not_a_regular_file
 
 __all__ = [
     "BUILTIN",
@@ -270,15 +270,9 @@ def load(spec: str, size: int = 4 << 20, seed: int = 1, fmt: str = "lines") -> C
 
 def write_lines(corpus: Corpus, path: Path | str) -> Path:
     """Write a corpus one record per line (records must not contain newlines)."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("wb") as f:
-        for r in corpus.records:
-            if b"\n" in r:
-                raise CorpusError("record contains a newline; write it length-prefixed instead")
-            f.write(r + b"\n")
-    tmp.replace(p)
-    return p
+    if any(b"\n" in r for r in corpus.records):
+        raise CorpusError("record contains a newline; write it length-prefixed instead")
+    return atomic_write(path, b"".join(r + b"\n" for r in corpus.records))
 
 
 def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
@@ -286,13 +280,7 @@ def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
 
     The file's sha256 is the corpus fingerprint (:attr:`Corpus.sha256` hashes the same bytes).
     """
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("wb") as f:
-        for r in records:
-            if len(r) >= 1 << 32:
-                raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
-            f.write(len(r).to_bytes(4, "big"))
-            f.write(r)
-    tmp.replace(p)
-    return p
+    for r in records:
+        if len(r) >= 1 << 32:
+            raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
+    return atomic_write(path, b"".join(len(r).to_bytes(4, "big") + r for r in records))
