@@ -48,6 +48,8 @@ class CodecBench:
 # ---------------------------------------------------------------- corpus statistics (py_entropy.c)
 
 def entropy(data: Buffer, /) -> float: ...
+def lenprefixed_scan(data: Buffer, max_records: int, max_record: int, /) -> tuple[int, int, int, int]:
+    """Walk length-prefixed records without making them: (status, count, at, n), GIL released."""
 
 # ---------------------------------------------------------------- RecordBatch v2 and segments (py_batch.c)
 

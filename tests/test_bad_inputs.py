@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from kbench import _native
-from kbench.model import batch, segment
+from kbench.model import batch, limits, segment
 from kbench.model.batch import Record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,6 +274,20 @@ def _full_disk_left_nothing(w: dict[str, Path], tmp: Path) -> None:
     assert (tmp / "listing").read_text().split() == ["filler"]  # no run directory, no .manifest.json.tmpNNNN
 
 
+def _sparse(name: str, size: int) -> Callable[[dict[str, Path], Path], None]:
+    """A sparse file of zeros (costs no disk and no time)."""
+
+    def make(w: dict[str, Path], tmp: Path) -> None:
+        with (tmp / name).open("wb") as f:
+            f.truncate(size)
+
+    return make
+
+
+def _lines_over_the_records_limit(w: dict[str, Path], tmp: Path) -> None:
+    (tmp / "many.txt").write_bytes(b"a\n" * (limits.MAX_CORPUS_RECORDS + 1))
+
+
 def _evil(w: dict[str, Path], tmp: Path) -> None:
     assert not (tmp / "runs").exists() and not (tmp.parent / "evil").exists()
 
@@ -331,6 +345,14 @@ CASES: list[Case] = [
         "plan-client-misspelled-secret",
         "client.sasl.passwd: librdkafka",
         extra='[client]\n"sasl.passwd" = "hunter22"',
+    ),
+    Case(
+        "plan-corpus-2GiB-sparse-line",
+        RUN,
+        2,
+        "the line at byte 0 is over 1000000000 bytes long",
+        plan=plan_text(sweep={"corpus": '"sparse2g"'}),
+        setup=_sparse("sparse2g", 2 << 30),
     ),
     plan_case("plan-zstd-13-librdkafka-dry", "zstd:13 is refused by the client", sweep={"codec": '["zstd:13"]'}),
     Case(
@@ -494,6 +516,28 @@ CASES: list[Case] = [
     Case("sim-corpus-size-1e12", ["sim", "--corpus-size", "1000000000000"], 2, "--corpus-size: 1000000000000 bytes"),
     Case("sim-csv-dir", ["sim", "--corpus-size", "64KiB", "--csv", "{adir}"], 2, "--csv", after=_no_temp_files),
     Case("sim-corpus-fifo", ["sim", "--corpus", "{fifo}"], 2, "is a FIFO"),
+    # --- issue 22: limits on records and memory, not only bytes
+    Case(
+        "sim-corpus-lenprefixed-1GiB-of-zeros",
+        ["sim", "--corpus", "{tmp}/zeros", "--corpus-format", "lenprefixed"],
+        2,
+        f"more than {limits.MAX_CORPUS_RECORDS} records, above the limit of {limits.MAX_CORPUS_RECORDS} records",
+        setup=_sparse("zeros", 1 << 30),
+    ),
+    Case(
+        "sim-corpus-lines-over-the-records-limit",
+        ["sim", "--corpus", "{tmp}/many.txt"],
+        2,
+        f"{limits.MAX_CORPUS_RECORDS + 1} records, above the limit of {limits.MAX_CORPUS_RECORDS} records",
+        setup=_lines_over_the_records_limit,
+    ),
+    Case(
+        "sim-corpus-lenprefixed-record-over-kafka",
+        ["sim", "--corpus", "{tmp}/big.bin", "--corpus-format", "lenprefixed"],
+        2,
+        "the record at byte 0 is 4294967295 bytes, above the 1000000000 bytes librdkafka's message.max.bytes allows",
+        setup=lambda w, t: (t / "big.bin").write_bytes(b"\xff\xff\xff\xff" + b"x" * 16) and None,
+    ),
     # --- issue 22: no command writes over a file of a run directory; a full disk
     Case(
         "sim-csv-over-a-run-csv",
