@@ -584,6 +584,53 @@ CASES: list[Case] = [
         full_disk=True,
         after=_full_disk_left_nothing,
     ),
+    # --- issue 22: advise and produce, tracebacks and wrong messages
+    Case(
+        "advise-corpus-1-byte",
+        ["advise", "--rate", "1000", "--partitions", "4", "--corpus", "{tmp}/one.txt"],
+        2,
+        "less than the 4096 bytes experiment M compresses at its smallest block; give a sample of more records",
+        setup=lambda w, t: (t / "one.txt").write_bytes(b"x") and None,
+    ),
+    Case(
+        "advise-corpus-3GiB-sparse",
+        ["advise", "--rate", "1000", "--partitions", "4", "--corpus", "{tmp}/sparse"],
+        2,
+        "above the",  # one record over Kafka's limit, or (on a small machine) a file over the memory limit
+        setup=_sparse("sparse", 3 << 30),
+    ),
+    Case("advise-rate-1e300", ["advise", "--rate", "1e300", "--partitions", "4"], 2, "--rate: 1e+300 is out of range"),
+    Case("advise-rate-nan", ["advise", "--rate", "nan", "--partitions", "4"], 2, "--rate: nan is not a finite number"),
+    Case(
+        "advise-p99-budget-nan",
+        ["advise", "--rate", "1000", "--partitions", "4", "--p99-budget-ms", "nan"],
+        2,
+        "--p99-budget-ms: nan is not a finite number",
+    ),
+    Case(
+        "advise-zstd-22-librdkafka",
+        ["advise", "--rate", "1000", "--partitions", "4", "--codec", "zstd:22", "--client", "librdkafka"],
+        2,
+        "--codec zstd:22: librdkafka",
+    ),
+    Case(
+        "produce-count-0",
+        ["produce", "--topic", "t", "--bootstrap", "127.0.0.1:9", "--rate", "100", "--count", "0"],
+        2,
+        "--count: 0 is out of range",
+    ),
+    Case(
+        "produce-no-rate",
+        ["produce", "--topic", "t", "--bootstrap", "127.0.0.1:9", "--count", "10"],
+        2,
+        "--rate: fixed-rate mode needs a target; give --rate MSGS_PER_S, or --mode saturated",
+    ),
+    Case(
+        "produce-X-misspelled",
+        ["produce", "--topic", "t", "--bootstrap", "127.0.0.1:9", "--rate", "9", "--count", "9", "-X", "lingr.ms=5"],
+        2,
+        "did you mean linger.ms?",
+    ),
     # --- inspect
     Case("inspect-dev-null", ["inspect", "/dev/null"], 2, "/dev/null: is a character device"),
     Case("inspect-dev-zero", ["inspect", "/dev/zero"], 2, "/dev/zero: is a character device"),

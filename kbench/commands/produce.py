@@ -56,9 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--replication-factor", type=int, default=1)
     p.add_argument("--topic-config", type=_KV, action="append", default=[], metavar="K=V")
     p.add_argument("--mode", choices=("fixed-rate", "saturated"), default="fixed-rate")
-    p.add_argument("--rate", type=float, default=0.0, help="messages/s (fixed-rate)")
-    p.add_argument("--count", type=int, default=0, help="messages to send")
-    p.add_argument("--duration", type=float, default=0.0, help="seconds to send for (without --count)")
+    p.add_argument("--rate", type=float, default=None, help="messages/s (fixed-rate: required)")
+    p.add_argument("--count", type=int, default=None, help="messages to send")
+    p.add_argument("--duration", type=float, default=None, help="seconds to send for (without --count)")
     p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC")
     p.add_argument(
         "-X",
@@ -223,12 +223,18 @@ def _run_driver(
 
 def _check_bounds(args: argparse.Namespace) -> None:
     """Counts, sizes, rates and durations within kbench.model.limits, before connecting."""
-    if args.mode == "fixed-rate" or args.rate:
-        limits.check("--rate", args.rate, "rate")
-    if args.count:
+    if args.count is not None:  # given, even as 0: checked as given
         limits.check("--count", args.count, "count")
-    if args.duration or not args.count:
+    if args.mode == "fixed-rate" and args.rate is None:
+        raise ValueError("--rate: fixed-rate mode needs a target; give --rate MSGS_PER_S, or --mode saturated")
+    if args.rate is not None:
+        limits.check("--rate", args.rate, "rate")
+    if args.duration is not None:
         limits.check("--duration", args.duration, "duration_s")
+    elif args.count is None:
+        raise ValueError("--count or --duration: give how many messages (--count N) or for how long (--duration S)")
+    # the producer takes 0 for "not given"
+    args.rate, args.count, args.duration = args.rate or 0.0, args.count or 0, args.duration or 0.0
     limits.check("--partitions", args.partitions, "partitions")
     limits.check("--replication-factor", args.replication_factor, "replication_factor")
     limits.check("--nkeys", args.nkeys, "keys")

@@ -19,6 +19,7 @@ __all__ = [
     "check_properties",
     "driver_command",
     "driver_env",
+    "level_problem",
     "librdkafka_property_names",
     "producer_props",
     "unknown_property",
@@ -133,3 +134,16 @@ def check_properties(where: str, props: Mapping[str, object], clients: Iterable[
         if why is not None:
             sep = " " if where == "-X" else "."
             raise ValueError(f"{where}{sep}{k}: {why}")
+
+
+def level_problem(client: str, codec: str, level: int | None) -> str | None:
+    """None when ``client`` takes ``codec`` at ``level``, else the range it takes (asked of the
+    linked librdkafka itself; the Java client enforces KIP-390's ranges on its own)."""
+    if client != "librdkafka" or level is None:
+        return None
+    from kbench.kafka.drivers import client_level_range, client_version
+
+    lo, hi = client_level_range(codec)
+    if lo <= level <= hi:
+        return None
+    return f"{client_version()} accepts compression.level {lo}..{hi} for {codec}"

@@ -80,6 +80,15 @@ BOUNDS: dict[str, Bound] = {
     "pid": Bound(1, 4_194_304, True, "Linux pids are at most 4194304 (pid_max)"),
     "header_sample": Bound(1, 10**9, True, "one record in N carries the latency header; N >= 1"),
     "drivers": Bound(1, 1024, True, "producer/consumer drivers of one cell on Dask workers, each a process"),
+    "topic_rate": Bound(
+        0,
+        10_000_000,
+        False,
+        "advise models four windows of the longest linger.ms of records at this rate in memory (2.5 M records at 10^7/s)",
+        low_open=True,
+    ),
+    "retention_h": Bound(0, 876_000, False, "hours of retention: above 100 years is a mistake", low_open=True),
+    "p99_budget_ms": Bound(0, 3_600_000, False, "milliseconds kbench may add at p99: at most an hour", low_open=True),
 }
 
 #: Longest a whole plan may be planned to take (cells x (repetitions x duration + warm-up)).
