@@ -92,7 +92,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (d / "base.toml").write_text(plan_text())
     (d / "other.toml").write_text(plan_text(sweep={"codec": '["none", "zstd"]'}))
     for name in ("run", "other"):
-        p = kbench(["run", str(d / f"{'base' if name == 'run' else 'other'}.toml"), "-o", str(d / name)], d)
+        plan = d / f"{'base' if name == 'run' else 'other'}.toml"
+        p = kbench(["run", str(plan), "-o", str(d / name), "--gate-sample-s", "0"], d)  # no steal sampled: no noise
         assert p.returncode == 0, p.stderr
         w[name] = d / name
     w["base"] = d / "base.toml"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kbench import KafkaError
 from kbench.engine.redact import Scrubber
+from kbench.kafka import clients
 from kbench.kafka import sample as sample_mod
 from kbench.model import corpus as corpus_mod
 from kbench.model.paths import check_output_file
@@ -58,6 +59,7 @@ def _pct(sorted_vals: list[int], q: float) -> int:
 
 def run_sample(args: argparse.Namespace) -> int:
     props = dict(args.props)
+    clients.check_properties("-X", props, {"librdkafka"})  # before connecting or writing
     props["bootstrap.servers"] = args.bootstrap
     scrub = Scrubber.of(props)
     check_output_file("-o", args.output)

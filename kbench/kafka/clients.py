@@ -93,10 +93,10 @@ def producer_props(
 
 def librdkafka_property_names() -> tuple[str, ...]:
     """Every property name the linked librdkafka lists (its CONFIGURATION.md table), sorted."""
-    from kbench import _native
+    from kbench.kafka.drivers import client_properties_table
 
     names = set()
-    for line in _native.client_properties_table().splitlines():
+    for line in client_properties_table().splitlines():
         name, sep, _ = line.partition("|")
         name = name.strip()
         if sep and name and name != "Property" and not name.startswith("-"):
@@ -110,15 +110,15 @@ def unknown_property(client: str, name: str, known: Iterable[str] | None = None)
     ignores names it does not know (with a warning), so no name is refused for it."""
     if client != "librdkafka":
         return None
-    from kbench import _native
+    from kbench.kafka.drivers import client_property_known, librdkafka_version
 
     names = tuple(known) if known is not None else librdkafka_property_names()
-    if name in names or _native.client_property_known(name):
+    if name in names or client_property_known(name):
         return None
     lower = {n.lower(): n for n in names}
     near = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.0)
     hint = f"did you mean {lower[near[0]]}?" if near else "see librdkafka's CONFIGURATION.md"
-    return f"librdkafka {_native.rdkafka_version} has no property '{name}'; {hint}"
+    return f"librdkafka {librdkafka_version()} has no property '{name}'; {hint}"
 
 
 def check_properties(where: str, props: Mapping[str, object], clients: Iterable[str]) -> None:
