@@ -25,7 +25,7 @@ from typing import Any
 
 from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
 from kbench.experiments import registry
-from kbench.kafka.clients import CLIENTS
+from kbench.kafka.clients import CLIENTS, check_properties
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model import codecs, limits
@@ -609,9 +609,13 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
-    if kind in ("local", "bootstrap"):
+    if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
+    try:  # [client] names checked against the client of every cell (librdkafka knows its own)
+        check_properties("client", client, {c for s in sweeps for c in s.client})
+    except ValueError as e:
+        raise PlanError(str(e)) from None
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")

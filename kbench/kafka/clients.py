@@ -7,11 +7,23 @@ command line to :func:`driver_command` and its property names to :func:`producer
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-__all__ = ["CLIENTS", "DRIVER_UNSET_ENV", "PROTOCOL", "driver_command", "driver_env", "producer_props"]
+__all__ = [
+    "CLIENTS",
+    "DRIVER_UNSET_ENV",
+    "PROTOCOL",
+    "check_properties",
+    "driver_command",
+    "driver_env",
+    "level_problem",
+    "librdkafka_property_names",
+    "producer_props",
+    "unknown_property",
+]
 
 #: Version of the driver protocol (docs/drivers.md) the runner speaks.
 PROTOCOL = 1
@@ -77,3 +89,61 @@ def producer_props(
     if client == "java":
         props["linger.ms"] = str(int(round(linger_ms)))
     return props
+
+
+def librdkafka_property_names() -> tuple[str, ...]:
+    """Every property name the linked librdkafka lists (its CONFIGURATION.md table), sorted."""
+    from kbench.kafka.drivers import client_properties_table
+
+    names = set()
+    for line in client_properties_table().splitlines():
+        name, sep, _ = line.partition("|")
+        name = name.strip()
+        if sep and name and name != "Property" and not name.startswith("-"):
+            names.add(name)
+    return tuple(sorted(names))
+
+
+def unknown_property(client: str, name: str, known: Iterable[str] | None = None) -> str | None:
+    """None when ``client`` takes a property called ``name``, else why not with the nearest known
+    name.  librdkafka is asked itself (a conf set of an unknown name fails); the Java client
+    ignores names it does not know (with a warning), so no name is refused for it."""
+    if client != "librdkafka":
+        return None
+    from kbench.kafka.drivers import client_property_known, librdkafka_version
+
+    names = tuple(known) if known is not None else librdkafka_property_names()
+    if name in names or client_property_known(name):
+        return None
+    lower = {n.lower(): n for n in names}
+    near = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.0)
+    hint = f"did you mean {lower[near[0]]}?" if near else "see librdkafka's CONFIGURATION.md"
+    return f"librdkafka {librdkafka_version()} has no property '{name}'; {hint}"
+
+
+def check_properties(where: str, props: Mapping[str, object], clients: Iterable[str]) -> None:
+    """Refuse a client property no client of ``clients`` would take (``where``: ``-X`` or
+    ``client``, for the message), before anything is written: one line naming the property and the
+    nearest name the client knows.  A ValueError."""
+    used = set(clients)
+    if "librdkafka" not in used:
+        return
+    names = librdkafka_property_names()
+    for k in props:
+        why = unknown_property("librdkafka", k, names)
+        if why is not None:
+            sep = " " if where == "-X" else "."
+            raise ValueError(f"{where}{sep}{k}: {why}")
+
+
+def level_problem(client: str, codec: str, level: int | None) -> str | None:
+    """None when ``client`` takes ``codec`` at ``level``, else the range it takes (asked of the
+    linked librdkafka itself; the Java client enforces KIP-390's ranges on its own)."""
+    if client != "librdkafka" or level is None:
+        return None
+    from kbench.kafka.drivers import client_level_range, client_version
+
+    lo, hi = client_level_range(codec)
+    if lo <= level <= hi:
+        return None
+    return f"{client_version()} accepts compression.level {lo}..{hi} for {codec}"
