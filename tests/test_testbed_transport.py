@@ -108,13 +108,14 @@ def test_nic_bytes_per_role_against_the_clients_own_counts(tmp_path: Path) -> No
         # what the broker sent is what the consumer received (same window, same counters' kind).
         assert abs(float(brk["nic_rx_bytes"]) / float(prod["nic_tx_bytes"]) - 1) < 0.05, roles
         assert abs(float(cons["nic_rx_bytes"]) / float(brk["nic_tx_bytes"]) - 1) < 0.05, roles
-        # Against librdkafka's own count: the producer's bytes out per GB of payload (its
-        # statistics, whole run) within 10 % of its host's NIC bytes per GB (the broker window).
-        rd_per_gb = float(prod["wire_bytes"]) / (float(c[key]["payload_bytes"]) / 1e9)
-        assert abs(float(prod["nic_tx_bytes_per_gb"]) / rd_per_gb - 1) < 0.10, (prod, rd_per_gb)
-        # And the stored bytes: the producer cannot send fewer bytes than the broker stored.
-        stored_per_gb = float(c[key]["stored_bytes"]) / (float(c[key]["payload_bytes"]) / 1e9)
-        assert float(prod["nic_tx_bytes_per_gb"]) >= stored_per_gb * 0.95, (prod, stored_per_gb)
+        # Against the broker's log segments (the stored batches, RF 1): the producer's host sends
+        # them plus Kafka's request framing and TCP/IP headers, less than 10 % more; the consumer's
+        # host receives them (fetched once) plus the same framing.
+        stored = float(c[key]["stored_bytes"])
+        for role, col in ((prod, "nic_tx_bytes"), (cons, "nic_rx_bytes")):
+            assert stored <= float(role[col]) <= stored * 1.10, (role["role"], col, role[col], stored)
+        # librdkafka's own tx_bytes (its last statistics line) can only lag the NIC, never exceed it.
+        assert float(prod["wire_bytes"]) <= float(prod["nic_tx_bytes"]), prod
     # zstd sends fewer bytes than none for the same payload.
     per_codec = {r["codec"]: float(r["nic_tx_bytes_per_gb"]) for r in d if r["role"] == "producer"}
     assert per_codec["zstd:3"] < per_codec["none"] / 2, per_codec

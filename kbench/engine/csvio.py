@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -96,9 +97,16 @@ TEXT_COLUMNS = frozenset(
 )
 
 
+#: Numeric columns that may be negative (every other measurement is a count, a size, a time, a
+#: rate, a share or a ratio: never below 0).
+SIGNED_COLUMNS = frozenset({"rate_error_pct"})
+
+
 def bad_values(rows: Sequence[Mapping[str, object]], name: str) -> dict[int, str]:
-    """Rows (by position) holding stray text in a numeric column, with the reason: the one rule by
-    which the loader and ``--verify`` exclude a row (INVALID) so one bad cell cannot blank a column."""
+    """Rows (by position) that cannot stand as data, with the reason: stray text in a numeric
+    column, and in an OK row a non-finite number (``nan``, ``inf``) or a negative one where none can
+    be.  The one rule by which the loader and ``--verify`` exclude a row (INVALID, listed with its
+    reason) so one bad cell can neither blank a column nor enter a median."""
     out: dict[int, str] = {}
     cols = [c for c in (rows[0] if rows else {}) if c not in TEXT_COLUMNS]
     for c in cols:
@@ -108,6 +116,21 @@ def bad_values(rows: Sequence[Mapping[str, object]], name: str) -> dict[int, str
         if bad and len(bad) < len(given):  # a numeric column holding stray text
             for i, v in bad:
                 out.setdefault(i, f"{c}: {v!r} is not a number ({name} row {i + 1})")
+    for i, r in enumerate(rows):
+        if str(r.get("status", "")) != "OK" or i in out:
+            continue
+        for c in cols:
+            v = r.get(c)
+            t = "" if v is None else str(v).strip()
+            if t in ("", MISSING) or not _is_float(t):
+                continue
+            x = float(t)
+            if not math.isfinite(x):
+                out[i] = f"{c}: {t!r} is not a finite number in an OK row ({name} row {i + 1})"
+                break
+            if x < 0 and c not in SIGNED_COLUMNS:
+                out[i] = f"{c}: {t} is negative in an OK row, which it cannot be ({name} row {i + 1})"
+                break
     return out
 
 

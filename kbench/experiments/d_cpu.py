@@ -86,7 +86,7 @@ def _nic(res: RunResult, role: str) -> dict[str, Any]:
         "nic_rx_bytes": tx_rx[1],
         "nic_tx_bytes_per_gb": per_gb(tx_rx[0], gb),
         "nic_rx_bytes_per_gb": per_gb(tx_rx[1], gb),
-        "nic_source": "emulated host NIC counters (Ethernet frames) over the broker window",
+        "nic_source": "emulated host NIC counters (Ethernet frames) over the whole repetition",
     }
 
 
@@ -158,7 +158,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         doc.Para(
             "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart, "
             "in % of one CPU; CPU-s/GB normalises to uncompressed payload so rows at different rates compare. "
-            "Unreadable counters are NA, never 0.",
+            "Unreadable counters are NA, never zero.",
             "note",
         ),
         doc.Table(headers, rows),

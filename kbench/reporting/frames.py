@@ -13,6 +13,7 @@ row in the CSV, so any figure computed from a frame can be traced back to its so
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
 from kbench.engine.csvio import MACHINE_COLUMNS, TEXT_COLUMNS, WARMUP_COLUMN, bad_values, complete_bytes, format_value
+from kbench.engine.status import MISSING, Status
 from kbench.experiments import registry
 from kbench.reporting.runs import LoadError, Run, machine_label
 
@@ -106,15 +108,17 @@ def load_runs(paths: Sequence[Path | str]) -> list[Run]:
     return runs
 
 
-def _exclude_bad_values(df: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Rows :func:`bad_values` finds become INVALID with its reason; their columns turn numeric."""
+def _exclude_bad_values(df: pd.DataFrame, raw: bytes, path: Path) -> pd.DataFrame:
+    """Rows :func:`bad_values` finds in the CSV's text (the rule ``--verify`` applies to the same
+    text) become INVALID with its reason; numeric columns holding stray text turn numeric."""
     import pandas as pd
 
     cand = [c for c in df.columns if c not in TEXT_COLUMNS and not pd.api.types.is_numeric_dtype(df[c])]
-    if not cand:
-        return df
-    bad = bad_values(df[cand].to_dict("records"), path.name)
+    text = list(csv.DictReader(io.StringIO(raw.decode("utf-8", "replace"), newline="")))
+    bad = bad_values(text, path.name)
     for i, why in bad.items():
+        if i >= len(df):
+            continue
         df.loc[df.index[i], "status"] = "INVALID"
         df.loc[df.index[i], "reason"] = why
     for c in cand:
@@ -122,6 +126,28 @@ def _exclude_bad_values(df: pd.DataFrame, path: Path) -> pd.DataFrame:
         if num.notna().any():
             df[c] = num
     return df
+
+
+def _check_rows(df: pd.DataFrame, path: Path) -> None:
+    """Refuse what no run writes: a status kbench does not define, and a row given twice (the same
+    cell, repetition, attempt and role: it would count twice in every median and n)."""
+    known = {s.value for s in Status}
+    for i, s in enumerate(df["status"].fillna(MISSING)):  # the status NA reads as missing here
+        if s not in known:
+            raise LoadError(
+                f"{path}: row {i + 1} has status {s!r}, which kbench never writes (it writes "
+                f"{', '.join(sorted(known))}); restore the file from the run"
+            )
+    key = [c for c in ("cell_id", "rep", "attempt", "role") if c in df.columns]
+    if len(key) >= 2:
+        dup = df.duplicated(subset=key, keep="first")
+        if dup.any():
+            i = int(dup.to_numpy().nonzero()[0][0])
+            first = df[key].iloc[:i].eq(df[key].iloc[i]).all(axis=1).to_numpy().nonzero()[0][0]
+            raise LoadError(
+                f"{path}: row {i + 1} repeats row {first + 1} (same {', '.join(key)}): one repetition "
+                "counted twice; remove the copy or restore the file from the run"
+            )
 
 
 def _add_plan_rate(df: pd.DataFrame, run: Run) -> None:
@@ -139,9 +165,10 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     import pandas as pd
 
     path = run.csvs[exp]
+    raw = complete_bytes(path.read_bytes())
     try:
         df = pd.read_csv(
-            io.BytesIO(complete_bytes(path.read_bytes())),
+            io.BytesIO(raw),
             dtype={c: str for c in TEXT_COLUMNS},
             na_values=["NA", ""],
             keep_default_na=False,
@@ -157,7 +184,8 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     if missing:
         raise LoadError(f"{path}: no column {', '.join(missing)}; is this a kbench {exp}.csv?")
     _add_plan_rate(df, run)
-    df = _exclude_bad_values(df, path)
+    _check_rows(df, path)
+    df = _exclude_bad_values(df, raw, path)
     for c in df.columns:
         if c in TEXT_COLUMNS:
             df[c] = df[c].fillna("NA")

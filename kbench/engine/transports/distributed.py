@@ -148,6 +148,7 @@ class DaskPool:
         """One repetition on the Dask workers; the broker window spans the whole cell, so its
         payload is the cell's."""
         window.open()
+        window.nic_start()
         out = self.run_cell(
             jobs.producer,
             jobs.consumer,
@@ -156,6 +157,7 @@ class DaskPool:
             jobs.count,
             req.duration_s + 120.0,
         )
+        window.nic_end()
         window.close()
         pres = out["producer"]
         co = out["coordinator"]

@@ -188,6 +188,7 @@ class LocalPool:
         fixed = req.rate is not None
         stats = self.tmp / f"{req.topic}.stats.jsonl"
         consumer = None
+        window.nic_start()
         if jobs.consumer is not None:
             cprops = {**(JAVA_PARITY if req.cell.client == "librdkafka" else {}), **jobs.consumer["props"]}
             consumer = spawn(
@@ -216,6 +217,7 @@ class LocalPool:
             pres = schedule_fields(producer.result(req.duration_s + 120.0))
             cres = schedule_fields(consumer.result(req.duration_s + 120.0)) if consumer else None
             window.close()
+            window.nic_end()
         except BaseException:
             for w in (producer, consumer):
                 if w is not None and w.proc.poll() is None:

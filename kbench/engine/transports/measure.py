@@ -110,6 +110,7 @@ class Window:
     m0: Mapping[int, Any] = field(default_factory=dict)
     m1: Mapping[int, Any] = field(default_factory=dict)
     #: Each host's NIC (tx, rx) byte counters, by role (testbed); None where no NIC is measured.
+    #: Read at :meth:`nic_start` and :meth:`nic_end`, around the whole repetition.
     nic: Callable[[], Mapping[str, tuple[int, int]]] | None = None
     n0: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     n1: Mapping[str, tuple[int, int]] = field(default_factory=dict)
@@ -122,15 +123,22 @@ class Window:
             time.monotonic_ns(),
         )
         self.m0 = self.probe.edge() if self.probe else {}
-        self.n0 = self.nic() if self.nic else {}
 
     def close(self) -> None:
         self.s1, self.sys1, self.t1 = self.snapshot(), self.steal_source(), time.monotonic()
         self.m1 = self.probe.edge() if self.probe else {}
+
+    def nic_start(self) -> None:
+        """NIC counters before the repetition's drivers start (a pool calls it first)."""
+        self.n0 = self.nic() if self.nic else {}
+
+    def nic_end(self) -> None:
+        """NIC counters once every driver has finished."""
         self.n1 = self.nic() if self.nic else {}
 
     def nic_bytes(self) -> dict[str, tuple[int, int]]:
-        """Each role's NIC (tx, rx) bytes over the window."""
+        """Each role's NIC (tx, rx) bytes over the whole repetition: a message's bytes cross the
+        NICs when it is sent, replicated and fetched, instants no CPU window's edges can split."""
         return {r: (self.n1[r][0] - a[0], self.n1[r][1] - a[1]) for r, a in self.n0.items() if r in self.n1}
 
     @property
@@ -174,7 +182,7 @@ class PoolResult:
     producer: Mapping[str, Any]  # the (merged) producer RESULT, schedule fields filled
     consumer: Mapping[str, Any] | None  # the (merged) consumer RESULT
     client_cpu: tuple[CpuSample, ...]  # producer and consumer roles, each with its window's payload
-    broker_window_bytes: int | None  # the payload of the broker window
+    broker_window_bytes: int | None  # the payload of the broker window (stored in it: sends shifted by the ack lag)
     wire_bytes: int | None = None  # producer out (client statistics)
     client_fill: BatchFill | None = None
     phases: Mapping[str, float | None] = field(default_factory=dict)
@@ -255,5 +263,5 @@ def assemble(
         notes=pool.notes,
         coordinator=dict(pool.coordinator),
         nic_bytes=window.nic_bytes(),
-        nic_window_payload_bytes=pool.broker_window_bytes if window.nic else None,
+        nic_window_payload_bytes=payload if window.nic else None,
     )
