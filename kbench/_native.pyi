@@ -219,6 +219,6 @@ class ProcSampler:
 
 def sample_records(
     props: dict[str, object], topic: str, count: int, max_bytes: int = ..., timeout: float = ...
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Read up to ``count`` records of ``topic`` from the start of each partition: ``records``
     as (partition, offset, key, value) tuples, ``partitions``, ``available``, ``truncated``, ``timed_out``."""

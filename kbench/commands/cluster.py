@@ -24,7 +24,7 @@ from kbench.model import limits
 _KV = key_value("--broker-config num.io.threads=4")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="start, inspect or stop a local Kafka cluster", description=__doc__)
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION")
     csub.required = True

@@ -109,7 +109,7 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "codecs",
         help="Kafka-exact codecs: list them, benchmark them (experiment M)",

@@ -29,7 +29,7 @@ def _kv(text: str) -> tuple[str, str]:
     return k.strip(), v
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("corpus", help="corpora: sample a topic's records into a corpus file", description=__doc__)
     csub = p.add_subparsers(dest="corpus_cmd", metavar="{sample}")
     csub.required = True

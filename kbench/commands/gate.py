@@ -15,7 +15,7 @@ from kbench.kafka import procstat
 from kbench.model import limits
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gate", help="check the environment before collecting", description=__doc__)
     p.add_argument("--bootstrap", help="host:port of a cluster to check (broker versions, compression.type)")
     p.add_argument(

@@ -8,7 +8,7 @@ from importlib import resources
 from kbench.engine import plan as plan_mod
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plans", help="list the built-in plans, or print one", description=__doc__)
     p.add_argument("name", nargs="?", help="a built-in plan to print as TOML")
     p.set_defaults(func=run)

@@ -33,7 +33,7 @@ from kbench.model.stats import histogram_us
 _KV = key_value("-X linger.ms=5")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "produce", help="produce a corpus at a fixed rate or saturated; optionally consume it back", description=__doc__
     )

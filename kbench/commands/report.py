@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write report.md + report.html from run directories", description=__doc__)
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories made by kbench run")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT", help="directory for the report files")

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
@@ -25,7 +26,7 @@ from kbench.kafka import clients, metrics, procstat
 from kbench.model import limits
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a plan (the main job): kbench run quick", description=__doc__)
     p.add_argument("plan", nargs="?", help="a built-in plan (kbench plans) or a .toml file; optional with --resume")
     p.add_argument("-o", "--output", type=Path, help="run directory (default runs/<plan>-<UTC time>)")
@@ -162,10 +163,11 @@ def run(args: argparse.Namespace) -> int:
         overrides["broker_metrics"] = list(urls)
         secret_free["broker_metrics"] = [metrics.display_url(u) for u in urls]
     if overrides:
-        t = dataclasses.replace(
-            plan.transport,
-            **{k: (tuple(v) if k in ("broker_pids", "broker_metrics") else v) for k, v in overrides.items()},
-        )
+        # values of any TransportDef field (from the command line or the resumed run's manifest)
+        fields: dict[str, Any] = {
+            k: (tuple(v) if k in ("broker_pids", "broker_metrics") else v) for k, v in overrides.items()
+        }
+        t = dataclasses.replace(plan.transport, **fields)
         if t.kind == "bootstrap" and not t.bootstrap:
             raise plan_mod.PlanError("--transport bootstrap: give --bootstrap host:port")
         plan = dataclasses.replace(plan, transport=t)

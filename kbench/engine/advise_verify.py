@@ -219,7 +219,7 @@ def compare(advice: adv.Advice, engine_dir: Path, rate: float, m: mtable.MTable 
         pred = predict(advice.corpus, cand, rate, w.partitions, count, prices, m)
         stored = _num(crow["stored_bytes"])
         prod = next((r for r in d_rows if r["sweep"] == role and r["role"] == "producer"), {})
-        checks = (
+        checks: tuple[Check, ...] = (
             Check(
                 "stored bytes (the run's records, with the instrument's header)",
                 pred["stored_bytes_with_header"],
@@ -316,9 +316,9 @@ def verify(
     bad = [c for v in vs for c in v.checks if c.ok is False]
     med = statistics.median([abs(c.error) for v in vs for c in v.checks if c.error is not None] or [0.0])
     print(f"median |error| over all compared numbers: {med * 100:.1f}%")
-    base = next((v for v in vs if v.candidate.codec == "none"), None)
-    if base is not None:
-        m_cpu = next((c.measured for c in base.checks if c.quantity.startswith("producer CPU")), None)
+    baseline = next((v for v in vs if v.candidate.codec == "none"), None)
+    if baseline is not None:
+        m_cpu = next((c.measured for c in baseline.checks if c.quantity.startswith("producer CPU")), None)
         if m_cpu:
             rec_gb = len(advice.corpus.records) / (advice.corpus.size / adv.GB)
             print(

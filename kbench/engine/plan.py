@@ -440,8 +440,8 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     for c in _axis(f"{w}codec", _as_list(tbl.get("codec", "none"))):
         try:
             codecs_.append(codecs.parse_spec(str(c)))
-        except codecs.CodecError as e:
-            raise PlanError(f"{w}codec: {e}") from None
+        except codecs.CodecError as err:
+            raise PlanError(f"{w}codec: {err}") from None
     _axis(f"{w}codec", codecs_)  # "zstd" and "zstd:3" may differ in text only
     corp = [
         _resolve_corpus(f"{w}corpus", str(c), corpora, base_dir, corpus_size)
@@ -487,7 +487,13 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     fixed = registry.fixed_rate().intersection(exps)
     if fixed and any(r == "saturated" for r in rates):
         raise PlanError(f'{w}rate: experiments {", ".join(sorted(fixed))} need a fixed rate; give messages/s or "auto"')
-    axes = {"codec": codecs_, "corpus": corp, "batch_size": bs, "linger_ms": lg, "partitions": parts}
+    axes: dict[str, list[Any]] = {
+        "codec": codecs_,
+        "corpus": corp,
+        "batch_size": bs,
+        "linger_ms": lg,
+        "partitions": parts,
+    }
     axes.update(acks=acks, rate=rates, topic_compression=tc, client=clients)
     for e in exps:
         check = registry.get(e).sweep_check
@@ -611,7 +617,9 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         broker_metrics=endpoints,
         broker_version=None if bver is None else str(bver),
         header_sample=hs,
-        **shaping,
+        broker_nic_mbit=shaping["broker_nic_mbit"],
+        client_nic_mbit=shaping["client_nic_mbit"],
+        delay_ms=shaping["delay_ms"],
     )
 
     client = data.get("client", {})

@@ -80,8 +80,8 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     rows = []
     for k in all_keys:
         sel = df
-        for c, v in zip(keys, k):
-            sel = sel[sel[c].map(label_text) == v]
+        for col, v in zip(keys, k):
+            sel = sel[sel[col].map(label_text) == v]
         stored = " ".join(sorted({str(x) for x in sel["stored_codecs"]})) if "stored_codecs" in sel else "NA"
         rec = " ".join(sorted({str(x) for x in sel["recompressed"]})) if "recompressed" in sel else "NA"
         c = cpu.get(k) or na_stat(ctx, "broker_cpu_s_per_gb")

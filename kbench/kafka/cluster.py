@@ -419,6 +419,7 @@ class LocalCluster:
             raise ClusterError("cluster already started")
         existing = self.dir / STATE_FILE if self.dir is not None else None
         if existing is not None and existing.exists():
+            assert self.dir is not None  # existing is set only when dir is
             st = read_state(self.dir)
             if any(_is_our_process(b.pid, b.config) for b in st.brokers):
                 raise ClusterError(
@@ -489,13 +490,13 @@ class LocalCluster:
         brokers: list[BrokerInfo] = []
         try:
             for i, (conf, data, logs) in enumerate(nodes, start=1):
-                out = open(logs / "stdout.log", "wb")
+                stdout_log = open(logs / "stdout.log", "wb")
                 try:
                     proc = self.launcher(
                         i,
                         jcmd("kafka.Kafka", [str(conf)], logs, self.heap, metrics_ports[i - 1], self.hosts[i - 1]),
                         {
-                            "stdout": out,
+                            "stdout": stdout_log,
                             "stderr": subprocess.STDOUT,
                             "stdin": subprocess.DEVNULL,
                             "start_new_session": True,
@@ -504,7 +505,7 @@ class LocalCluster:
                         },
                     )
                 finally:
-                    out.close()
+                    stdout_log.close()
                 self._procs.append(proc)
                 brokers.append(
                     BrokerInfo(

@@ -96,7 +96,8 @@ def parse_system(text: str, clk_tck: float = 100.0) -> SystemCpu | None:
             if len(vals) < 8:
                 return None
             # total: user..steal (guest time is already inside user)
-            return SystemCpu(*vals, total=sum(vals))
+            user, nice, system, idle, iowait, irq, softirq, steal = vals
+            return SystemCpu(user, nice, system, idle, iowait, irq, softirq, steal, total=sum(vals))
     return None
 
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kbench import _native
 from kbench._native import BatchError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = [
     "Batch",
@@ -175,7 +179,7 @@ def encode_ex(
     )
 
 
-def decode(buf: object, *, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED, verify_crc: bool = True) -> Batch:
+def decode(buf: Buffer, *, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED, verify_crc: bool = True) -> Batch:
     """Decode exactly one RecordBatch v2 from any buffer; raises BatchError with ``.offset``."""
     hdr, recs = _native.batch_decode(buf, max_uncompressed, verify_crc)
     hdr.pop("crc_computed")
@@ -195,7 +199,7 @@ def decode(buf: object, *, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED, ver
     return Batch(records=records, **hdr)
 
 
-def crc32c(data: object, impl: str | None = None) -> int:
+def crc32c(data: Buffer, impl: str | None = None) -> int:
     """CRC-32C (Castagnoli) of a buffer; ``impl`` forces one implementation (see :func:`crc32c_impls`)."""
     return int(_native.crc32c(data, impl))
 

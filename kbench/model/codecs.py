@@ -6,9 +6,13 @@ See docs/codecs.md for the framing of each codec and the level ranges (KIP-390).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kbench import _native
 from kbench._native import CodecError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = [
     "CodecError",
@@ -47,12 +51,12 @@ def available() -> list[str]:
     return list(_native.available())
 
 
-def compress(data: object, codec: str, level: int | None = None) -> bytes:
+def compress(data: Buffer, codec: str, level: int | None = None) -> bytes:
     """Compress any buffer-protocol object in Kafka's framing for ``codec``."""
     return _native.compress(data, codec, level)
 
 
-def decompress(data: object, codec: str, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+def decompress(data: Buffer, codec: str, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     """Decompress a Kafka-framed buffer; output above ``max_size`` bytes raises CodecError."""
     return _native.decompress(data, codec, max_size)
 

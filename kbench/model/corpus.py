@@ -22,10 +22,14 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbench import _native
 from kbench.model import limits
 from kbench.model.paths import atomic_write, not_a_regular_file
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = [
     "BUILTIN",
@@ -85,7 +89,7 @@ class Corpus:
         return self.entropy >= NEAR_RANDOM_BITS
 
 
-def entropy(data: object) -> float:
+def entropy(data: Buffer) -> float:
     """Shannon entropy of a buffer in bits per byte (0.0 .. 8.0)."""
     return float(_native.entropy(data))
 

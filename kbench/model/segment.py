@@ -11,11 +11,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kbench import _native
 from kbench.model.paths import not_a_regular_file
 from kbench.model.stats import distribution
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = ["BatchRow", "SegmentError", "Summary", "log_files", "scan_bytes", "scan_file", "scan_paths", "summarize"]
 
@@ -102,7 +105,7 @@ class BatchRow:
 
 
 def scan_bytes(
-    data: object,
+    data: Buffer,
     name: str = "<buffer>",
     *,
     decompress: bool = True,

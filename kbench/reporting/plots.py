@@ -9,11 +9,13 @@ over repetitions, error bars the range (min–max).  :func:`png` turns a figure 
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kbench.experiments.spec import LABELS
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import pandas as pd
     from matplotlib.figure import Figure
 
@@ -237,7 +239,8 @@ def batch_effect(e: pd.DataFrame | None) -> Figure | None:
         if "records_per_batch_p50" in m.columns and m["records_per_batch_p50"].notna().any():
             ax2.plot(m["batch_size"], m["records_per_batch_p50"], marker="s", label=k)
     for a in (ax, ax2):
-        if len({x for line in a.lines for x in line.get_xdata()}) > 1:
+        # get_xdata() hands back the batch_size column plotted above (matplotlib types it ArrayLike)
+        if len({x for line in a.lines for x in cast("Iterable[float]", line.get_xdata())}) > 1:
             a.set_xscale("log", base=2)
         a.set_xlabel("batch.size (bytes)")
     ax.set_ylabel("ratio")
@@ -254,8 +257,11 @@ def pareto(m: pd.DataFrame | None) -> Figure | None:
     ok = _ok(m, "ratio", "compress_mb_s")
     if ok is None:
         return None
-    level = ok["level"].astype(str) if "level" in ok.columns else ""
-    ok = ok.assign(spec=ok["codec"].astype(str) + (":" + level).where(~level.isin(["", "NA", "nan"]), ""))
+    spec = ok["codec"].astype(str)
+    if "level" in ok.columns:
+        level = ok["level"].astype(str)
+        spec = spec + (":" + level).where(~level.isin(["", "NA", "nan"]), "")
+    ok = ok.assign(spec=spec)
     keys = ["spec", "block_size"] + _varying(ok, ["corpus", "machine"])
     med = ok.groupby(keys, sort=True, dropna=False)[["ratio", "compress_mb_s"]].median().reset_index()
     fig = _figure()

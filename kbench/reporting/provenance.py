@@ -243,7 +243,8 @@ class _Tables:
             man = self.manifest(run)
         except (OSError, ValueError):
             man = {}
-        m = man.get("machine") if isinstance(man.get("machine"), Mapping) else {}
+        machine = man.get("machine")
+        m: Mapping[str, Any] = machine if isinstance(machine, Mapping) else {}
         out = {k: format_value(m.get(k)) for k in ("arch", "cpu_model", "kernel", "hostname_hash")}
         out.update({k: format_value(m.get(k)) for k in ("physical_cores", "logical_cores", "memory_bytes")})
         t = man.get("transport")
@@ -442,7 +443,7 @@ def verify(
             else:
                 args = [values[a] for a in f["args"]]
                 try:
-                    v = None if any(a is None for a in args) else _derive(op, args, f.get("unit"))  # type: ignore[arg-type]
+                    v = None if any(a is None for a in args) else _derive(op, args, f.get("unit"))
                 except ZeroDivisionError:
                     v = None  # as the ledger does: a change from 0 is NA, not a number
         except (KeyError, IndexError, ValueError, ZeroDivisionError, OSError, TypeError) as e:

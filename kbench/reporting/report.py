@@ -80,6 +80,12 @@ def _claims(ctx: ReportContext, experiments: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- excluded, environment, threats
 
 
+def _section(man: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The mapping under ``key`` of a manifest, empty when it is absent or not a mapping."""
+    value = man.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def _run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
     """Next to an experiment's numbers: a steal limit above the method's, a common rate that
     fell back, and the repetitions that were run again (column ``attempt``)."""
@@ -87,7 +93,7 @@ def _run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
 
     L, notes = ctx.ledger, []
     for r in ctx.runs:
-        rules_ = r.manifest.get("rules") if isinstance(r.manifest.get("rules"), Mapping) else {}
+        rules_ = _section(r.manifest, "rules")
         lim = rules_.get("steal_limit_pct")
         if isinstance(lim, (int, float)) and not isinstance(lim, bool) and lim > STEAL_LIMIT_PCT:
             fig = L.manifest(lim, r.index, "rules/steal_limit_pct", "int" if float(lim).is_integer() else "f2")
@@ -95,7 +101,7 @@ def _run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
                 f"Run {r.path.name} accepted CPU steal up to {fig.text}% per repetition, above the method's "
                 "default limit; its numbers carry that much more noise."
             )
-        rd = r.manifest.get("rate_derivation") if isinstance(r.manifest.get("rate_derivation"), Mapping) else {}
+        rd = _section(r.manifest, "rate_derivation")
         if rd.get("fallback") and registry.get(exp).at_common_rate:
             notes.append(f'Run {r.path.name}: rate = "auto" fell back: {rd["fallback"]}.')
     if "attempt" in df.columns:
@@ -151,8 +157,8 @@ def _environment(ctx: ReportContext) -> None:
     rows = []
     for r in ctx.runs:
         m, man = r.machine, r.manifest
-        v = man.get("versions") if isinstance(man.get("versions"), Mapping) else {}
-        t = man.get("transport") if isinstance(man.get("transport"), Mapping) else {}
+        v = _section(man, "versions")
+        t = _section(man, "transport")
         mem = L.derive(
             "scale", [L.manifest(m.get("memory_bytes"), r.index, "machine/memory_bytes")], "f2", unit="B->GiB"
         )
@@ -203,7 +209,7 @@ def _environment(ctx: ReportContext) -> None:
     prow = []
     for r in ctx.runs:
         man = r.manifest
-        rd = man.get("rate_derivation") if isinstance(man.get("rate_derivation"), Mapping) else {}
+        rd = _section(man, "rate_derivation")
         prow.append(
             [
                 r.path.name,
@@ -243,7 +249,7 @@ def _environment(ctx: ReportContext) -> None:
     )
     crow = []
     for r in ctx.runs:
-        corp = r.manifest.get("corpora") if isinstance(r.manifest.get("corpora"), Mapping) else {}
+        corp = _section(r.manifest, "corpora")
         for name, c in sorted(corp.items()):
             if not isinstance(c, Mapping):
                 continue
@@ -295,7 +301,7 @@ def _threats(ctx: ReportContext) -> None:
                 items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
     for r in ctx.runs:
         man = r.manifest
-        t = man.get("transport") if isinstance(man.get("transport"), Mapping) else {}
+        t = _section(man, "transport")
         if t.get("kind") == "dry":
             items.append(
                 f"{r.path.name}: dry transport: timings and CPU are synthetic, not measurements; only stored bytes are real."
@@ -308,13 +314,13 @@ def _threats(ctx: ReportContext) -> None:
             items.append(f"{r.path.name}: collected with --force despite a blocking gate failure.")
         if man.get("state") not in (None, "complete"):
             items.append(f"{r.path.name}: run state is {man.get('state')}, not complete.")
-        gate = man.get("gate") if isinstance(man.get("gate"), Mapping) else {}
+        gate = _section(man, "gate")
         for c in gate.get("checks", []) if isinstance(gate.get("checks"), list) else []:
             if isinstance(c, Mapping) and c.get("outcome") != "pass":
                 items.append(
                     f"{r.path.name}: gate check “{c.get('name')}” ({c.get('severity')}) {c.get('outcome')}: {c.get('detail')}"
                 )
-        corp = man.get("corpora") if isinstance(man.get("corpora"), Mapping) else {}
+        corp = _section(man, "corpora")
         for name, c in sorted(corp.items()):
             if isinstance(c, Mapping) and c.get("near_random"):
                 items.append(

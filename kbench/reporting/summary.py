@@ -40,7 +40,10 @@ class Stat:
     ) -> None:
         self._ledger, self._set, self._metric, self._kind = ledger, set_id, metric, kind
         self._med, self._lo, self._hi, self._n = med, lo, hi, float(n)
-        self._fmed = self._flo = self._fhi = self._fn = None
+        self._fmed: Fig | None = None
+        self._flo: Fig | None = None
+        self._fhi: Fig | None = None
+        self._fn: Fig | None = None
 
     def _fig(self, op: str) -> Fig:
         if op == "median":

@@ -247,7 +247,7 @@ class Testbed:
         t.join()
         if "error" in box:
             raise box["error"]
-        return box["value"]  # type: ignore[no-any-return]
+        return box["value"]
 
     def nic_bytes(self, host: str) -> tuple[int, int]:
         """(tx_bytes, rx_bytes) of the host's NIC since it was made (Ethernet frames: headers included).

@@ -225,7 +225,7 @@ class DaskPool:
                 readies.append(ev)
                 submit("consumer", w, i, consumer_job, ev.name)
             for ev in readies:
-                self._wait(futures, lambda ev=ev: ev.is_set(), 60.0, "consumer assignment")
+                self._wait(futures, ev.is_set, 60.0, "consumer assignment")
             start_at = time.time() + START_LEAD_S
             for (w, i), (base, n) in zip(prods, merge.split_count(count, len(prods)) if count else [], strict=False):
                 submit(

@@ -120,8 +120,8 @@ class KafkaTransport:
             )
         if self._probe:
             extra["metrics_matching"] = self._probe.matching
-        if self.defn.workers:
-            d = self.defn
+        d = self.defn
+        if d.workers:
             self.dask = DaskPool(d.workers, d.producers, d.consumers, d.drivers_per_worker)
             extra["dask"] = json.dumps(self.dask.open(), sort_keys=True)
         return TransportInfo(
@@ -207,7 +207,7 @@ class KafkaTransport:
     def _alive(self) -> dict[int, bool]:
         from kbench.kafka.cluster import pid_alive
 
-        return {b.broker_id: bool(b.pid) and pid_alive(int(b.pid)) for b in self.brokers}
+        return {b.broker_id: bool(b.pid and pid_alive(int(b.pid))) for b in self.brokers}
 
     def _faults(self, alive_before: Mapping[int, bool], settle_s: float = 0.0) -> str:
         """What went wrong with the cluster during a run, in words: a broker that died, a log

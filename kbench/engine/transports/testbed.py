@@ -101,7 +101,7 @@ class TestbedTransport(KafkaTransport):
 
     def _reach(self, fn: Callable[[], T]) -> T:
         """Admin requests go from the producer's host: the brokers' addresses exist only there."""
-        return self.testbed.call_in(CLIENT_HOSTS[0], fn)  # type: ignore[no-any-return]
+        return self.testbed.call_in(CLIENT_HOSTS[0], fn)
 
     def _window(self, req: RunRequest) -> Window:
         w = super()._window(req)
