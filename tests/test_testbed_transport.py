@@ -104,16 +104,24 @@ def test_nic_bytes_per_role_against_the_clients_own_counts(tmp_path: Path) -> No
         by_run.setdefault((r["cell_id"], r["rep"], r["attempt"]), {})[r["role"]] = r
     for key, roles in by_run.items():
         prod, cons, brk = roles["producer"], roles["consumer"], roles["broker-1"]
-        # One broker, RF 1: what the producer's host sent is what the broker's host received, and
-        # what the broker sent is what the consumer received (same window, same counters' kind).
-        assert abs(float(brk["nic_rx_bytes"]) / float(prod["nic_tx_bytes"]) - 1) < 0.05, roles
-        assert abs(float(cons["nic_rx_bytes"]) / float(brk["nic_tx_bytes"]) - 1) < 0.05, roles
+
+        # One broker, three hosts on a bridge: what the broker's host received is what the two client
+        # hosts sent (produce and fetch requests, their TCP ACKs), and what it sent they received.
+        def f(r: dict[str, str], col: str) -> float:
+            return float(r[col])
+
+        sent_to_broker = f(prod, "nic_tx_bytes") + f(cons, "nic_tx_bytes")
+        got_from_broker = f(prod, "nic_rx_bytes") + f(cons, "nic_rx_bytes")
+        assert abs(f(brk, "nic_rx_bytes") / sent_to_broker - 1) < 0.02, roles
+        assert abs(f(brk, "nic_tx_bytes") / got_from_broker - 1) < 0.02, roles
         # Against the broker's log segments (the stored batches, RF 1): the producer's host sends
-        # them plus Kafka's request framing and TCP/IP headers, less than 10 % more; the consumer's
-        # host receives them (fetched once) plus the same framing.
+        # them plus each produce request's framing and TCP/IP headers (at 2000 msgs/s and linger.ms 5 a
+        # request holds about ten records: under 25 % more); the consumer's
+        # host receives them (fetched once) plus each fetch response's framing, more per byte at
+        # this low rate (a response holds one or two batches): under 30 % more.
         stored = float(c[key]["stored_bytes"])
-        for role, col in ((prod, "nic_tx_bytes"), (cons, "nic_rx_bytes")):
-            assert stored <= float(role[col]) <= stored * 1.10, (role["role"], col, role[col], stored)
+        for role, col, most in ((prod, "nic_tx_bytes", 1.25), (cons, "nic_rx_bytes", 1.30)):
+            assert stored <= float(role[col]) <= stored * most, (role["role"], col, role[col], stored)
         # librdkafka's own tx_bytes (its last statistics line) can only lag the NIC, never exceed it.
         assert float(prod["wire_bytes"]) <= float(prod["nic_tx_bytes"]), prod
     # zstd sends fewer bytes than none for the same payload.
