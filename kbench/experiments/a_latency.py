@@ -39,22 +39,21 @@ def saturation_reasons(res: RunResult, linger_ms: float, bound_ms: float) -> lis
     - the consumer keeping up: end-to-end p50 − corrected p50.
     """
     bound_us = bound_ms * 1000
+    ms = lambda us: f"{us / 1000:.1f}" if abs(us) >= 1000 else f"{us / 1000:.3f}"  # noqa: E731
     out = []
     d = res.latency_delay
     if d is not None and d.p99_us > bound_us:
-        out.append(
-            f"saturated: send delay p99 {d.p99_us / 1000:.1f} ms > {bound_ms:g} ms (sends left behind the schedule)"
-        )
+        out.append(f"saturated: send delay p99 {ms(d.p99_us)} ms > {bound_ms:g} ms (sends left behind the schedule)")
     q = res.latency_phases.get("queue_p50_us")
     if q is not None and q - linger_ms * 1000 > bound_us:
         out.append(
-            f"saturated: queue wait p50 {q / 1000:.1f} ms − linger.ms {linger_ms:g} = {(q - linger_ms * 1000) / 1000:.1f} ms "
+            f"saturated: queue wait p50 {ms(q)} ms − linger.ms {linger_ms:g} = {ms(q - linger_ms * 1000)} ms "
             f"> {bound_ms:g} ms (batches waited for the sender)"
         )
     e, c = res.latency_e2e, res.latency_corrected
     if e is not None and c is not None and e.p50_us - c.p50_us > bound_us:
         out.append(
-            f"saturated: e2e p50 − corrected p50 = {(e.p50_us - c.p50_us) / 1000:.1f} ms > {bound_ms:g} ms "
+            f"saturated: e2e p50 − corrected p50 = {ms(e.p50_us - c.p50_us)} ms > {bound_ms:g} ms "
             "(the consumer fell behind)"
         )
     return out
