@@ -132,11 +132,13 @@ def latency_knee(a: pd.DataFrame | None) -> Figure | None:
     keys = [k for k in keys if k in pts.columns]
     if not any(g["target_rate_msgs"].nunique() > 1 for _, g in pts.groupby(keys, sort=True)):
         return None  # one rate per codec: no knee to draw (a_latency.png shows it)
-    fig = _figure(9.0, 4.2)
+    named = [c for c in keys if c == "codec" or pts[c].astype(str).nunique() > 1]  # one machine: not named
+    fig = _figure(9.0, 4.6)
+    fig.subplots_adjust(bottom=0.24)
     axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)]
     colours = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"]
-    for i, (key, g) in enumerate(pts.groupby(keys, sort=True)):
-        k = key if isinstance(key, tuple) else (key,)
+    for i, (_, g) in enumerate(pts.groupby(keys, sort=True)):
+        k = tuple(str(g[c].iloc[0]) for c in named)
         colour = colours[i % len(colours)]
         g = g.sort_values("target_rate_msgs")
         for ax, col in zip(axes, ("corrected_p50_us", "corrected_p99_us")):
@@ -160,7 +162,11 @@ def latency_knee(a: pd.DataFrame | None) -> Figure | None:
         ax.set_xlabel("target rate (msgs/s)")
         ax.set_ylabel(f"corrected {title} (µs, log)")
         ax.set_title(f"A · corrected {title} against the rate")
-    _legend(axes[1])
+    handles, labels = axes[0].get_legend_handles_labels()
+    h1, l1 = axes[1].get_legend_handles_labels()
+    seen = dict(zip(labels, handles)) | {lb: h for lb, h in zip(l1, h1) if lb not in labels}
+    if 0 < len(seen) <= MAX_LEGEND:
+        fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=min(len(seen), 6), fontsize=7)
     return fig
 
 
