@@ -251,6 +251,7 @@ def test_fractions_derive_from_the_slowest_saturated_cell(tmp_path: Path) -> Non
     deriv = json.loads((run / "manifest.json").read_text())["rate_derivation"]
     assert deriv["min_cell"] == "sat-001" and deriv["rate_msgs"] == 15000.0
     assert deriv["fractions"] == {"auto:0.2": 6000.0, "auto:0.6": 18000.0}
+    assert deriv["method"].count('"auto:F": F times the same minimum') == 1
     assert {req.rate for req in t.requests if req.cell.sweep == "a"} == {6000.0, 18000.0, 15000.0}
 
 

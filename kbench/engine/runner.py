@@ -360,6 +360,10 @@ def _open_and_gate(s: _Session) -> gate_mod.GateReport:
     return report
 
 
+#: Appended to the derivation's method once a plan's ``auto:F`` cells are derived.
+FRACTIONS_METHOD = '; rate = "auto:F": F times the same minimum (each under fractions)'
+
+
 def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float | None:
     """The cell's target msgs/s: its number, None when saturated, or the common rate (derived
     from the saturated cells' rows once, then recorded in the manifest); ``auto:F`` is F × the
@@ -381,7 +385,10 @@ def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float
     fractions: dict[str, float] = dict(deriv.get("fractions", {}))
     if key not in fractions:
         fractions[key] = round(deriv["saturated_medians_msgs"][deriv["min_cell"]] * frac, 3)
-        s.man["rate_derivation"] = {**deriv, "fractions": fractions}
+        method = str(deriv.get("method", ""))
+        if FRACTIONS_METHOD not in method:
+            method += FRACTIONS_METHOD
+        s.man["rate_derivation"] = {**deriv, "method": method, "fractions": fractions}
         s.save()
         s.log(f"rate {key} derived: {fractions[key]} msgs/s")
     return float(fractions[key])
