@@ -118,7 +118,45 @@ def test_a_hand_typed_number_in_the_markdown_fails(copies: tuple[Path, Path]) ->
     md.write_text(md.read_text() + "\nzstd saves 37.25% of the disk\n")
     rc, err = _verify(run, out)
     assert rc == 1
-    assert err.strip() == "kbench: provenance: report.md prints '37.25%', which is no ledger figure and no input label"
+    lines = err.strip().splitlines()
+    assert "kbench: provenance: report.md prints '37.25%', which is no ledger figure and no input label" in lines
+    assert any("is no line of the report the runs give" in x for x in lines), err
+
+
+def _headline_ratios(md: str) -> list[str]:
+    return re.findall(r"^- Ratio, [^\n]*?: (\S+×) \(range", md, flags=re.M)
+
+
+def test_a_number_moved_to_another_figures_place_fails(copies: tuple[Path, Path]) -> None:
+    """Each number is checked where it stands: a ratio replaced by another ratio the ledger holds
+    (the random corpus's for the JSON one) passes a presence check, not this one."""
+    run, out = copies
+    md = out / "report.md"
+    text = md.read_text()
+    ratios = _headline_ratios(text)
+    assert len(set(ratios)) >= 2, ratios
+    a, b = ratios[0], next(r for r in ratios if r != ratios[0])
+    first = text.index(f": {a} (range")
+    md.write_text(text[:first] + f": {b} (range" + text[first + len(f": {a} (range") :])
+    rc, err = _verify(run, out)
+    assert rc == 1
+    assert "(under “Headline figures”): reads" in err and "a number moved, swapped or edited" in err, err
+
+
+def test_two_numbers_swapped_in_a_table_row_fail(copies: tuple[Path, Path]) -> None:
+    run, out = copies
+    md = out / "report.md"
+    lines = md.read_text().splitlines()
+    i = next(i for i, x in enumerate(lines) if x.startswith("|") and "zstd:3" in x and x.count("|") > 8)
+    cells = lines[i].split("|")
+    nums = [k for k, c in enumerate(cells) if re.fullmatch(r"\s*[\d,.]+\s*", c)]
+    j, k = next((j, k) for j in nums for k in nums if cells[j].strip() != cells[k].strip())
+    cells[j], cells[k] = cells[k], cells[j]
+    lines[i] = "|".join(cells)
+    md.write_text("\n".join(lines) + "\n")
+    rc, err = _verify(run, out)
+    assert rc == 1
+    assert f"report.md line {i + 1} " in err and "a number moved, swapped or edited" in err, err
 
 
 def test_verify_only_without_a_report_is_one_line(zvn: Path, tmp_path: Path) -> None:

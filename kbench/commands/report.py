@@ -34,12 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path]) -> int:
     import json
 
-    from kbench.reporting import provenance
+    from kbench.reporting import provenance, report
     from kbench.reporting.frames import unique_dirs
 
-    problems = provenance.verify(
-        json.loads(provenance_path.read_text()), unique_dirs(run_dirs), markdown_path.read_text()
-    )
+    md = markdown_path.read_text()
+    problems = provenance.verify(json.loads(provenance_path.read_text()), unique_dirs(run_dirs), md)
+    problems += report.placement_problems(run_dirs, md)
     if problems:
         for p in problems[:20]:
             print(f"kbench: provenance: {p}", file=sys.stderr)
@@ -48,7 +48,7 @@ def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path]) -> 
         return 1
     print(
         "verified: every figure is the OK rows of its cell and recomputes from the run directories;"
-        " every number in report.md is a figure or an input label"
+        " every number in report.md is a figure or an input label, in the place the runs give it"
     )
     return 0
 

@@ -82,6 +82,7 @@ TEXT_COLUMNS = frozenset(
         "corpus_sha256",
         "stored_codecs",
         "wire_source",
+        "nic_source",
         "fill_source",
         "producer_codec",
         "experiment",

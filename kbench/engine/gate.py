@@ -428,7 +428,7 @@ def check_codec_libs(ctx: GateContext) -> CheckResult:
 
 
 def check_java(ctx: GateContext) -> CheckResult:
-    if ctx.transport_kind != "local":
+    if ctx.transport_kind not in ("local", "testbed"):
         return _r("Java version", BLOCKING, True, f"{ctx.java_version or 'absent'} (brokers not started by kbench)")
     major = java_major(ctx.java_version)
     if major is None:
@@ -529,10 +529,11 @@ def topology_fields(plan: Plan, info: TransportInfo) -> dict[str, Any]:
     t = plan.transport
     return {
         "broker_version_sources": [
-            b.version_source or ("local cluster" if info.kind == "local" and b.version else "") for b in info.brokers
+            b.version_source or ("local cluster" if info.kind in ("local", "testbed") and b.version else "")
+            for b in info.brokers
         ],
         "broker_cpu_sources": ["/proc" if b.pid else ("metrics" if b.metrics_url else "") for b in info.brokers],
-        "planned_brokers": t.brokers if (t.kind == "local" or t.brokers > 1) else None,
+        "planned_brokers": t.brokers if (t.kind in ("local", "testbed") or t.brokers > 1) else None,
         "replication_factor": t.replication_factor,
         "min_insync_replicas": t.min_insync_replicas,
         "planned_acks": sorted({a for s in plan.sweeps for a in s.acks}),

@@ -53,7 +53,7 @@ __all__ = [
     "rate_fraction",
 ]
 
-TRANSPORT_KINDS = ("local", "bootstrap", "sim", "dry")
+TRANSPORT_KINDS = ("local", "bootstrap", "testbed", "sim", "dry")
 #: ``rate = "auto:F"``: F × the minimum saturated rate of the run (a sweep of fractions finds the knee).
 AUTO_PREFIX = "auto:"
 #: The largest ``saturation_bound_ms`` a plan may set (the default is the experiments' own).
@@ -82,8 +82,11 @@ TOP_KEYS = {
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
 }
 TRANSPORT_KEYS = {
-    "kind": "local, bootstrap, sim or dry",
+    "kind": "local, bootstrap, testbed, sim or dry",
     "brokers": "number of local brokers (1 or 3)",
+    "broker_nic_mbit": "testbed: each broker host's NIC rate in Mbit/s, each direction (absent: unshaped)",
+    "client_nic_mbit": "testbed: the producer's and the consumer's host NIC rate in Mbit/s (absent: unshaped)",
+    "delay_ms": "testbed: one-way delay on every host's NIC (needs the kernel's netem qdisc)",
     "bootstrap": "host:port[,host:port] of an existing cluster",
     "replication_factor": "replication factor of each cell's topic",
     "min_insync_replicas": "min.insync.replicas of each cell's topic",
@@ -139,6 +142,10 @@ class TransportDef:
     broker_metrics: tuple[str, ...] = ()
     broker_version: str | None = None
     header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
+    #: testbed (docs/testbed.md): NIC rates (Mbit/s, None: unshaped) and a one-way delay per host
+    broker_nic_mbit: float | None = None
+    client_nic_mbit: float | None = None
+    delay_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -606,7 +613,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError('transport.bootstrap: missing; give bootstrap = "host:port" or use kind = "local"')
     brokers = int(_bounded("transport.brokers", t.get("brokers", 1), "brokers"))
     rf = int(_bounded("transport.replication_factor", t.get("replication_factor", 1), "replication_factor"))
-    if kind == "local" and rf > brokers:
+    if kind in ("local", "testbed") and rf > brokers:
         raise PlanError(
             f"transport.replication_factor: {rf} exceeds transport.brokers ({brokers}); lower it or add brokers"
         )
@@ -630,6 +637,18 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if workers is not None and kind not in ("local", "bootstrap"):
         raise PlanError(f"transport.workers: Dask workers drive real Kafka; use kind local or bootstrap, not {kind}")
     hs = int(_bounded("transport.header_sample", t.get("header_sample", DEFAULT_HEADER_SAMPLE), "header_sample"))
+    shaping: dict[str, float | None] = {}
+    for k in ("broker_nic_mbit", "client_nic_mbit", "delay_ms"):
+        v = t.get(k)
+        if v is not None and kind != "testbed":
+            raise PlanError(
+                f'transport.{k}: shapes an emulated host\'s NIC; it needs kind = "testbed" (docs/testbed.md)'
+            )
+        shaping[k] = None if v is None else float(_number(f"transport.{k}", v, allow_zero=(k == "delay_ms")))
+    if kind == "testbed" and workers is not None:
+        raise PlanError(
+            "transport.workers: the testbed runs every role on an emulated host of this machine; drop workers"
+        )
     transport = TransportDef(
         kind,
         brokers,
@@ -642,6 +661,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         broker_metrics=endpoints,
         broker_version=None if bver is None else str(bver),
         header_sample=hs,
+        **shaping,
     )
 
     client = data.get("client", {})

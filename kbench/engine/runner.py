@@ -173,7 +173,7 @@ def _gate_context(
         planned_topic_compression=sorted({t for s in plan.sweeps for t in s.topic_compression}),
         disk_paths=[Path(p) for p in info.log_dirs] + [run_dir],
         librdkafka_version=librdkafka_version(),
-        java_version=java_version() if info.kind == "local" else None,
+        java_version=java_version() if info.kind in ("local", "testbed") else None,
         corpus_entropies=dict(entropies),
         sample_s=opts.gate_sample_s,
         **gate_mod.topology_fields(plan, info),
@@ -283,7 +283,7 @@ def _start_manifest(
             for c in cells
         },
         machine=prior.get("machine", machine),
-        versions=prior.get("versions") or versions(with_java=plan.transport.kind == "local"),
+        versions=prior.get("versions") or versions(with_java=plan.transport.kind in ("local", "testbed")),
         corpora={
             n: {
                 "source": c.source,
@@ -317,7 +317,7 @@ def _start_manifest(
     man.setdefault("started_at", _now())
     man.setdefault("resumes", [])
     if opts.resume:
-        now_versions = versions(with_java=plan.transport.kind == "local")
+        now_versions = versions(with_java=plan.transport.kind in ("local", "testbed"))
         entry: dict[str, Any] = {"at": _now()}
         if now_versions != man["versions"]:
             entry["versions"] = now_versions

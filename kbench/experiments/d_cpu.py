@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbench.engine.status import Verdict
+from kbench.engine.transports.base import RunResult
 from kbench.experiments.rowkit import (
+    GB,
     cpu_role,
     finish,
     per_gb,
@@ -61,6 +63,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
         else:
             wb, src = wire.get(c.role, (None, ""))
             r.update(wire_bytes=wb, wire_source=src)
+        r.update(_nic(res, c.role))
         v = x.verdict if st is None else x.verdict.merged(Verdict(st, [why]))
         rows.append(finish(r, v))
     if not rows:
@@ -68,6 +71,23 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
         r.update(role="all")
         rows.append(finish(r, x.verdict.merged(Verdict("NA", [EXPERIMENT.needs["cpu"]]))))
     return rows
+
+
+def _nic(res: RunResult, role: str) -> dict[str, Any]:
+    """The role's host NIC bytes over the broker window, and per GB of that window's payload."""
+    tx_rx = res.nic_bytes.get(role)
+    if tx_rx is None:
+        return {k: None for k in ("nic_tx_bytes", "nic_rx_bytes", "nic_tx_bytes_per_gb", "nic_rx_bytes_per_gb")} | {
+            "nic_source": ""
+        }
+    gb = None if res.nic_window_payload_bytes is None else res.nic_window_payload_bytes / GB
+    return {
+        "nic_tx_bytes": tx_rx[0],
+        "nic_rx_bytes": tx_rx[1],
+        "nic_tx_bytes_per_gb": per_gb(tx_rx[0], gb),
+        "nic_rx_bytes_per_gb": per_gb(tx_rx[1], gb),
+        "nic_source": "emulated host NIC counters (Ethernet frames) over the broker window",
+    }
 
 
 def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
@@ -187,6 +207,11 @@ EXPERIMENT = Experiment(
         "broker_bytes_in",
         "broker_bytes_out",
         "produce_conversions",
+        "nic_tx_bytes",
+        "nic_rx_bytes",
+        "nic_tx_bytes_per_gb",
+        "nic_rx_bytes_per_gb",
+        "nic_source",
     ),
     compared=("codec",),
     headline=HEAD,
@@ -196,7 +221,7 @@ EXPERIMENT = Experiment(
     rate="fixed",
     compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
     per_core=("total_pct",),
-    units=units(*HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%"),
+    units=units(*HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%", nic_tx_bytes="B", nic_rx_bytes="B"),
     rows=_rows,
     needs_stored=True,
     report_title="Experiment D · who pays the CPU (producer, consumer, each broker)",

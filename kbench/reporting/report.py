@@ -450,6 +450,46 @@ def build(
     return ctx.blocks, ctx.ledger, plots, title
 
 
+def placement_problems(run_dirs: Sequence[Path | str], markdown: str, limit: int = 20) -> list[str]:
+    """Where ``markdown`` differs from the report the run directories give (built again): a number
+    swapped, moved or edited reads as a line that is not where the runs put it.  Presence in the
+    ledger is not enough; every number must stand in the cell, row and section it was made for."""
+    import difflib
+
+    blocks, _, _, _ = build(unique_dirs(run_dirs), with_plots="](plots/" in markdown)
+    want = doc.to_markdown(blocks).splitlines()
+    got = markdown.splitlines()
+    heading = {}
+    current = ""
+    for i, line in enumerate(want):
+        if line.startswith("#"):
+            current = line.lstrip("# ").strip()
+        heading[i] = current
+    out: list[str] = []
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, want, got, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        where = heading.get(a0, heading.get(max(0, a0 - 1), ""))
+        for k in range(max(a1 - a0, b1 - b0)):
+            w = want[a0 + k] if a0 + k < a1 else None
+            g = got[b0 + k] if b0 + k < b1 else None
+            line_no = b0 + k + 1 if g is not None else b0 + 1
+            if g is None:
+                out.append(
+                    f"report.md line {line_no} (under “{where}”): misses {w!r}, which the run directories give there"
+                )
+            elif w is None:
+                out.append(f"report.md line {line_no} (under “{where}”): {g!r} is no line of the report the runs give")
+            else:
+                out.append(
+                    f"report.md line {line_no} (under “{where}”): reads {g!r} where the run directories give {w!r}: "
+                    "a number moved, swapped or edited"
+                )
+            if len(out) >= limit:
+                return out
+    return out
+
+
 #: The ownership marker in a report directory: the files ``kbench report`` wrote there.
 OWNED = ".kbench-report.json"
 

@@ -25,8 +25,12 @@ def make(defn: TransportDef) -> Transport:
         from kbench.engine.transports.simulated import SimTransport
 
         return SimTransport()
+    if defn.kind == "testbed":
+        from kbench.engine.transports.testbed import TestbedTransport
+
+        return TestbedTransport(defn)
     if defn.kind in ("local", "bootstrap"):
         from kbench.engine.transports.kafka import KafkaTransport
 
         return KafkaTransport(defn)
-    raise TransportError(f"unknown transport '{defn.kind}'; use local, bootstrap, sim or dry")
+    raise TransportError(f"unknown transport '{defn.kind}'; use local, bootstrap, testbed, sim or dry")

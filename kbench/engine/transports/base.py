@@ -175,6 +175,10 @@ class RunResult:
     #: Drivers on Dask workers: placement, hosts, start skew, collection time (docs/distributed.md).
     coordinator: Mapping[str, Any] = field(default_factory=dict)
     client: Mapping[str, Any] = field(default_factory=dict)  # the driver's client object (docs/drivers.md)
+    #: Each role's NIC (tx, rx) bytes over the broker window (testbed hosts; empty: not measured),
+    #: and the payload of that window (what NIC bytes per GB divide by).
+    nic_bytes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    nic_window_payload_bytes: int | None = None
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

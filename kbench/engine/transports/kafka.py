@@ -17,10 +17,10 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kbench.engine.plan import TransportDef
 from kbench.engine.transports import distributed, remote
@@ -38,7 +38,11 @@ from kbench.engine.transports.measure import DriverPool, Jobs, StoredInfo, Windo
 from kbench.experiments import registry
 from kbench.kafka import admin, clients, drivers, procstat
 
-__all__ = ["KafkaTransport"]
+__all__ = ["KafkaTransport", "LOCAL_CLUSTER_KINDS"]
+
+#: Transport kinds whose cluster kbench starts on this machine.
+LOCAL_CLUSTER_KINDS = ("local", "testbed")
+T = TypeVar("T")
 
 #: A broker log dir with less free space than this is reported as full.
 LOG_DIR_FULL_BYTES = 1 << 20
@@ -59,15 +63,15 @@ class KafkaTransport:
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
         self._tmp = tempfile.TemporaryDirectory(prefix="kbench-run-")
-        self._local = LocalPool(Path(self._tmp.name), self.defn.header_sample)
-        if self.defn.kind == "local":
-            from kbench.kafka.cluster import ClusterError, LocalCluster
+        self._local = self._make_pool(Path(self._tmp.name))
+        if self.defn.kind in LOCAL_CLUSTER_KINDS:
+            from kbench.kafka.cluster import ClusterError
 
             state = None
             for attempt in (1, 2):
                 # A second attempt only for a failed storage format: a random cluster id that
                 # starts with '-' is taken for an option by kafka-storage (about 1 start in 64).
-                self.cluster = LocalCluster(brokers=self.defn.brokers)
+                self.cluster = self._make_cluster()
                 try:
                     state = self.cluster.start()
                     break
@@ -139,6 +143,23 @@ class KafkaTransport:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+    # ------------------------------------------------------------------ what a testbed changes
+    def _make_cluster(self) -> Any:
+        """The local cluster this transport starts (transport kind local)."""
+        from kbench.kafka.cluster import LocalCluster
+
+        return LocalCluster(brokers=self.defn.brokers)
+
+    def _make_pool(self, tmp: Path) -> LocalPool:
+        return LocalPool(tmp, self.defn.header_sample)
+
+    def _reach(self, fn: Callable[[], T]) -> T:
+        """Call ``fn`` (an admin request) from where the clients run: here, this machine's network."""
+        return fn()
+
+    def _window(self, req: RunRequest) -> Window:
+        return Window(self._snapshot, req.steal_source or procstat.system_cpu, self._probe)
 
     # ------------------------------------------------------------------ helpers
     def _admin_props(self, client: Mapping[str, str]) -> dict[str, str]:
@@ -246,16 +267,18 @@ class KafkaTransport:
         if req.min_insync_replicas:
             configs["min.insync.replicas"] = str(req.min_insync_replicas)
         try:
-            admin.create_topic(
-                admin_props,
-                req.topic,
-                partitions=cell.partitions,
-                replication_factor=req.replication_factor,
-                configs=configs,
-                timeout=60.0,
+            self._reach(
+                lambda: admin.create_topic(
+                    admin_props,
+                    req.topic,
+                    partitions=cell.partitions,
+                    replication_factor=req.replication_factor,
+                    configs=configs,
+                    timeout=60.0,
+                )
             )
             # retried while a broker's metadata has not caught up with the new topic (many partitions, RF 3)
-            readback = admin.describe_topic_configs(admin_props, req.topic, timeout=30.0).get(
+            readback = self._reach(lambda: admin.describe_topic_configs(admin_props, req.topic, timeout=30.0)).get(
                 "compression.type", (None, "")
             )[0]
         except Exception as e:  # noqa: BLE001 - KafkaError
@@ -264,7 +287,7 @@ class KafkaTransport:
             return self._measure(req, readback)
         finally:
             try:
-                admin.delete_topic(admin_props, req.topic, timeout=30.0)
+                self._reach(lambda: admin.delete_topic(admin_props, req.topic, timeout=30.0))
             except Exception:  # noqa: BLE001 - a leftover topic is harmless
                 pass
 
@@ -316,7 +339,7 @@ class KafkaTransport:
     def _measure(self, req: RunRequest, readback: str | None) -> RunResult:
         assert self._local is not None
         pool: DriverPool = self.dask if self.dask is not None else self._local
-        window = Window(self._snapshot, req.steal_source or procstat.system_cpu, self._probe)
+        window = self._window(req)
         out = pool.run(req, self._jobs(req), window)
         return assemble(
             req, readback, out, window, self.brokers, self._stored(req, readback), req.steal_source is not None

@@ -15,7 +15,7 @@ import os
 import select
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from kbench.kafka import clients
 from kbench.kafka import stats as stats_mod
 from kbench.model.corpus import Corpus, write_lenprefixed
 
-__all__ = ["JAVA_PARITY", "LocalPool", "WORKER_START_TIMEOUT", "schedule_fields", "spawn"]
+__all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "schedule_fields", "spawn"]
 
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
@@ -91,7 +91,18 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "librdkafka") -> _Worker:
+#: Starts a driver process: (role, argv, Popen keyword arguments) -> the process.  The default runs
+#: it on this machine; the testbed runs it on the role's emulated host.
+Launcher = Callable[[str, Sequence[str], dict[str, Any]], "subprocess.Popen[str]"]
+
+
+def _here(role: str, argv: Sequence[str], kwargs: dict[str, Any]) -> subprocess.Popen[str]:
+    return subprocess.Popen(list(argv), **kwargs)
+
+
+def spawn(
+    role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "librdkafka", launch: Launcher = _here
+) -> _Worker:
     """Start the driver process of ``client`` for ``role`` and send it its job (docs/drivers.md)."""
     try:
         argv = clients.driver_command(client)
@@ -99,14 +110,17 @@ def spawn(role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "l
         raise TransportError(f"{client} driver: {e}") from None
     env = clients.driver_env(os.environ, str(Path(__file__).resolve().parents[3]))
     with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
-        p = subprocess.Popen(
+        p = launch(
+            role,
             argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=env,
-            preexec_fn=_die_with_parent,
+            dict(
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                env=env,
+                preexec_fn=_die_with_parent,
+            ),
         )
     assert p.stdin is not None
     p.stdin.write(
@@ -161,6 +175,7 @@ class LocalPool:
 
     tmp: Path
     header_sample: int
+    launch: Launcher = _here
     _corpus_files: dict[str, Path] = field(default_factory=dict)
 
     def corpus_file(self, corpus: Corpus) -> Path:
@@ -180,6 +195,7 @@ class LocalPool:
                 {**jobs.consumer, "props": cprops, "timeout": req.duration_s + 60.0},
                 self.tmp / f"{req.topic}.consumer.err",
                 req.cell.client,
+                self.launch,
             )
             consumer.expect("READY", WORKER_START_TIMEOUT)
         producer = spawn(
@@ -187,6 +203,7 @@ class LocalPool:
             {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
             self.tmp / f"{req.topic}.producer.err",
             req.cell.client,
+            self.launch,
         )
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)

@@ -109,6 +109,10 @@ class Window:
     t0_ns: int = 0
     m0: Mapping[int, Any] = field(default_factory=dict)
     m1: Mapping[int, Any] = field(default_factory=dict)
+    #: Each host's NIC (tx, rx) byte counters, by role (testbed); None where no NIC is measured.
+    nic: Callable[[], Mapping[str, tuple[int, int]]] | None = None
+    n0: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    n1: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def open(self) -> None:
         self.s0, self.sys0, self.t0, self.t0_ns = (
@@ -118,10 +122,16 @@ class Window:
             time.monotonic_ns(),
         )
         self.m0 = self.probe.edge() if self.probe else {}
+        self.n0 = self.nic() if self.nic else {}
 
     def close(self) -> None:
         self.s1, self.sys1, self.t1 = self.snapshot(), self.steal_source(), time.monotonic()
         self.m1 = self.probe.edge() if self.probe else {}
+        self.n1 = self.nic() if self.nic else {}
+
+    def nic_bytes(self) -> dict[str, tuple[int, int]]:
+        """Each role's NIC (tx, rx) bytes over the window."""
+        return {r: (self.n1[r][0] - a[0], self.n1[r][1] - a[1]) for r, a in self.n0.items() if r in self.n1}
 
     @property
     def steal_pct(self) -> float | None:
@@ -244,4 +254,6 @@ def assemble(
         histograms={k: h["encoded"] for k, h in hists.items() if h and h.get("encoded")},
         notes=pool.notes,
         coordinator=dict(pool.coordinator),
+        nic_bytes=window.nic_bytes(),
+        nic_window_payload_bytes=pool.broker_window_bytes if window.nic else None,
     )

@@ -1,0 +1,95 @@
+"""Adding an experiment is one module and one registry line: a toy experiment defined here runs
+through a plan, the runner, the CSV store, the end-of-run tables and the report, with no other
+code changed."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_fakes import FakeTransport
+from test_engine_runner import opts
+
+from kbench.engine import plan as plan_mod
+from kbench.engine import store
+from kbench.engine.runner import execute
+from kbench.experiments import registry
+from kbench.experiments.rowkit import finish, row_base
+from kbench.experiments.spec import Experiment, Metric, RowInput
+from kbench.reporting import document as doc
+from kbench.reporting import report
+from kbench.reporting.summary import stats
+
+TOY_TITLE = "Toy experiment · payload per message"
+
+
+def _rows(x: RowInput) -> list[dict[str, Any]]:
+    row = row_base(x)
+    row["bytes_per_message"] = x.res.payload_bytes / max(1, x.res.messages_acked)
+    return [finish(row, x.verdict)]
+
+
+def _section(ctx: Any, df: Any) -> None:
+    st = stats(ctx.ledger, df, "G", "bytes_per_message", ["machine", "codec"], "f2")
+    rows = [[*k, s.cell()] for k, s in sorted(st.items())]
+    ctx.add(doc.Heading(2, TOY_TITLE, "exp-g"), doc.Table(["machine", "codec", "bytes/message"], rows))
+
+
+TOY = Experiment(
+    id="G",
+    title="toy: payload bytes per message",
+    own_columns=("bytes_per_message",),
+    compared=("codec",),
+    headline=(Metric("bytes_per_message", "B", True),),
+    verdict_on="bytes_per_message",
+    needs={},
+    rows=_rows,
+    section=_section,
+    report_title=TOY_TITLE,
+)
+
+PLAN = """
+name = "toy"
+repetitions = 2
+warmup = false
+duration_s = 1
+steady_skip_s = 0
+
+[[sweep]]
+experiments = ["G"]
+codec = ["none", "zstd:3"]
+rate = 1000
+"""
+
+
+@pytest.fixture
+def toy(monkeypatch: pytest.MonkeyPatch) -> Experiment:
+    monkeypatch.setitem(registry.EXPERIMENTS, "G", TOY)  # the one registry line
+    return TOY
+
+
+def test_a_toy_experiment_runs_through_plan_runner_store_tables_and_report(tmp_path: Path, toy: Experiment) -> None:
+    p = tmp_path / "toy.toml"
+    p.write_text(PLAN)
+    plan = plan_mod.load(str(p))
+    assert list(plan.experiments) == ["G"]
+    tables = io.StringIO()
+    outcome = execute(opts(tmp_path, plan, print_tables=tables), FakeTransport())
+    rows = store.read_rows(outcome.run_dir / "G.csv")
+    assert list(rows[0]) == list(toy.columns)
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"OK"}
+    assert all(float(r["bytes_per_message"]) > 0 for r in rows)
+    assert "== G: toy: payload bytes per message ==" in tables.getvalue()
+    files = report.write([outcome.run_dir], tmp_path / "report", with_plots=False)
+    md = files.markdown.read_text()
+    assert f"## {TOY_TITLE}" in md
+    assert "bytes/message" in md
+
+
+def test_without_the_registry_line_the_plan_refuses_the_experiment(tmp_path: Path) -> None:
+    p = tmp_path / "toy.toml"
+    p.write_text(PLAN)
+    with pytest.raises(plan_mod.PlanError, match="unknown experiment 'G'"):
+        plan_mod.load(str(p))
