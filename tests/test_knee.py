@@ -263,11 +263,14 @@ def test_the_runner_passes_the_plans_bound_and_does_not_retry_saturated(tmp_path
     assert {r["status"] for r in _csv(tmp_path / "run" / "A.csv")} == {"OK"}
 
     tight = _plan(tmp_path, _text("1000", head="saturation_bound_ms = 0.01\nretries = 3"))
-    execute(_opts(tmp_path, tight, run_dir=tmp_path / "tight"), FakeTransport())
+    tables = io.StringIO()
+    execute(_opts(tmp_path, tight, run_dir=tmp_path / "tight", print_tables=tables), FakeTransport())
     rows = _csv(tmp_path / "tight" / "A.csv")
     assert {r["status"] for r in rows} == {"SATURATED"}
     assert all("send delay p99 0.030 ms > 0.01 ms" in r["reason"] for r in rows), rows[0]["reason"]
     assert {r["attempt"] for r in rows} == {"1"} and len(rows) == 4  # 2 cells x 2 repetitions, none retried
+    # the end-of-run table names, for each cell short of OK repetitions, the cause and the fix
+    assert "a rerun at the same rate saturates again" in tables.getvalue()
     man = json.loads((tmp_path / "tight" / "manifest.json").read_text())
     assert man["rules"]["saturation_bound_ms"] == 0.01
 
