@@ -411,3 +411,24 @@ def test_a_real_run_far_above_the_knee_is_never_ok_and_a_light_one_is(tmp_path: 
     below, above = judge(top_ms * 0.9), judge(top_ms * 1.1)
     assert below["status"] == "SATURATED" and "saturated:" in below["reason"]
     assert above["status"] == "OK", above["reason"]
+
+
+def test_a_resume_derives_every_fraction_from_the_first_derivation(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _text('["auto:0.2", "auto:0.6"]'))
+    # 4 saturated repetitions, then the first fixed-rate one (its fraction derived) is interrupted
+    with pytest.raises(KeyboardInterrupt):
+        execute(_opts(tmp_path, plan), FakeTransport(interrupt_after=5))
+    run = tmp_path / "run"
+    first = json.loads((run / "manifest.json").read_text())["rate_derivation"]
+    assert first["rate_msgs"] == 15000.0 and len(first.get("fractions", {})) == 1
+    # B's rows now say the cluster was half as fast: a fresh derivation would give other rates
+    rows = _csv(run / "B.csv")
+    for r in rows:
+        r["achieved_rate_msgs"] = str(float(r["achieved_rate_msgs"]) / 2)
+    with (run / "B.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert execute(_opts(tmp_path, plan, resume=True), FakeTransport()).state == "complete"
+    targets = {(r["rate"], float(r["target_rate_msgs"])) for r in _csv(run / "A.csv")}
+    assert targets == {("auto:0.2", 6000.0), ("auto:0.6", 18000.0)}
