@@ -25,6 +25,7 @@ from typing import Any
 
 from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
 from kbench.experiments import registry
+from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
 from kbench.kafka.clients import CLIENTS, check_properties
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
@@ -34,6 +35,8 @@ from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 from kbench.model.paths import not_a_regular_file
 
 __all__ = [
+    "AUTO_PREFIX",
+    "DEFAULT_SATURATION_BOUND_MS",
     "Cell",
     "CorpusDef",
     "Plan",
@@ -44,11 +47,17 @@ __all__ = [
     "builtin_plans",
     "check_client",
     "expand",
+    "is_derived_rate",
     "load",
     "parse",
+    "rate_fraction",
 ]
 
 TRANSPORT_KINDS = ("local", "bootstrap", "testbed", "sim", "dry")
+#: ``rate = "auto:F"``: F × the minimum saturated rate of the run (a sweep of fractions finds the knee).
+AUTO_PREFIX = "auto:"
+#: The largest ``saturation_bound_ms`` a plan may set (the default is the experiments' own).
+MAX_SATURATION_BOUND_MS = 60_000.0
 ACKS = ("0", "1", "all", "-1")
 TOPIC_COMPRESSION = (*codecs.TOPIC_COMPRESSION, "none")
 #: The key policy: the plan may write ``roundrobin`` (the older spelling) for ``round-robin``.
@@ -70,6 +79,7 @@ TOP_KEYS = {
     "corpus_size": "bytes of each built-in corpus",
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
     "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
+    "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
 }
 TRANSPORT_KEYS = {
     "kind": "local, bootstrap, testbed, sim or dry",
@@ -105,7 +115,7 @@ SWEEP_KEYS = {
     "linger_ms": "linger.ms, or a list",
     "partitions": "topic partitions, or a list",
     "acks": "acks: 0, 1 or all, or a list",
-    "rate": 'messages/s (a number), "saturated", or "auto", or a list',
+    "rate": 'messages/s (a number), "saturated", "auto", or "auto:F" (F × the minimum saturated rate), or a list',
     "topic_compression": "topic compression.type (producer, none, gzip, snappy, lz4, zstd), or a list",
     "topic_config": "table of extra topic configs",
     "key_policy": "none, round-robin or random",
@@ -184,6 +194,7 @@ class Plan:
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     max_steal_pct: float = STEAL_LIMIT_PCT  # a run with more CPU steal is INVALID (seed 000: 1 %)
     retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
+    saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A: the unsaturated check's bound
 
     @property
     def experiments(self) -> list[str]:
@@ -279,11 +290,44 @@ def _bounded(where: str, v: Any, kind: str) -> Any:
         raise PlanError(str(e)) from None
 
 
+def rate_fraction(rate: float | str, default: float) -> float | None:
+    """The fraction of the minimum saturated rate a cell's ``rate`` asks for: ``default`` (the
+    plan's ``auto_rate_fraction``) for ``"auto"``, F for ``"auto:F"``, None for anything else."""
+    if rate == "auto":
+        return default
+    if isinstance(rate, str) and rate.startswith(AUTO_PREFIX):
+        return float(rate[len(AUTO_PREFIX) :])
+    return None
+
+
+def is_derived_rate(rate: float | str) -> bool:
+    """Whether ``rate`` is derived from the run's saturated cells (``auto`` or ``auto:F``)."""
+    return rate_fraction(rate, 1.0) is not None
+
+
+def _auto_fraction(where: str, v: str) -> str:
+    """``auto:F`` with F in (0, 1], in its canonical spelling (``auto:0.20`` -> ``auto:0.2``)."""
+    text = v[len(AUTO_PREFIX) :]
+    try:
+        f = float(text)
+    except ValueError:
+        f = float("nan")
+    if not math.isfinite(f) or not 0 < f <= 1:
+        raise PlanError(
+            f'{where}: {v!r} is not a fraction of saturation; write "auto:F" with F in (0, 1], e.g. "auto:0.2"'
+        )
+    return f"{AUTO_PREFIX}{f:g}"
+
+
 def _rate(where: str, v: Any) -> float | str:
     if isinstance(v, str):
         if v in ("saturated", "auto"):
             return v
-        raise PlanError(f'{where}: {v!r} is not a rate; write messages/s as a positive number, "saturated" or "auto"')
+        if v.startswith(AUTO_PREFIX):
+            return _auto_fraction(where, v)
+        raise PlanError(
+            f'{where}: {v!r} is not a rate; write messages/s as a positive number, "saturated", "auto" or "auto:F"'
+        )
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
         raise PlanError(
             f'{where}: {v!r} is not a valid rate; write messages/s as a positive number, "saturated" or "auto"'
@@ -557,6 +601,12 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if max_steal > 100:
         raise PlanError(f"max_steal_pct: {max_steal} must be in (0, 100]; the method's default is 1")
     retries = int(_number("retries", data.get("retries", reps), integer=True, allow_zero=True))
+    sat_bound = float(_number("saturation_bound_ms", data.get("saturation_bound_ms", DEFAULT_SATURATION_BOUND_MS)))
+    if sat_bound > MAX_SATURATION_BOUND_MS:
+        raise PlanError(
+            f"saturation_bound_ms: {sat_bound:g} must be at most {MAX_SATURATION_BOUND_MS:g} ms (a latency bound above "
+            f"a minute checks nothing); the default is {DEFAULT_SATURATION_BOUND_MS:g}"
+        )
 
     t = data.get("transport", {})
     if not isinstance(t, dict):
@@ -647,9 +697,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")
-    if any("auto" in s.rate for s in sweeps) and not any("saturated" in s.rate for s in sweeps):
+    if any(is_derived_rate(r) for s in sweeps for r in s.rate) and not any("saturated" in s.rate for s in sweeps):
         raise PlanError(
-            'sweep.rate: "auto" derives the rate from saturated cells, but no sweep has rate = "saturated"; add one or give messages/s'
+            'sweep.rate: "auto" (or "auto:F") derives the rate from saturated cells, but no sweep has rate = "saturated"; '
+            "add one or give messages/s"
         )
     plan = Plan(
         name=_check_name(str(data.get("name", Path(source).stem))),
@@ -669,6 +720,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raw=dict(data),
         max_steal_pct=max_steal,
         retries=retries,
+        saturation_bound_ms=sat_bound,
     )
     check_budget(plan)
     return plan

@@ -9,6 +9,8 @@
   (:data:`RETRY_STATUSES`);
 - steal that could not be measured (``None``) on a measuring transport → ``NA`` for every row of
   that run (the run cannot be shown within the limit; a synthetic run's timings are labelled as such);
+- A at a fixed rate: a send delay p99, a queue wait beyond linger.ms or a consumer lag above the
+  plan's ``saturation_bound_ms`` → ``SATURATED`` (not retried: the load caused it);
 - lost or duplicated records, or delivery errors → ``FAILED_LOSS``;
 - a topic whose ``compression.type`` does not read back as planned → ``FAILED_TOPIC_CONFIG``.
 """
@@ -22,7 +24,7 @@ from kbench.engine.status import RETRY_STATUSES, Status, Verdict, worst
 from kbench.engine.transports.base import RunResult
 from kbench.experiments import registry
 from kbench.experiments.rowkit import base
-from kbench.experiments.spec import SATURATED_FLAG, RowInput
+from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS, SATURATED_FLAG, RowInput
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model.codecs import topic_compression
 from kbench.model.corpus import Corpus
@@ -78,10 +80,22 @@ def rows_for(
     replication_factor: int,
     steal_limit_pct: float = STEAL_LIMIT_PCT,
     attempt: int = 1,
+    saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows this run (attempt ``attempt`` of repetition ``rep``) contributes to each
-    experiment CSV its cell feeds (each experiment's own rule, from the registry)."""
-    x = RowInput(cell, rep, res, corpus, corpus_entropy, replication_factor, judge(cell, res, steal_limit_pct), attempt)
+    experiment CSV its cell feeds (each experiment's own rule, from the registry);
+    ``saturation_bound_ms`` is A's unsaturated check's bound (the plan's)."""
+    x = RowInput(
+        cell,
+        rep,
+        res,
+        corpus,
+        corpus_entropy,
+        replication_factor,
+        judge(cell, res, steal_limit_pct),
+        attempt,
+        saturation_bound_ms,
+    )
     out: dict[str, list[dict[str, Any]]] = {}
     for exp in cell.experiments:
         rows = registry.get(exp).rows

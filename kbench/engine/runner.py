@@ -308,6 +308,7 @@ def _start_manifest(
             "method_steal_limit_pct": rules.STEAL_LIMIT_PCT,
             "retry_statuses": sorted(rules.RETRY_STATUSES),
             "saturated_flag": rules.SATURATED_FLAG,
+            "saturation_bound_ms": plan.saturation_bound_ms,
         },
         steal_source=getattr(opts.steal_source, "describe", lambda: "measured: /proc/stat")()
         if opts.steal_source is not None
@@ -359,21 +360,38 @@ def _open_and_gate(s: _Session) -> gate_mod.GateReport:
     return report
 
 
+#: Appended to the derivation's method once a plan's ``auto:F`` cells are derived.
+FRACTIONS_METHOD = '; rate = "auto:F": F times the same minimum (each under fractions)'
+
+
 def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float | None:
     """The cell's target msgs/s: its number, None when saturated, or the common rate (derived
-    from the saturated cells' rows once, then recorded in the manifest)."""
+    from the saturated cells' rows once, then recorded in the manifest); ``auto:F`` is F × the
+    same minimum saturated median, recorded under ``rate_derivation/fractions``."""
     if cell.rate == "saturated":
         return None
-    if cell.rate != "auto":
+    frac = plan_mod.rate_fraction(cell.rate, s.plan.auto_rate_fraction)
+    if frac is None:
         return float(cell.rate)
-    common: float | None = s.man.get("rate_derivation", {}).get("rate_msgs")
-    if common is None:
+    deriv: dict[str, Any] = s.man.get("rate_derivation", {})
+    if deriv.get("rate_msgs") is None:
         deriv = derive_rate(s.run_dir, saturated_ids, s.plan.auto_rate_fraction)
         s.man["rate_derivation"] = deriv
         s.save()
-        common = float(deriv["rate_msgs"])
         s.log(f"common rate derived: {deriv}")
-    return common
+    if cell.rate == "auto":
+        return float(deriv["rate_msgs"])
+    key = str(cell.rate)
+    fractions: dict[str, float] = dict(deriv.get("fractions", {}))
+    if key not in fractions:
+        fractions[key] = round(deriv["saturated_medians_msgs"][deriv["min_cell"]] * frac, 3)
+        method = str(deriv.get("method", ""))
+        if FRACTIONS_METHOD not in method:
+            method += FRACTIONS_METHOD
+        s.man["rate_derivation"] = {**deriv, "method": method, "fractions": fractions}
+        s.save()
+        s.log(f"rate {key} derived: {fractions[key]} msgs/s")
+    return float(fractions[key])
 
 
 def _request(
@@ -432,6 +450,7 @@ def _run_attempt(
             plan.transport.replication_factor,
             steal_limit_pct=plan.max_steal_pct,
             attempt=attempt,
+            saturation_bound_ms=plan.saturation_bound_ms,
         )
         writer.write_histograms(cell.cell_id, rep, res.histograms, attempt)
         if res.client and s.man.get("clients", {}).get(cell.client) != dict(res.client):
@@ -574,6 +593,10 @@ _CAUSE_FIX: dict[str, tuple[str, str]] = {
     Status.REJECTED: (
         "the fixed rate was not held within 2 %",
         "lower the rate (rate, or auto_rate_fraction) or give the producer more CPU",
+    ),
+    Status.SATURATED: (
+        "A: the pipeline fell behind its fixed rate (send delay, queue wait or consumer lag above saturation_bound_ms)",
+        'lower the rate (a smaller auto_rate_fraction or "auto:F"); a rerun at the same rate saturates again',
     ),
     Status.FAILED_LOSS: ("records were lost or duplicated", "see the reason and run.log; check the brokers' logs"),
     Status.FAILED_RUN: ("the run could not complete", "see the reason and run.log"),

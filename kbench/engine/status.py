@@ -22,6 +22,7 @@ MISSING = "NA"
 class Status(StrEnum):
     OK = "OK"
     NA = "NA"  # not measured: the row cannot be shown within the method
+    SATURATED = "SATURATED"  # A: the pipeline fell behind its fixed rate (send delay, queue or consumer lag)
     REJECTED = "REJECTED"  # achieved rate off the target
     FAILED_CPU_REGRESSED = "FAILED_CPU_REGRESSED"
     FAILED_TOPIC_CONFIG = "FAILED_TOPIC_CONFIG"
@@ -34,15 +35,18 @@ class Status(StrEnum):
 SEVERITY: dict[Status, int] = {
     Status.OK: 0,
     Status.NA: 1,
-    Status.REJECTED: 2,
-    Status.FAILED_CPU_REGRESSED: 3,
-    Status.FAILED_TOPIC_CONFIG: 3,
-    Status.FAILED_LOSS: 3,
-    Status.FAILED_RUN: 4,
-    Status.INVALID: 5,
+    Status.SATURATED: 2,
+    Status.REJECTED: 3,
+    Status.FAILED_CPU_REGRESSED: 4,
+    Status.FAILED_TOPIC_CONFIG: 4,
+    Status.FAILED_LOSS: 4,
+    Status.FAILED_RUN: 5,
+    Status.INVALID: 6,
 }
 
-#: Statuses of a run that the machine (steal) or the load (rate) caused: run again, within budget.
+#: Statuses of a run that the machine (steal) or a missed rate caused: run again, within budget.
+#: ``SATURATED`` is not among them: the load caused it, and a rerun at the same rate on the same
+#: machine saturates again (lower the rate instead; docs/methodology.md).
 RETRY_STATUSES = frozenset({Status.INVALID, Status.REJECTED})
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kbench.engine.status import Verdict
+from kbench.engine.status import Status, Verdict
+from kbench.engine.transports.base import RunResult
 from kbench.experiments.rowkit import (
     LATENCY_ALL,
     finish,
@@ -29,6 +30,48 @@ if TYPE_CHECKING:
 HEAD = head(True, ("corrected_p50_us", "µs"), ("corrected_p99_us", "µs"), ("corrected_p999_us", "µs"))
 
 
+def saturation_reasons(res: RunResult, linger_ms: float, bound_ms: float) -> list[str]:
+    """Why a fixed-rate repetition was saturated ([] when it was not): each of the three signals
+    of docs/methodology.md above ``bound_ms``, with the figure and the bound.
+
+    - the producer's send delay p99 (how late sends left against the schedule);
+    - the producer's queue wait p50 beyond the cell's linger.ms (librdkafka's statistics);
+    - the consumer keeping up: end-to-end p50 − corrected p50.
+    """
+    bound_us = bound_ms * 1000
+    ms = lambda us: f"{us / 1000:.1f}" if abs(us) >= 1000 else f"{us / 1000:.3f}"  # noqa: E731
+    out = []
+    d = res.latency_delay
+    if d is not None and d.p99_us > bound_us:
+        out.append(f"saturated: send delay p99 {ms(d.p99_us)} ms > {bound_ms:g} ms (sends left behind the schedule)")
+    q = res.latency_phases.get("queue_p50_us")
+    if q is not None and q - linger_ms * 1000 > bound_us:
+        out.append(
+            f"saturated: queue wait p50 {ms(q)} ms − linger.ms {linger_ms:g} = {ms(q - linger_ms * 1000)} ms "
+            f"> {bound_ms:g} ms (batches waited for the sender)"
+        )
+    e, c = res.latency_e2e, res.latency_corrected
+    if e is not None and c is not None and e.p50_us - c.p50_us > bound_us:
+        out.append(
+            f"saturated: e2e p50 − corrected p50 = {ms(e.p50_us - c.p50_us)} ms > {bound_ms:g} ms "
+            "(the consumer fell behind)"
+        )
+    return out
+
+
+def _saturation(x: RowInput) -> Verdict:
+    """A's check of its premise: SATURATED with the figures, or NA when it cannot be checked."""
+    res = x.res
+    if res.latency_corrected is None or res.target_rate is None:
+        return Verdict()  # nothing measured at a fixed rate: NA already (needs)
+    if res.latency_delay is None:
+        return Verdict(
+            Status.NA, ["send delay not measured: the saturation check cannot show the fixed rate was held unsaturated"]
+        )
+    why = saturation_reasons(res, float(x.cell.linger_ms), x.saturation_bound_ms)
+    return Verdict(Status.SATURATED, why) if why else Verdict()
+
+
 def _rows(x: RowInput) -> list[dict[str, Any]]:
     res, row = x.res, row_base(x)
     row.update(lat("corrected", res.latency_corrected, LATENCY_ALL))
@@ -40,7 +83,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
         h.out_of_range for h in (res.latency_corrected, res.latency_service, res.latency_e2e) if h is not None
     )
     row.update(loss(res))
-    v = unmeasured(EXPERIMENT, x)
+    v = unmeasured(EXPERIMENT, x).merged(_saturation(x))
     if res.latency_e2e_na:
         v = v.merged(Verdict(v.status, [f"e2e latency NA: {res.latency_e2e_na}"]))
     return [finish(row, v)]
@@ -122,6 +165,19 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     _phases(ctx, df)
 
 
+def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
+    """SATURATED rows: the premise of a fixed-rate comparison broke (their own line)."""
+    g = df[df["status"] == Status.SATURATED] if "status" in df.columns else df.iloc[0:0]
+    if not len(g):
+        return []
+    L = ctx.ledger
+    n = L.agg("count", [0.0] * len(g), L.row_set("A", g["_gid"].to_numpy(), {"status": "SATURATED"}), "status", "int")
+    return [
+        f"A: {n} rows saturated (the premise of a fixed-rate latency comparison broke: send delay, queue wait or "
+        "consumer lag above saturation_bound_ms); no verdict uses them; see Excluded data points."
+    ]
+
+
 PHASES = (
     ("phase_queue_p50_us", "queue / linger wait µs"),
     ("phase_compress_p50_us", "compression µs"),
@@ -187,12 +243,19 @@ EXPERIMENT = Experiment(
     rows=_rows,
     report_title="Experiment A · latency at a common fixed rate (the latency cost of a codec)",
     section=_section,
+    threats=_threats,
     plots=(
         PlotSpec(
             "a_latency.png",
             "A: corrected latency percentiles per codec at the fixed rate",
             plots.latency_percentiles,
             10,
+        ),
+        PlotSpec(
+            "a_knee.png",
+            "A: corrected p50 and p99 against the target rate per codec (hollow: SATURATED repetitions)",
+            plots.latency_knee,
+            11,
         ),
     ),
 )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CELL_COLUMNS",
+    "DEFAULT_SATURATION_BOUND_MS",
     "Experiment",
     "LABELS",
     "M_LABELS",
@@ -33,11 +34,16 @@ __all__ = [
     "TAIL_COLUMNS",
 ]
 
+#: A's unsaturated check (docs/methodology.md): the producer's send delay p99, the queue wait
+#: beyond linger.ms and the consumer's lag must each stay below this many milliseconds (the
+#: plan's ``saturation_bound_ms`` overrides it).
+DEFAULT_SATURATION_BOUND_MS = 20.0
+
 #: The flag carried by every saturated (B) latency: queueing, not service.
 SATURATED_FLAG = "latency-NOT-comparable-saturated"
 
-#: Every plan axis a CSV row carries (``rate`` is the plan's rate: msgs/s, ``saturated`` or
-#: ``auto``).  Rows equal on all of these (and on the machine) are repetitions of one cell.
+#: Every plan axis a CSV row carries (``rate`` is the plan's rate: msgs/s, ``saturated``,
+#: ``auto`` or ``auto:F``).  Rows equal on all of these (and on the machine) are repetitions of one cell.
 LABELS: tuple[str, ...] = (
     "client",  # the producer's client driver (docs/drivers.md)
     "codec",
@@ -88,6 +94,7 @@ class RowInput:
     replication_factor: int
     verdict: Verdict
     attempt: int = 1
+    saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A's unsaturated check (the plan's bound)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "batch_effect",
     "cpu_per_role",
+    "latency_knee",
     "latency_percentiles",
     "pareto",
     "png",
@@ -115,6 +116,59 @@ def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
     ax.set_ylabel("corrected latency (µs, log)")
     ax.set_title("A · latency percentiles at the common fixed rate (median, range)")
     _legend(ax)
+    return fig
+
+
+def latency_knee(a: pd.DataFrame | None) -> Figure | None:
+    """Experiment A's knee: corrected p50 and p99 against the target rate, one series per codec
+    (and machine, and any other varying label but the rate), when some series holds two or more
+    rates.  Points are repetitions: OK ones filled, SATURATED ones hollow (drawn, never pooled
+    into a median: they show where the codec's cost begins); other statuses are left out."""
+    cols = ("target_rate_msgs", "corrected_p50_us", "corrected_p99_us")
+    if a is None or a.empty or any(c not in a.columns for c in (*cols, "status")):
+        return None
+    pts = a[a["status"].isin(["OK", "SATURATED"])].dropna(subset=list(cols))
+    if pts.empty:
+        return None
+    keys = ["machine", "codec"] + _other_labels(pts, "codec", "rate")
+    keys = [k for k in keys if k in pts.columns]
+    if not any(g["target_rate_msgs"].nunique() > 1 for _, g in pts.groupby(keys, sort=True)):
+        return None  # one rate per codec: no knee to draw (a_latency.png shows it)
+    named = [c for c in keys if c == "codec" or pts[c].astype(str).nunique() > 1]  # one machine: not named
+    fig = _figure(9.0, 4.6)
+    fig.subplots_adjust(bottom=0.24)
+    axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)]
+    colours = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"]
+    for i, (_, g) in enumerate(pts.groupby(keys, sort=True)):
+        k = tuple(str(g[c].iloc[0]) for c in named)
+        colour = colours[i % len(colours)]
+        g = g.sort_values("target_rate_msgs")
+        for ax, col in zip(axes, ("corrected_p50_us", "corrected_p99_us")):
+            ok = g[g["status"] == "OK"]
+            if not ok.empty:
+                med = ok.groupby("target_rate_msgs")[col].median()
+                ax.plot(med.index, med.to_numpy(), "-", color=colour, linewidth=1)
+                ax.plot(ok["target_rate_msgs"], ok[col], "o", color=colour, label=" / ".join(map(str, k)))
+            sat = g[g["status"] == "SATURATED"]
+            if not sat.empty:
+                ax.plot(
+                    sat["target_rate_msgs"],
+                    sat[col],
+                    "o",
+                    markerfacecolor="none",
+                    markeredgecolor=colour,
+                    label=f"{' / '.join(map(str, k))} SATURATED",
+                )
+    for ax, title in zip(axes, ("p50", "p99")):
+        ax.set_yscale("log")
+        ax.set_xlabel("target rate (msgs/s)")
+        ax.set_ylabel(f"corrected {title} (µs, log)")
+        ax.set_title(f"A · corrected {title} against the rate")
+    handles, labels = axes[0].get_legend_handles_labels()
+    h1, l1 = axes[1].get_legend_handles_labels()
+    seen = dict(zip(labels, handles)) | {lb: h for lb, h in zip(l1, h1) if lb not in labels}
+    if 0 < len(seen) <= MAX_LEGEND:
+        fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=min(len(seen), 6), fontsize=7)
     return fig
 
 
