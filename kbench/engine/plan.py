@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine import experiments
-from kbench.kafka.clients import CLIENTS
+from kbench.kafka.clients import CLIENTS, GO_CLIENTS, cell_refusal
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.model import codecs, limits
 from kbench.model.codecs import CodecSpec
@@ -551,6 +551,22 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     )
 
 
+def _check_go_cells(i: int, s: Sweep) -> None:
+    """A cell a Go client cannot express in its own settings (kbench.kafka.clients.cell_refusal)
+    is refused now, with the reason: never a setting silently dropped at run time."""
+    for client in (c for c in s.client if c in GO_CLIENTS):
+        for spec in s.codec:
+            for bs in s.batch_size:
+                for lg in s.linger_ms:
+                    for acks in s.acks:
+                        why = cell_refusal(client, spec.codec, spec.level, bs, lg, acks)
+                        if why is not None:
+                            raise PlanError(
+                                f"sweep[{i}] ({s.name}): codec {spec}, batch_size {bs}, linger_ms {lg:g}, "
+                                f"acks {acks}: {why}"
+                            )
+
+
 def _check_client_levels(i: int, s: Sweep) -> None:
     """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range
     (the Java client's per-codec ranges are its own to enforce)."""
@@ -659,6 +675,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if kind in ("local", "bootstrap"):
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
+            _check_go_cells(i, s)
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")

@@ -1,8 +1,10 @@
 """The Kafka clients kbench drives, each as a driver process speaking docs/drivers.md.
 
 ``librdkafka`` is the C driver behind ``python -m kbench.kafka.worker``; ``java`` is the Apache
-Kafka Java client behind :mod:`kbench.kafka.java_driver`.  A third client joins by adding its
-command line to :func:`driver_command` and its property names to :func:`producer_props`.
+Kafka Java client behind :mod:`kbench.kafka.java_driver`; ``kafka-go`` (segmentio/kafka-go) and
+``sarama`` (IBM/sarama) are the Go driver of :mod:`kbench.kafka.go_driver`.  A client joins by
+adding its command line to :func:`driver_command`, its property names to :func:`producer_props`
+and what it cannot express to :func:`cell_refusal`.
 """
 
 from __future__ import annotations
@@ -11,14 +13,30 @@ import os
 import sys
 from collections.abc import Mapping
 
-__all__ = ["CLIENTS", "DRIVER_UNSET_ENV", "PROTOCOL", "driver_command", "driver_env", "producer_props"]
+__all__ = [
+    "CLIENTS",
+    "DRIVER_UNSET_ENV",
+    "GO_CLIENTS",
+    "PROTOCOL",
+    "cell_refusal",
+    "codec_property",
+    "driver_command",
+    "driver_env",
+    "producer_props",
+]
 
 #: Version of the driver protocol (docs/drivers.md) the runner speaks.
 PROTOCOL = 1
-CLIENTS = ("librdkafka", "java")
+CLIENTS = ("librdkafka", "java", "kafka-go", "sarama")
+#: The clients of the Go driver (kbench/kafka/go).
+GO_CLIENTS = ("kafka-go", "sarama")
 #: librdkafka's levels are checked against the linked library by the plan
 #: (kbench.engine.plan); Java has per-codec ranges (compression.gzip.level 1-9,
-#: compression.lz4.level 1-17, compression.zstd.level up to 22) it enforces itself.
+#: compression.lz4.level 1-17, compression.zstd.level up to 22) it enforces itself; the Go
+#: clients' limits are in :func:`cell_refusal`.
+#: The Go clients' levels: gzip 1-9 and zstd 1-22 (klauspost/compress maps a zstd level to one
+#: of its four encoder levels); their lz4 and snappy codecs take none.
+GO_LEVELS = {"gzip": (1, 9), "zstd": (1, 22)}
 
 
 #: Variables a driver process is started without.  A Dask nanny sets them for its worker processes
@@ -47,6 +65,10 @@ def driver_command(client: str) -> list[str]:
         from kbench.kafka import java_driver
 
         return java_driver.command()
+    if client in GO_CLIENTS:
+        from kbench.kafka import go_driver
+
+        return go_driver.command(client)
     raise ValueError(f"unknown client '{client}'; use one of {', '.join(CLIENTS)}")
 
 
@@ -59,7 +81,13 @@ def producer_props(
     linger_ms: float,
     acks: str,
 ) -> dict[str, str]:
-    """The producer properties of one cell in ``client``'s own names."""
+    """The producer properties of one cell in ``client``'s own names (docs/drivers.md section 2.1).
+    Raises ValueError for a cell the client cannot express (:func:`cell_refusal`)."""
+    if client in GO_CLIENTS:
+        why = cell_refusal(client, codec, level, batch_size, linger_ms, acks)
+        if why is not None:
+            raise ValueError(why)
+        return _go_props(client, base, codec, level, batch_size, linger_ms, acks)
     props = {
         **base,
         "compression.type": codec,
@@ -76,4 +104,69 @@ def producer_props(
     # Java takes linger.ms as a whole number of ms
     if client == "java":
         props["linger.ms"] = str(int(round(linger_ms)))
+    return props
+
+
+def codec_property(client: str) -> str:
+    """The name of ``client``'s compression-codec property (``kbench produce --codec``)."""
+    return {"kafka-go": "Compression", "sarama": "Producer.Compression"}.get(client, "compression.type")
+
+
+def cell_refusal(
+    client: str, codec: str, level: int | None, batch_size: int, linger_ms: float, acks: str
+) -> str | None:
+    """Why ``client`` cannot express a cell, or None when it can.  The plan refuses such a cell
+    at load (never a setting silently dropped); librdkafka's levels are checked by the plan
+    against the linked library, Java's by the Java client."""
+    if client not in GO_CLIENTS:
+        return None
+    if level is not None:
+        rng = GO_LEVELS.get(codec)
+        if rng is None:
+            return f"{client} has no compression level for {codec} (its {codec} codec takes none); use {codec} without a level"
+        lo, hi = rng
+        if not lo <= level <= hi:
+            return f"{client} takes {codec} levels {lo}..{hi}, not {level}"
+    if linger_ms <= 0:
+        if client == "kafka-go":
+            return "kafka-go takes BatchTimeout 0 as its default of 1 s, so linger_ms = 0 cannot be expressed; give linger_ms > 0"
+        return (
+            "sarama never flushes a partly filled batch when Producer.Flush.Frequency is 0 and "
+            "Producer.Flush.Bytes is set, so linger_ms = 0 cannot be expressed; give linger_ms > 0"
+        )
+    if batch_size < 1:
+        return f"{client} needs batch_size >= 1"
+    if acks not in ("0", "1", "all", "-1"):
+        return f"{client} takes acks 0, 1 or all, not {acks}"
+    return None
+
+
+def _go_props(
+    client: str, base: Mapping[str, str], codec: str, level: int | None, batch_size: int, linger_ms: float, acks: str
+) -> dict[str, str]:
+    """A cell in kafka-go's Writer field names or sarama.Config's field paths."""
+    linger = f"{linger_ms:g}ms"
+    if client == "kafka-go":
+        # BatchBytes caps a batch in bytes (message sizes before compression) like batch.size;
+        # BatchSize (a count, default 100) is set as high so that the bytes bind first
+        props = {
+            **base,
+            "Compression": codec,
+            "BatchBytes": str(batch_size),
+            "BatchSize": str(batch_size),
+            "BatchTimeout": linger,
+            "RequiredAcks": acks,
+        }
+        if level is not None:
+            props["CompressionLevel"] = str(level)
+        return props
+    props = {
+        **base,
+        "Producer.Compression": codec,
+        "Producer.Flush.Bytes": str(batch_size),
+        "Producer.Flush.Frequency": linger,
+        "Producer.RequiredAcks": acks,
+    }
+    if level is not None:
+        props["Producer.CompressionLevel"] = str(level)
     return props
