@@ -121,7 +121,7 @@ def test_build_is_cached_by_source_hash() -> None:
 def test_cell_properties_in_each_go_clients_names() -> None:
     base = {"bootstrap.servers": "b:9092"}
     k = clients.producer_props("kafka-go", base, "zstd", 6, 65536, 5.0, "all")
-    assert k == base | {"Compression": "zstd", "CompressionLevel": "6", "BatchBytes": "65536", "BatchSize": "65536"} | {
+    assert k == base | {"Compression": "zstd", "CompressionLevel": "6", "BatchBytes": "65536", "BatchSize": "2979"} | {
         "BatchTimeout": "5ms",
         "RequiredAcks": "all",
     }
@@ -308,7 +308,8 @@ def test_go_client_holds_a_fixed_rate_on_the_tick_rule(
     # fifth as many wakes as messages; wakes <= ceil(span / tick) + 1 < span / tick + 2
     assert count / 10 < pres["wakes"] < due_span / DEFAULT_TICK_S + 2
     assert pres["delay"]["p50_us"] < 5000  # asleep, not late: the schedule is kept
-    assert pres["cpu"]["wall_s"] == pytest.approx(seconds - 1.0, abs=0.5)
+    flush_s = (w["run"]["end_mono_ns"] - w["send"]["end_mono_ns"]) / 1e9
+    assert pres["cpu"]["wall_s"] == pytest.approx(seconds - 1.0, abs=0.5), (flush_s, pres["service"])
     assert pres["windows"]["cpu"]["start_mono_ns"] >= w["run"]["start_mono_ns"] + 1e9
     assert (cres["unique"], cres["lost"], cres["duplicates"]) == (count, 0, 0)
     assert cres["sampled"] == count // 1000
@@ -357,7 +358,7 @@ def test_every_codec_round_trips_through_the_c_consumer_byte_for_byte(
     want = b"".join(json_records[i % len(json_records)] for i in range(n))
     assert (cres["unique"], cres["lost"], cres["duplicates"], cres["bytes"]) == (n, 0, 0, len(want))
     codecs, recs = _stored_records(kafka1, topic)
-    assert set(codecs) == {None if codec == "none" else codec}
+    assert set(codecs) == {codec}
     assert len(recs) == n
     assert b"".join(v for _, v, _ in recs) == want  # in order, byte for byte
     for i, (key, value, headers) in enumerate(recs):

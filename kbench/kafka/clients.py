@@ -37,6 +37,9 @@ GO_CLIENTS = ("kafka-go", "sarama")
 #: The Go clients' levels: gzip 1-9 and zstd 1-22 (klauspost/compress maps a zstd level to one
 #: of its four encoder levels); their lz4 and snappy codecs take none.
 GO_LEVELS = {"gzip": (1, 9), "zstd": (1, 22)}
+#: The size kafka-go counts for a message with an empty key and value (Message.size(): 4 + 1 + 1
+#: + 4 + 4 + 8 bytes), against its BatchBytes.
+KAFKA_GO_MIN_MESSAGE = 22
 
 
 #: Variables a driver process is started without.  A Dask nanny sets them for its worker processes
@@ -148,12 +151,13 @@ def _go_props(
     linger = f"{linger_ms:g}ms"
     if client == "kafka-go":
         # BatchBytes caps a batch in bytes (message sizes before compression) like batch.size;
-        # BatchSize (a count, default 100) is set as high so that the bytes bind first
+        # BatchSize (a count, default 100) is the most messages BatchBytes can hold, so the bytes
+        # bind first.  Not more: the Writer allocates BatchSize message slots per batch.
         props = {
             **base,
             "Compression": codec,
             "BatchBytes": str(batch_size),
-            "BatchSize": str(batch_size),
+            "BatchSize": str(batch_size // KAFKA_GO_MIN_MESSAGE + 1),
             "BatchTimeout": linger,
             "RequiredAcks": acks,
         }

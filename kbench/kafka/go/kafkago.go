@@ -181,18 +181,21 @@ func (t *tracker) Balance(msg kafka.Message, partitions ...int) int {
 	return p
 }
 
-// take removes the reported batch from its partition's queue.  On success the Writer has set
-// the messages' Partition; on error it has not, so the partition is the one whose queue starts
-// with the batch's first sequence number (carried in HighWaterMark, which the Writer ignores).
-func (t *tracker) take(msgs []kafka.Message, ok bool) ([]pending, bool) {
+// take removes the reported batch from its partition's queue.  Each message carries its sequence
+// number in HighWaterMark, a field the Writer neither sends nor sets; the batch's partition is the
+// one whose queue starts with the first of them (the Writer sets Partition only from a produce
+// response).
+func (t *tracker) take(msgs []kafka.Message) ([]pending, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var f *fifo
-	if ok {
-		f = t.parts[msgs[0].Partition]
-	} else {
+	first := msgs[0].HighWaterMark
+	f := t.parts[msgs[0].Partition]
+	if f == nil || len(f.q) == 0 || f.q[0].seq != first {
+		// an error report, or acks = 0 (no produce response, so no partition set): the partition
+		// is the one whose queue starts with the batch's first sequence number
+		f = nil
 		for _, g := range t.parts {
-			if len(g.q) > 0 && g.q[0].seq == msgs[0].HighWaterMark {
+			if len(g.q) > 0 && g.q[0].seq == first {
 				f = g
 				break
 			}
@@ -342,7 +345,7 @@ func (kafkaGoBackend) newProducer(j job, props map[string]string, a *acks) (prod
 		if len(msgs) == 0 {
 			return
 		}
-		ps, ok := p.t.take(msgs, err == nil)
+		ps, ok := p.t.take(msgs)
 		for i := range msgs {
 			<-p.inflight
 			switch {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -310,6 +311,13 @@ func main() {
 	client := flag.String("client", "kafka-go", "the Go Kafka client: kafka-go or sarama")
 	flag.Parse()
 	out, err := run(*client, os.Stdin)
+	// KBENCH_GO_MEMPROFILE=FILE writes the run's allocation profile (go tool pprof -sample_index=alloc_space)
+	if path := os.Getenv("KBENCH_GO_MEMPROFILE"); path != "" {
+		if f, ferr := os.Create(path); ferr == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			_ = f.Close()
+		}
+	}
 	if err != nil {
 		msg, _ := json.Marshal(err.Error())
 		say("ERROR " + string(msg))
