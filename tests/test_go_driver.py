@@ -335,25 +335,44 @@ def _stored_records(kafka: Any, topic: str) -> tuple[list[str | None], list[tupl
     return codecs, recs
 
 
+ROUND_TRIP_N = 1500
+
+
+@pytest.fixture(scope="module")
+def go_round_trips(
+    kafka1: Any, tmp_path_factory: pytest.TempPathFactory, json_records: tuple[bytes, ...]
+) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], str]]:
+    """Each Go client's producer, each codec, into a 1-partition topic, read by the C consumer:
+    (producer result, consumer result, topic) per (client, codec)."""
+    tmp = tmp_path_factory.mktemp("go-rt")
+    corpus_file = str(_corpus_file(tmp, json_records))
+    out = {}
+    for client in GO:
+        for codec in CODECS:
+            topic = f"go-rt-{client}-{codec}"
+            pres, cres = _pair(
+                kafka1,
+                tmp,
+                topic,
+                {"props": _codec_props(client, kafka1.bootstrap_servers, codec), "partition": 0}
+                | {"corpus_file": corpus_file, "mode": "saturated", "count": ROUND_TRIP_N},
+                producer_client=client,
+                consumer_client="librdkafka",
+                header_sample=100,
+                partitions=1,
+            )
+            out[(client, codec)] = (pres, cres, topic)
+    return out
+
+
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 @pytest.mark.parametrize("codec", CODECS)
 def test_every_codec_round_trips_through_the_c_consumer_byte_for_byte(
-    kafka1: Any, tmp_path: Path, json_records: tuple[bytes, ...], client: str, codec: str
+    kafka1: Any, go_round_trips: dict, json_records: tuple[bytes, ...], client: str, codec: str
 ) -> None:
-    n = 1500
-    topic = f"go-rt-{client}-{codec}"
-    pres, cres = _pair(
-        kafka1,
-        tmp_path,
-        topic,
-        {"props": _codec_props(client, kafka1.bootstrap_servers, codec), "partition": 0}
-        | {"corpus_file": str(_corpus_file(tmp_path, json_records)), "mode": "saturated", "count": n},
-        producer_client=client,
-        consumer_client="librdkafka",
-        header_sample=100,
-        partitions=1,
-    )
+    n = ROUND_TRIP_N
+    pres, cres, topic = go_round_trips[(client, codec)]
     assert pres["delivered"] == n
     want = b"".join(json_records[i % len(json_records)] for i in range(n))
     assert (cres["unique"], cres["lost"], cres["duplicates"], cres["bytes"]) == (n, 0, 0, len(want))
@@ -368,6 +387,33 @@ def test_every_codec_round_trips_through_the_c_consumer_byte_for_byte(
             assert len(kb) == 1 and int.from_bytes(kb[0][8:16], "big") == i
         else:
             assert headers == []
+
+
+@pytest.mark.kafka
+def test_dump_log_segments_agrees_with_kbench_on_go_segments(
+    kafka1: Any, go_round_trips: dict, dump_log_segments
+) -> None:
+    files = {
+        key: segment.log_files([Path(kafka1.log_dirs[0]) / f"{topic}-0"])
+        for key, (_, _, topic) in go_round_trips.items()
+    }
+    dumped = dump_log_segments([f for fs in files.values() for f in fs])
+    for (client, codec), fs in files.items():
+        n = 0
+        for f in fs:
+            ours, theirs = segment.scan_file(f), dumped[str(f)]
+            assert ours and len(theirs) == len(ours), f
+            for t, o in zip(theirs, ours):
+                assert t["isvalid"] == "true" and o.status == "ok"
+                assert t["compresscodec"] == o.codec == codec, (client, codec)
+                assert (int(t["baseOffset"]), int(t["lastOffset"]), int(t["count"])) == (
+                    o.base_offset,
+                    o.last_offset,
+                    o.records,
+                )
+                assert (int(t["position"]), int(t["size"])) == (o.position, o.stored_bytes)
+                n += o.records
+        assert n == ROUND_TRIP_N, (client, codec)
 
 
 @pytest.mark.kafka
