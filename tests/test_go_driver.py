@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import csv
 import json
 import os
 import random
@@ -430,3 +431,59 @@ def test_cli_produce_with_a_go_client(kafka1: Any, tmp_path: Path, client: str) 
     r = json.loads(out.read_text())
     assert r["client"] == client and r["producer"]["client"]["name"] == client
     assert r["producer"]["corrected"]["count"] == 1000 and r["consumer"]["e2e"]["count"] == 10
+
+
+GO_PLAN = """
+name = "go-clients"
+repetitions = 1
+warmup = false
+duration_s = 2
+steady_skip_s = 0.5
+corpus_size = 300000
+
+[transport]
+kind = "local"
+
+[[sweep]]
+name = "sat"
+experiments = ["B"]
+codec = ["zstd:3"]
+rate = "saturated"
+client = ["kafka-go", "sarama"]
+
+[[sweep]]
+name = "fixed"
+experiments = ["A", "C", "D"]
+codec = ["lz4"]
+rate = 1500
+client = ["kafka-go", "sarama"]
+"""
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_kbench_run_with_the_go_clients(tmp_path: Path) -> None:
+    plan = tmp_path / "go.toml"
+    plan.write_text(GO_PLAN)
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--force"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    for exp in "ABCD":
+        with (out / f"{exp}.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        assert {r["client"] for r in rows} == set(GO), exp
+        for r in rows:
+            assert r["status"] != "FAILED_RUN", (exp, r["reason"])
+            assert int(r["messages"]) > 0
+    man = json.loads((out / "manifest.json").read_text())
+    kg, sa = man["clients"]["kafka-go"], man["clients"]["sarama"]
+    assert (kg["version"], sa["version"]) == ("v0.4.35", "v1.61.1")
+    # each client's defaults as it reports them, for seed 002's default-compression claim
+    assert kg["defaults"]["Compression"] == "uncompressed" and sa["defaults"]["Producer.Compression"] == "none"
