@@ -167,6 +167,14 @@ def test_plan_refuses_a_cell_the_go_client_cannot_express(client: str, codec: st
         parse(tomllib.loads(PLAN.format(codec=codec, linger=linger, client=client)))
 
 
+def test_sim_plan_refuses_a_go_client() -> None:
+    import tomllib
+
+    text = PLAN.format(codec="zstd:3", linger=5, client="sarama").replace('kind = "local"', 'kind = "sim"')
+    with pytest.raises(PlanError, match="sarama has no batching model in the simulator"):
+        parse(tomllib.loads(text))
+
+
 def test_plan_takes_the_four_clients() -> None:
     import tomllib
 

@@ -676,6 +676,14 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
             _check_go_cells(i, s)
+    if kind == "sim":
+        for i, s in enumerate(sweeps):
+            go = [c for c in s.client if c in GO_CLIENTS]
+            if go:
+                raise PlanError(
+                    f"sweep[{i}].client: {', '.join(go)} has no batching model in the simulator (it models "
+                    'librdkafka and java); run it on a Kafka transport (kind = "local") or drop it'
+                )
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")
