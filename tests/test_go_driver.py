@@ -400,7 +400,7 @@ def test_every_codec_round_trips_through_the_c_consumer_byte_for_byte(
 
 @pytest.mark.kafka
 def test_dump_log_segments_agrees_with_kbench_on_go_segments(
-    kafka1: Any, go_round_trips: dict, dump_log_segments
+    kafka1: Any, go_round_trips: dict, dump_log_segments, tmp_path: Path
 ) -> None:
     files = {
         key: segment.log_files([Path(kafka1.log_dirs[0]) / f"{topic}-0"])
@@ -423,6 +423,22 @@ def test_dump_log_segments_agrees_with_kbench_on_go_segments(
                 assert (int(t["position"]), int(t["size"])) == (o.position, o.stored_bytes)
                 n += o.records
         assert n == ROUND_TRIP_N, (client, codec)
+    # kbench inspect (the CLI over the same scan) reads them all: exit 0, every batch's codec
+    dirs = [str(Path(kafka1.log_dirs[0]) / f"{topic}-0") for _, _, topic in go_round_trips.values()]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    csv_out = tmp_path / "go-inspect.csv"
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "inspect", "--csv", str(csv_out), *dirs],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    with csv_out.open() as f:
+        rows = list(csv.DictReader(f))
+    assert sum(int(r["records"]) for r in rows) == ROUND_TRIP_N * len(go_round_trips)
+    assert {r["codec"] for r in rows} == set(CODECS)
 
 
 @pytest.mark.kafka
