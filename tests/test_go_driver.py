@@ -112,6 +112,16 @@ def test_the_driver_refuses_what_the_client_cannot_take(
     assert p.returncode == 1 and message in json.loads(p.stdout[6:])
 
 
+def test_go_sources_are_gofmt_and_vet_clean() -> None:
+    src = Path(go_driver.__file__).parent / "go"
+    gofmt = Path(go_driver.go()).parent / "gofmt"
+    p = subprocess.run([str(gofmt), "-l", "."], cwd=src, capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == "", p.stdout + p.stderr
+    env = {**os.environ, "GOFLAGS": "-mod=readonly"}
+    p = subprocess.run([go_driver.go(), "vet", "."], cwd=src, capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+
+
 def test_build_is_cached_by_source_hash() -> None:
     d = go_driver.build()
     assert d.cache_dir.name == f"go-driver-{go_driver.source_hash(d.go_version)[:12]}"
