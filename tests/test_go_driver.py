@@ -354,6 +354,33 @@ def _stored_records(kafka: Any, topic: str) -> tuple[list[str | None], list[tupl
     return codecs, recs
 
 
+@pytest.mark.kafka
+@pytest.mark.parametrize("consumer", GO)
+def test_go_consumer_reads_the_c_producers_kb_headers(
+    kafka1: Any, tmp_path: Path, json_records: tuple[bytes, ...], consumer: str
+) -> None:
+    n = 1500
+    props = {"bootstrap.servers": kafka1.bootstrap_servers, "compression.type": "zstd"}
+    pres, cres = _pair(
+        kafka1,
+        tmp_path,
+        f"c-to-{consumer}",
+        {"props": props, "corpus_file": str(_corpus_file(tmp_path, json_records)), "mode": "fixed-rate"}
+        | {"rate": 1000.0, "count": n, "tick_s": 0.004},
+        producer_client="librdkafka",
+        consumer_client=consumer,
+        header_sample=100,
+    )
+    assert cres["protocol"] == 1 and cres["client"]["name"] == consumer
+    assert CONSUMER_FIELDS <= set(cres) and set(cres["windows"]["receive"]) == WINDOW
+    assert (pres["delivered"], cres["unique"], cres["lost"], cres["duplicates"]) == (n, n, 0, 0)
+    assert pres["sampled"] == cres["sampled"] == cres["e2e"]["count"] == n // 100
+    assert (cres["samples_missing"], cres["out_of_range"], cres["no_header"]) == (0, 0, n - n // 100)
+    assert cres["errors"] == {} and not cres["timed_out"]
+    # one clock for both processes: e2e latencies are positive and bounded
+    assert cres["e2e"]["p50_us"] > 0 and cres["e2e"]["max_us"] < 30e6
+
+
 ROUND_TRIP_N = 1500
 
 
