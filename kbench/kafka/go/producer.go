@@ -29,27 +29,21 @@ type acks struct {
 	delivered int64
 	failed    int64 // failed delivery reports (not send calls that failed at once)
 	errors    *errCounts
-	cond      *sync.Cond
-	reported  int64
 }
 
 func newAcks() *acks {
-	a := &acks{service: NewHistogram(), corrected: NewHistogram(), errors: newErrCounts()}
-	a.cond = sync.NewCond(&a.mu)
-	return a
+	return &acks{service: NewHistogram(), corrected: NewHistogram(), errors: newErrCounts()}
 }
 
 // ok records one delivered message: service = ack - send, corrected = ack - due (due < 0: saturated).
 func (a *acks) ok(now, sent, due int64) {
 	a.mu.Lock()
 	a.delivered++
-	a.reported++
 	a.service.Record(now - sent)
 	if due >= 0 {
 		a.corrected.Record(now - due)
 	}
 	a.mu.Unlock()
-	a.cond.Broadcast()
 }
 
 // fail records n failed delivery reports under the client's error message.
@@ -57,20 +51,7 @@ func (a *acks) fail(name string, n int64) {
 	a.errors.add(name, n)
 	a.mu.Lock()
 	a.failed += n
-	a.reported += n
 	a.mu.Unlock()
-	a.cond.Broadcast()
-}
-
-// waitReported waits until n messages have a delivery report, or the deadline passes.
-func (a *acks) waitReported(n int64, deadline time.Time) {
-	stop := time.AfterFunc(time.Until(deadline), func() { a.cond.Broadcast() })
-	defer stop.Stop()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for a.reported < n && time.Now().Before(deadline) {
-		a.cond.Wait()
-	}
 }
 
 // readCorpus reads a lenprefixed corpus file: 4-byte big-endian length, then the bytes.
