@@ -129,6 +129,27 @@ def test_build_is_cached_by_source_hash() -> None:
     assert go_driver.build().binary == d.binary and d.binary.is_file()
 
 
+def test_a_missing_toolchain_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kbench.kafka.kafka_dist import KafkaDistError
+
+    monkeypatch.setenv("KBENCH_GO", str(tmp_path / "no-go"))
+    with pytest.raises(KafkaDistError, match="KBENCH_GO=.*no-go is not a file"):
+        go_driver.build()
+
+
+def test_a_build_failure_names_the_compile_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kbench.kafka.kafka_dist import KafkaDistError
+
+    real = go_driver._sources()
+    broken = tmp_path / "broken.go"
+    broken.write_text("package main\n\nfunc broken() { undefinedThing() }\n")
+    monkeypatch.setattr(go_driver, "_sources", lambda: [*real, ("broken.go", broken)])
+    monkeypatch.setenv("KBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(KafkaDistError, match="go build could not build the Go driver.*undefined: undefinedThing"):
+        go_driver.build()
+    assert not list((tmp_path / "cache").glob("go-driver-*/kbench-go-driver"))
+
+
 def test_cell_properties_in_each_go_clients_names() -> None:
     base = {"bootstrap.servers": "b:9092"}
     k = clients.producer_props("kafka-go", base, "zstd", 6, 65536, 5.0, "all")

@@ -103,7 +103,8 @@ def build() -> GoDriver:
     for rel, f in _sources():
         (src / rel).write_bytes(f.read_bytes())
     tmp = d / f"{BINARY}.tmp"
-    env = {**os.environ, "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
+    flags = " ".join([os.environ.get("GOFLAGS", ""), "-mod=readonly"]).strip()  # go.mod and go.sum as committed
+    env = {**os.environ, "GOFLAGS": flags, "CGO_ENABLED": "0"}
     try:
         proc = subprocess.run(
             [tool, "build", "-trimpath", "-o", str(tmp), "."],
