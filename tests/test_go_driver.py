@@ -349,7 +349,8 @@ def test_go_client_holds_a_fixed_rate_on_the_tick_rule(
     assert count / 10 < pres["wakes"] < due_span / DEFAULT_TICK_S + 2
     assert pres["delay"]["p50_us"] < 5000  # asleep, not late: the schedule is kept
     flush_s = (w["run"]["end_mono_ns"] - w["send"]["end_mono_ns"]) / 1e9
-    assert pres["cpu"]["wall_s"] == pytest.approx(seconds - 1.0, abs=0.5), (flush_s, pres["service"])
+    # the window closes after the flush: a slow flush shows here, with the client's own account of it
+    assert pres["cpu"]["wall_s"] == pytest.approx(seconds - 1.0, abs=0.5), (flush_s, pres["client_stats"]["raw"])
     assert pres["windows"]["cpu"]["start_mono_ns"] >= w["run"]["start_mono_ns"] + 1e9
     assert (cres["unique"], cres["lost"], cres["duplicates"]) == (count, 0, 0)
     assert cres["sampled"] == count // 1000
