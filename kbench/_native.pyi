@@ -48,6 +48,8 @@ class CodecBench:
 # ---------------------------------------------------------------- corpus statistics (py_entropy.c)
 
 def entropy(data: Buffer, /) -> float: ...
+def lenprefixed_scan(data: Buffer, max_records: int, max_record: int, /) -> tuple[int, int, int, int]:
+    """Walk length-prefixed records without making them: (status, count, at, n), GIL released."""
 
 # ---------------------------------------------------------------- RecordBatch v2 and segments (py_batch.c)
 
@@ -166,6 +168,12 @@ class Consumer:
 
 def client_level_range(codec: str, /) -> tuple[int, int]:
     """The compression.level values the linked librdkafka accepts for codec (ValueError if unknown)."""
+
+def client_property_known(name: str, /) -> bool:
+    """Whether the linked librdkafka knows the property (a conf set of an unknown name fails)."""
+
+def client_properties_table() -> str:
+    """librdkafka's table of every property it knows (rd_kafka_conf_properties_show)."""
 
 def metadata(props: dict[str, object], timeout: float = 10.0) -> dict[str, Any]: ...
 def create_topic(

@@ -7,6 +7,7 @@ Each subcommand lives in its own module under ``kbench.commands`` and exposes
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -101,6 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:  # a path that cannot be read or written: one line, not a traceback
         if e.errno is None:  # raised by kbench with its own message
             print(f"kbench: error: {e}", file=sys.stderr)
+        elif e.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f" of {e.filename}" if e.filename else ""
+            print(
+                f"kbench: error: the disk{where} is full ({e.strerror}); free space there or write elsewhere",
+                file=sys.stderr,
+            )
         else:
             where = f": {e.filename}" if e.filename else ""
             print(f"kbench: error: {e.strerror}{where}; check the path and its permissions", file=sys.stderr)

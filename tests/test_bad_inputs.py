@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from kbench import _native
-from kbench.model import batch, segment
+from kbench.model import batch, limits, segment
 from kbench.model.batch import Record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,14 +43,25 @@ def plan_text(top: dict[str, str] | None = None, sweep: dict[str, str] | None = 
     return "\n".join(lines) + "\n"
 
 
-def kbench(args: list[str], cwd: Path, nofile: int | None = None) -> subprocess.CompletedProcess[str]:
+#: Mounts a 64 KiB tmpfs at $1, fills it, runs the rest of the command line there, then lists
+#: what is left on that disk into $2 (the mount goes away with the namespace).
+FULL_DISK = (
+    'mount -t tmpfs -o size=64k kbench-full "$1" && (head -c 1048576 /dev/zero > "$1/filler" || true) && '
+    'disk=$1 listing=$2 && shift 2 && "$@"; rc=$?; ls -A "$disk" > "$listing"; exit $rc'
+)
+
+
+def kbench(
+    args: list[str], cwd: Path, nofile: int | None = None, full_disk: tuple[Path, Path] | None = None
+) -> subprocess.CompletedProcess[str]:
     def limit() -> None:
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    wrap = [] if full_disk is None else ["unshare", "-rm", "sh", "-c", FULL_DISK, "sh", *map(str, full_disk)]
     return subprocess.run(
-        [sys.executable, "-m", "kbench", *args],
+        [*wrap, sys.executable, "-m", "kbench", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -81,7 +92,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (d / "base.toml").write_text(plan_text())
     (d / "other.toml").write_text(plan_text(sweep={"codec": '["none", "zstd"]'}))
     for name in ("run", "other"):
-        p = kbench(["run", str(d / f"{'base' if name == 'run' else 'other'}.toml"), "-o", str(d / name)], d)
+        plan = d / f"{'base' if name == 'run' else 'other'}.toml"
+        p = kbench(["run", str(plan), "-o", str(d / name), "--gate-sample-s", "0"], d)  # no steal sampled: no noise
         assert p.returncode == 0, p.stderr
         w[name] = d / name
     w["base"] = d / "base.toml"
@@ -127,6 +139,7 @@ class Case:
     must_not_exist: tuple[str, ...] = ("{out}",)  # refused inputs leave no trace
     nofile: int | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+    full_disk: bool = False  # run on a full tmpfs mounted at {disk} (a user and mount namespace of its own)
 
 
 RUN = ["run", "{plan}", "-o", "{out}", "--gate-sample-s", "0"]
@@ -238,6 +251,44 @@ def _nonutf8_csv(w: dict[str, Path], tmp: Path) -> None:
     assert b"\xff\xfe-0.log" in data  # the file's own name, byte for byte
 
 
+METRICS_PASSWORD = "KbMetr1cs-pw"
+METRICS_URL = f"http://bench:{METRICS_PASSWORD}@127.0.0.1:9/metrics"
+
+
+def _no_metrics_password(w: dict[str, Path], tmp: Path) -> None:
+    run = tmp / "out"
+    texts = [p.read_bytes() for p in run.rglob("*") if p.is_file()]
+    assert texts and not [t for t in texts if METRICS_PASSWORD.encode() in t]
+    assert "http://<redacted>@127.0.0.1:9/metrics" in (run / "manifest.json").read_text()
+
+
+def _run_dir_untouched(w: dict[str, Path], tmp: Path) -> None:
+    assert tree_hash(tmp / "copy") == tree_hash(w["run"])
+
+
+def _new_file_beside_the_run(w: dict[str, Path], tmp: Path) -> None:
+    assert (tmp / "copy" / "M.csv").read_text().startswith("experiment,corpus,")
+    assert csv_bytes(w["run"]) == {k: v for k, v in csv_bytes(tmp / "copy").items() if k != "M.csv"}
+
+
+def _full_disk_left_nothing(w: dict[str, Path], tmp: Path) -> None:
+    assert (tmp / "listing").read_text().split() == ["filler"]  # no run directory, no .manifest.json.tmpNNNN
+
+
+def _sparse(name: str, size: int) -> Callable[[dict[str, Path], Path], None]:
+    """A sparse file of zeros (costs no disk and no time)."""
+
+    def make(w: dict[str, Path], tmp: Path) -> None:
+        with (tmp / name).open("wb") as f:
+            f.truncate(size)
+
+    return make
+
+
+def _lines_over_the_records_limit(w: dict[str, Path], tmp: Path) -> None:
+    (tmp / "many.txt").write_bytes(b"a\n" * (limits.MAX_CORPUS_RECORDS + 1))
+
+
 def _evil(w: dict[str, Path], tmp: Path) -> None:
     assert not (tmp / "runs").exists() and not (tmp.parent / "evil").exists()
 
@@ -290,6 +341,29 @@ CASES: list[Case] = [
         "plan-misr-above-rf", "min_insync_replicas: 2 exceeds replication_factor", extra="min_insync_replicas = 2"
     ),
     plan_case("plan-corpus-dev-zero", "is a character device", sweep={"corpus": '"/dev/zero"'}),
+    # --- issue 22: secrets in clear, levels the client refuses
+    plan_case(
+        "plan-client-misspelled-secret",
+        "client.sasl.passwd: librdkafka",
+        extra='[client]\n"sasl.passwd" = "hunter22"',
+    ),
+    Case(
+        "plan-corpus-2GiB-sparse-line",
+        RUN,
+        2,
+        "the line at byte 0 is over 1000000000 bytes long",
+        plan=plan_text(sweep={"corpus": '"sparse2g"'}),
+        setup=_sparse("sparse2g", 2 << 30),
+    ),
+    plan_case("plan-zstd-13-librdkafka-dry", "zstd:13 is refused by the client", sweep={"codec": '["zstd:13"]'}),
+    Case(
+        "plan-metrics-url-credentials",
+        RUN,
+        0,
+        "run directory",
+        plan=plan_text(extra=f'broker_metrics = ["{METRICS_URL}"]'),
+        after=_no_metrics_password,
+    ),
     plan_case("plan-corpus-dir", "is a directory", sweep={"corpus": '"/"'}),
     Case(
         "plan-name-traversal",
@@ -315,6 +389,21 @@ CASES: list[Case] = [
     ),
     Case("run-X-batch-size", [*RUN, "-X", "batch.size=1"], 2, "-X batch.size", plan=plan_text()),
     Case("run-X-no-equals", [*RUN, "-X", "acks"], 2, "write -X key=value", plan=plan_text()),
+    Case(
+        "run-X-misspelled-secret",
+        [*RUN, "-X", "sasl.passwd=hunter22"],
+        2,
+        "has no property 'sasl.passwd'; did you mean sasl.password?",
+        plan=plan_text(),
+    ),
+    Case(
+        "run-broker-metrics-credentials",
+        [*RUN, "--broker-metrics", METRICS_URL],
+        0,
+        "run directory",
+        plan=plan_text(),
+        after=_no_metrics_password,
+    ),
     Case("run-seed-negative", [*RUN, "--seed", "-1"], 2, "--seed: -1 is out of range", plan=plan_text()),
     Case("run-seed-huge", [*RUN, "--seed", str(2**64)], 2, "--seed", plan=plan_text()),
     Case("run-gate-sample-nan", [*RUN, "--gate-sample-s", "nan"], 2, "--gate-sample-s: nan", plan=plan_text()),
@@ -428,6 +517,121 @@ CASES: list[Case] = [
     Case("sim-corpus-size-1e12", ["sim", "--corpus-size", "1000000000000"], 2, "--corpus-size: 1000000000000 bytes"),
     Case("sim-csv-dir", ["sim", "--corpus-size", "64KiB", "--csv", "{adir}"], 2, "--csv", after=_no_temp_files),
     Case("sim-corpus-fifo", ["sim", "--corpus", "{fifo}"], 2, "is a FIFO"),
+    # --- issue 22: limits on records and memory, not only bytes
+    Case(
+        "sim-corpus-lenprefixed-1GiB-of-zeros",
+        ["sim", "--corpus", "{tmp}/zeros", "--corpus-format", "lenprefixed"],
+        2,
+        f"more than {limits.MAX_CORPUS_RECORDS} records, above the limit of {limits.MAX_CORPUS_RECORDS} records",
+        setup=_sparse("zeros", 1 << 30),
+    ),
+    Case(
+        "sim-corpus-lines-over-the-records-limit",
+        ["sim", "--corpus", "{tmp}/many.txt"],
+        2,
+        f"{limits.MAX_CORPUS_RECORDS + 1} records, above the limit of {limits.MAX_CORPUS_RECORDS} records",
+        setup=_lines_over_the_records_limit,
+    ),
+    Case(
+        "sim-corpus-lenprefixed-record-over-kafka",
+        ["sim", "--corpus", "{tmp}/big.bin", "--corpus-format", "lenprefixed"],
+        2,
+        "the record at byte 0 is 4294967295 bytes, above the 1000000000 bytes librdkafka's message.max.bytes allows",
+        setup=lambda w, t: (t / "big.bin").write_bytes(b"\xff\xff\xff\xff" + b"x" * 16) and None,
+    ),
+    # --- issue 22: no command writes over a file of a run directory; a full disk
+    Case(
+        "sim-csv-over-a-run-csv",
+        ["sim", "--corpus-size", "64KiB", "--csv", "{run}/C.csv"],
+        2,
+        "C.csv: is a file of the run directory",
+    ),
+    Case(
+        "bench-csv-over-a-run-csv",
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "{run}/C.csv"],
+        2,
+        "kbench never replaces a run's files; choose a new file name",
+    ),
+    Case(
+        "inspect-csv-over-a-run-manifest",
+        ["inspect", "{good_log}", "--csv", "{run}/manifest.json"],
+        2,
+        "manifest.json: is a file of the run directory",
+    ),
+    Case(
+        "bench-csv-new-file-in-a-run",
+        [
+            "codecs",
+            "bench",
+            "--corpus-size",
+            "1000",
+            "--codecs",
+            "lz4",
+            "--block-sizes",
+            "1k",
+            "--csv",
+            "{tmp}/copy/M.csv",
+        ],
+        0,
+        "wrote",
+        setup=lambda w, t: copy_run(w, t) and None,
+        after=_new_file_beside_the_run,
+    ),
+    Case(
+        "run-full-disk",
+        ["run", "{base}", "-o", "{disk}/run", "--gate-sample-s", "0"],
+        2,
+        "the disk of {disk}/run/manifest.json is full (No space left on device); free space there",
+        full_disk=True,
+        after=_full_disk_left_nothing,
+    ),
+    # --- issue 22: advise and produce, tracebacks and wrong messages
+    Case(
+        "advise-corpus-1-byte",
+        ["advise", "--rate", "1000", "--partitions", "4", "--corpus", "{tmp}/one.txt"],
+        2,
+        "less than the 4096 bytes experiment M compresses at its smallest block; give a sample of more records",
+        setup=lambda w, t: (t / "one.txt").write_bytes(b"x") and None,
+    ),
+    Case(
+        "advise-corpus-3GiB-sparse",
+        ["advise", "--rate", "1000", "--partitions", "4", "--corpus", "{tmp}/sparse"],
+        2,
+        "above the",  # one record over Kafka's limit, or (on a small machine) a file over the memory limit
+        setup=_sparse("sparse", 3 << 30),
+    ),
+    Case("advise-rate-1e300", ["advise", "--rate", "1e300", "--partitions", "4"], 2, "--rate: 1e+300 is out of range"),
+    Case("advise-rate-nan", ["advise", "--rate", "nan", "--partitions", "4"], 2, "--rate: nan is not a finite number"),
+    Case(
+        "advise-p99-budget-nan",
+        ["advise", "--rate", "1000", "--partitions", "4", "--p99-budget-ms", "nan"],
+        2,
+        "--p99-budget-ms: nan is not a finite number",
+    ),
+    Case(
+        "advise-zstd-22-librdkafka",
+        ["advise", "--rate", "1000", "--partitions", "4", "--codec", "zstd:22", "--client", "librdkafka"],
+        2,
+        "--codec zstd:22: librdkafka",
+    ),
+    Case(
+        "produce-count-0",
+        ["produce", "--topic", "t", "--bootstrap", "127.0.0.1:9", "--rate", "100", "--count", "0"],
+        2,
+        "--count: 0 is out of range",
+    ),
+    Case(
+        "produce-no-rate",
+        ["produce", "--topic", "t", "--bootstrap", "127.0.0.1:9", "--count", "10"],
+        2,
+        "--rate: fixed-rate mode needs a target; give --rate MSGS_PER_S, or --mode saturated",
+    ),
+    Case(
+        "produce-X-misspelled",
+        ["produce", "--topic", "t", "--bootstrap", "127.0.0.1:9", "--rate", "9", "--count", "9", "-X", "lingr.ms=5"],
+        2,
+        "did you mean linger.ms?",
+    ),
     # --- inspect
     Case("inspect-dev-null", ["inspect", "/dev/null"], 2, "/dev/null: is a character device"),
     Case("inspect-dev-zero", ["inspect", "/dev/zero"], 2, "/dev/zero: is a character device"),
@@ -501,6 +705,11 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input(case: Case, world: dict[str, Path], tmp_path: Path) -> None:
     names = {k: str(v) for k, v in world.items()} | {"tmp": str(tmp_path), "out": str(tmp_path / "out")}
+    names["disk"] = str(tmp_path / "disk")
+    disk = None
+    if case.full_disk:
+        (tmp_path / "disk").mkdir()
+        disk = (tmp_path / "disk", tmp_path / "listing")
     if case.plan is not None:
         (tmp_path / "plan.toml").write_text(case.plan)
         names["plan"] = str(tmp_path / "plan.toml")
@@ -508,11 +717,11 @@ def test_bad_input(case: Case, world: dict[str, Path], tmp_path: Path) -> None:
         case.setup(world, tmp_path)
     before = {k: tree_hash(world[k]) for k in ("run", "other", "adir")}
     argv = [a.format(**names) for a in case.argv]
-    p = kbench(argv, tmp_path, nofile=case.nofile)
+    p = kbench(argv, tmp_path, nofile=case.nofile, full_disk=disk)
     out = p.stdout + p.stderr
     assert "Traceback" not in out, out
     assert p.returncode == case.rc, out
-    assert case.fragment in out, out
+    assert case.fragment.format(**names) in out, out
     if case.rc in (2, 3):  # a refusal is one line naming the problem (1: inspect's per-batch problems)
         lines = [line for line in p.stderr.splitlines() if line.startswith("kbench:")]
         assert len(lines) == 1, p.stderr

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench.engine.transports.kafka import _spawn
+from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin
 from kbench.kafka.cluster import LocalCluster
 from kbench.kafka.drivers import new_run_id
@@ -43,7 +43,7 @@ def test_a_stalled_producer_shows_in_delay_and_corrected_not_in_service(kafka1: 
         for r in records:
             f.write(len(r).to_bytes(4, "big") + r)
     count = int(RATE * SECONDS)
-    worker = _spawn(
+    worker = spawn(
         "producer",
         {
             "props": kafka1.client_props(**{"linger.ms": "5", "acks": "1"}),

@@ -63,3 +63,26 @@ def test_load_round_trips_through_a_file(tmp_path: Path) -> None:
 def test_unknown_name_names_the_fix() -> None:
     with pytest.raises(corpus.CorpusError, match="json, logs, random"):
         corpus.generate("xml")
+
+
+def test_record_count_and_size_are_bounded_before_records_are_made(tmp_path: Path) -> None:
+    from kbench.model import limits
+
+    lines = tmp_path / "four.txt"
+    lines.write_bytes(b"a\n\n\nb\nc\nd")  # four records: empty lines are not records
+    assert corpus.read_records(lines, max_records=4) == [b"a", b"b", b"c", b"d"]
+    with pytest.raises(corpus.CorpusError, match="4 records, above the limit of 3 records"):
+        corpus.read_records(lines, max_records=3)
+    lp = tmp_path / "four.bin"
+    corpus.write_lenprefixed([b"", b"x", b"", b"yz"], lp)
+    assert corpus.read_records(lp, "lenprefixed", max_records=4) == [b"", b"x", b"", b"yz"]
+    with pytest.raises(corpus.CorpusError, match="more than 3 records, above the limit of 3 records"):
+        corpus.read_records(lp, "lenprefixed", max_records=3)
+    huge = tmp_path / "huge.bin"
+    huge.write_bytes((limits.MAX_RECORD_BYTES + 1).to_bytes(4, "big") + b"x")
+    with pytest.raises(corpus.CorpusError, match="the record at byte 0 is 1000000001 bytes, above the 1000000000"):
+        corpus.read_records(huge, "lenprefixed")
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(b"\x00\x00\x00\x01x\x00\x00")
+    with pytest.raises(corpus.CorpusError, match="truncated length prefix at byte 5"):
+        corpus.read_records(cut, "lenprefixed")

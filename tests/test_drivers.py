@@ -101,7 +101,7 @@ def test_every_driver_process_starts_with_the_driver_env(
     import subprocess
 
     from kbench.engine import remote
-    from kbench.engine.transports import kafka as transport
+    from kbench.engine.transports import local_pool as transport
 
     seen: list[dict[str, str]] = []
 
@@ -117,7 +117,7 @@ def test_every_driver_process_starts_with_the_driver_env(
     monkeypatch.setattr(subprocess, "Popen", popen)
     with pytest.raises(Started):
         if where == "local":
-            transport._spawn("producer", {}, tmp_path / "err")
+            transport.spawn("producer", {}, tmp_path / "err")
         else:
             remote._Driver({}, abort=None)
     assert len(seen) == 1 and not set(DASK_ENV) & set(seen[0]), sorted(set(DASK_ENV) & set(seen[0]))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from engine_fakes import SECRETS, grep_secrets
 
-from kbench.engine import store as results
+from kbench.engine import store
+from kbench.experiments import registry
 from kbench.kafka import procstat
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -123,7 +124,7 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
 
     csvs = {e: rows(run / f"{e}.csv") for e in "ABCDEF"}
     for exp, (header, body) in csvs.items():
-        assert header == list(results.COLUMNS[exp]), exp
+        assert header == list(registry.columns(exp)), exp
         assert body, exp
         for r in body:
             assert r["status"] in ALLOWED, r
@@ -282,7 +283,7 @@ def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--gate-sample-s", "0.1"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
-    journal = run / results.JOURNAL
+    journal = run / store.JOURNAL
     deadline = time.monotonic() + 300
     try:
         while not (journal.exists() and journal.read_bytes().count(b"\n") >= 2):
@@ -299,7 +300,7 @@ def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
     while any(_alive(x) for x in broker_pids):
         assert time.monotonic() < deadline, f"brokers {broker_pids} outlived kbench"
         time.sleep(0.2)
-    before = results.read_done(run)
+    before = store.read_done(run)
     assert 2 <= len(before) < 6
 
     r = subprocess.run(

@@ -14,7 +14,8 @@ from pathlib import Path
 from engine_fakes import PLAN_TEXT, grep_secrets, write_plan
 
 from kbench.engine import plan as plan_mod
-from kbench.engine import store as results
+from kbench.engine import store
+from kbench.experiments import registry
 
 # The plan says local; the first run overrides it with --transport dry, which the resume must reuse.
 DRY_PLAN = (
@@ -49,12 +50,12 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
         env=env,
     )
     try:
-        wait_for_journal(run / results.JOURNAL, 4, p)
+        wait_for_journal(run / store.JOURNAL, 4, p)
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
     assert p.returncode == -signal.SIGKILL
-    done_before = results.read_done(run)
+    done_before = store.read_done(run)
     assert 4 <= len(done_before) < 18
     m = json.loads((run / "manifest.json").read_text())
     assert m["state"] == "running"
@@ -71,7 +72,7 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
         assert data.endswith(b"\n")
         rows = list(csv.reader(data.decode().splitlines()))
         header, body = rows[0], rows[1:]
-        assert header == list(results.COLUMNS[exp])
+        assert header == list(registry.columns(exp))
         assert all(len(x) == len(header) for x in body), "a truncated row survived"
         key_cols = ["cell_id", "rep"] + (["role"] if exp == "D" else [])
         idx = [header.index(c) for c in key_cols]
@@ -95,7 +96,7 @@ def test_ctrl_c_leaves_an_interrupted_run_that_resumes(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        wait_for_journal(run / results.JOURNAL, 3, p)  # type: ignore[arg-type]
+        wait_for_journal(run / store.JOURNAL, 3, p)  # type: ignore[arg-type]
     finally:
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=60)
@@ -104,5 +105,5 @@ def test_ctrl_c_leaves_an_interrupted_run_that_resumes(tmp_path: Path) -> None:
     assert json.loads((run / "manifest.json").read_text())["state"] == "interrupted"
     r = subprocess.run(kbench("--resume", str(run)), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    keys = [(x["cell_id"], x["rep"]) for x in results.read_rows(run / "A.csv")]
+    keys = [(x["cell_id"], x["rep"]) for x in store.read_rows(run / "A.csv")]
     assert len(keys) == len(set(keys)) == 12

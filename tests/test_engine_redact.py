@@ -40,3 +40,27 @@ def test_scrubber_removes_values_from_text() -> None:
     s = Scrubber.of({"sasl.password": "pw-123", "sasl.username": "bobby"})
     assert s("auth failed for bobby with pw-123") == f"auth failed for {REDACTED} with {REDACTED}"
     assert s.deep({"msg": "pw-123", "sasl.password": "pw-123"}) == {"msg": REDACTED, "sasl.password": REDACTED}
+
+
+def test_url_credentials_are_redacted_in_configs_command_lines_and_text() -> None:
+    url = "http://bench:Pa55-w0rd@broker-1:7071/metrics"
+    shown = f"http://{REDACTED}@broker-1:7071/metrics"
+    assert redact({"transport": {"broker_metrics": [url, "broker-2:7071"]}}) == {
+        "transport": {"broker_metrics": [shown, "broker-2:7071"]}
+    }
+    assert redact_argv(["--broker-metrics", f"{url},http://h:1/m", f"--broker-metrics={url}"]) == [
+        "--broker-metrics",
+        f"{shown},http://h:1/m",
+        f"--broker-metrics={shown}",
+    ]
+    # a password holding an unencoded '@' is all inside the user information (as urlsplit reads it)
+    assert redact("GET https://u:p@ss@h/x failed") == f"GET https://{REDACTED}@h/x failed"
+    s = Scrubber.of({"transport": {"broker_metrics": [url]}})
+    assert s("auth with Pa55-w0rd refused") == f"auth with {REDACTED} refused"  # the value, wherever it appears
+    assert s(f"scrape {url}: HTTP 401") == f"scrape {shown}: HTTP 401"
+    assert s("user + system CPU") == "user + system CPU"  # a URL's user name is not scrubbed from other text
+    assert redact("no credentials: http://h:1/metrics") == "no credentials: http://h:1/metrics"
+
+
+def test_misspelled_password_looks_secret() -> None:
+    assert is_secret_property("sasl.passwd") and is_secret_property("ssl.keystore.passwd")

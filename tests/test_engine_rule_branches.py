@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from engine_fakes import PLAN_TEXT, FakeTransport, lat, write_plan
 
-from kbench.engine import gate, rules
+from kbench.engine import gate, rules, store
 from kbench.engine import plan as plan_mod
-from kbench.engine import store as results
 from kbench.engine.plan import Cell
 from kbench.engine.runner import RunOptions, derive_rate, execute, order_runs
 from kbench.engine.transports.base import CpuSample, RunResult
@@ -233,7 +232,7 @@ def test_resume_without_a_plan_seed_reuses_the_seed_drawn_at_first_run(tmp_path:
     run = tmp_path / "run"
     seed = json.loads((run / "manifest.json").read_text())["seed"]
     assert isinstance(seed, int)
-    done = results.read_done(run)
+    done = store.read_done(run)
     t2 = FakeTransport()
     assert execute(opts(tmp_path, plan, resume=True), t2).state == "complete"
     assert json.loads((run / "manifest.json").read_text())["seed"] == seed
@@ -268,5 +267,5 @@ def test_resume_reuses_the_derived_rate_even_when_a_new_derivation_would_differ(
     assert execute(opts(tmp_path, plan, resume=True), t2).state == "complete"
     fixed = [r for r in t2.requests if not r.cell.saturated]
     assert fixed and {r.rate for r in fixed} == {rate}
-    a = [r for r in results.read_rows(run / "A.csv")]
+    a = [r for r in store.read_rows(run / "A.csv")]
     assert len(a) == 12 and {float(r["target_rate_msgs"]) for r in a} == {rate}

@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 from engine_fakes import lat
 
-from kbench.engine import rules
-from kbench.engine import store as results
+from kbench.engine import rules, store
 from kbench.engine.plan import Cell
 from kbench.engine.transports.base import CpuSample, RunResult
+from kbench.experiments import registry
 from kbench.model import corpus
 
 CORPUS = corpus.generate("json", 5000)
@@ -55,7 +55,7 @@ def rows(c: Cell, r: RunResult, rf: int = 1) -> dict[str, list[dict[str, object]
     out = rules.rows_for(c, 1, r, CORPUS, CORPUS.entropy, rf)
     for exp, rs in out.items():
         for row in rs:
-            assert set(row) <= set(results.COLUMNS[exp]), set(row) - set(results.COLUMNS[exp])
+            assert set(row) <= set(registry.columns(exp)), set(row) - set(registry.columns(exp))
     return out
 
 
@@ -169,7 +169,7 @@ def test_unreadable_cpu_is_na_never_zero() -> None:
     assert d["broker-0"]["cpu_s"] is None and d["broker-0"]["cpu_s_per_gb"] is None
     assert "pid vanished" in str(d["broker-0"]["reason"])
     assert d["producer"]["status"] == "OK"
-    assert results.format_value(d["broker-0"]["cpu_s"]) == "NA"
+    assert store.format_value(d["broker-0"]["cpu_s"]) == "NA"
 
 
 def test_negative_cpu_delta_is_failed_cpu_regressed() -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from engine_fakes import FakeTransport, grep_secrets, write_plan
 
-from kbench.engine import gate
+from kbench.engine import gate, store
 from kbench.engine import plan as plan_mod
-from kbench.engine import store as results
 from kbench.engine.runner import GateRefused, RunOptions, execute, order_runs
 from kbench.engine.transports.base import RunRequest
 from kbench.kafka import procstat
@@ -48,8 +47,7 @@ def plan(tmp_path: Path) -> plan_mod.Plan:
 
 def keys(run_dir: Path, exp: str) -> list[tuple[str, str]]:
     return [
-        (r["cell_id"], r["rep"]) + ((r["role"],) if exp == "D" else ())
-        for r in results.read_rows(run_dir / f"{exp}.csv")
+        (r["cell_id"], r["rep"]) + ((r["role"],) if exp == "D" else ()) for r in store.read_rows(run_dir / f"{exp}.csv")
     ]
 
 
@@ -75,7 +73,7 @@ def test_full_run_rows_order_warmups_and_manifest(tmp_path: Path, plan: plan_mod
             assert nxt.cell.cell_id == r.cell.cell_id and not nxt.warmup
         first_seen.add(r.cell.cell_id)
     # repetitions interleave: the journal (run order) does not run a cell's repetitions back to back
-    journal = [(c, rep) for c, rep, _, _ in results.read_journal(run)]
+    journal = [(c, rep) for c, rep, _, _ in store.read_journal(run)]
     assert sorted(journal) == sorted((c.cell_id, rep) for c in cells for rep in (1, 2, 3))
     assert any(
         journal[i][0] != journal[i + 1][0] and journal[i][0] == journal[i + 2][0] for i in range(len(journal) - 2)
@@ -91,8 +89,8 @@ def test_full_run_rows_order_warmups_and_manifest(tmp_path: Path, plan: plan_mod
         k = keys(run, exp)
         assert len(k) == len(set(k)) == n_cells * 3
     assert len(keys(run, "D")) == 4 * 3 * 3  # producer, consumer, broker-0
-    assert all(r["status"] == "OK" for r in results.read_rows(run / "A.csv"))
-    assert {r["latency_flag"] for r in results.read_rows(run / "B.csv")} == {"latency-NOT-comparable-saturated"}
+    assert all(r["status"] == "OK" for r in store.read_rows(run / "A.csv"))
+    assert {r["latency_flag"] for r in store.read_rows(run / "B.csv")} == {"latency-NOT-comparable-saturated"}
     # manifest fields
     for f in ("machine", "versions", "seed", "corpora", "gate", "plan", "order", "transport", "rate_derivation"):
         assert f in m, f
@@ -130,9 +128,9 @@ def test_resume_runs_each_pair_once_in_the_interleaved_order(tmp_path: Path, pla
     with pytest.raises(KeyboardInterrupt):
         execute(opts(tmp_path, plan), FakeTransport(interrupt_after=9))
     run = tmp_path / "run"
-    before = [(c, r) for c, r, _, _ in results.read_journal(run)]
+    before = [(c, r) for c, r, _, _ in store.read_journal(run)]
     execute(opts(tmp_path, plan, resume=True), FakeTransport())
-    after = [(c, r) for c, r, _, _ in results.read_journal(run)]
+    after = [(c, r) for c, r, _, _ in store.read_journal(run)]
     cells = plan_mod.expand(plan)
     assert sorted(after) == sorted((c.cell_id, rep) for c in cells for rep in (1, 2, 3))  # each pair once
     assert after[: len(before)] == before
@@ -145,13 +143,13 @@ def test_resume_runs_each_pair_once_in_the_interleaved_order(tmp_path: Path, pla
 
 def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path, plan: plan_mod.Plan) -> None:
     execute(opts(tmp_path, plan), FakeTransport(max_rate=14000.0))  # target 15000: -6.7 %
-    a = results.read_rows(tmp_path / "run" / "A.csv")
+    a = store.read_rows(tmp_path / "run" / "A.csv")
     # 4 A cells x 3 repetitions, each REJECTED; every cell spends its retry budget (default: as
     # many extra attempts as repetitions) and stays REJECTED
     assert [r["status"] for r in a] == ["REJECTED"] * (4 * (plan.repetitions + plan.retries))
     assert sorted({int(r["attempt"]) for r in a}) == [1, 2] and plan.retries == plan.repetitions
     assert "off the target 15000.0 msgs/s" in a[0]["reason"]
-    assert [r["status"] for r in results.read_rows(tmp_path / "run" / "B.csv")] == ["OK"] * 6
+    assert [r["status"] for r in store.read_rows(tmp_path / "run" / "B.csv")] == ["OK"] * 6
 
 
 def test_failed_run_is_kept_with_reason_and_secret_scrubbed(tmp_path: Path, plan: plan_mod.Plan) -> None:
@@ -159,7 +157,7 @@ def test_failed_run_is_kept_with_reason_and_secret_scrubbed(tmp_path: Path, plan
         return req.cell.cell_id == "fixed-001" and not req.warmup and "r2" in req.topic
 
     execute(opts(tmp_path, plan), FakeTransport(fail_on=fail))
-    a = [r for r in results.read_rows(tmp_path / "run" / "A.csv") if r["cell_id"] == "fixed-001"]
+    a = [r for r in store.read_rows(tmp_path / "run" / "A.csv") if r["cell_id"] == "fixed-001"]
     assert [r["status"] for r in sorted(a, key=lambda r: r["rep"])] == ["OK", "FAILED_RUN", "OK"]
     assert "broker went away" in a[1]["reason"] and "<redacted>" in a[1]["reason"]
     assert grep_secrets(tmp_path / "run") == []
@@ -170,7 +168,7 @@ def test_interrupt_then_resume_completes_without_duplicates(tmp_path: Path, plan
         execute(opts(tmp_path, plan), FakeTransport(interrupt_after=11))
     run = tmp_path / "run"
     assert json.loads((run / "manifest.json").read_text())["state"] == "interrupted"
-    before = results.read_done(run)
+    before = store.read_done(run)
     assert 0 < len(before) < 18
     t2 = FakeTransport()
     o = execute(opts(tmp_path, plan, resume=True), t2)
@@ -253,8 +251,8 @@ def test_steal_during_runs_marks_rows_invalid(tmp_path: Path) -> None:
 
     fixed = plan_mod.load(str(write_plan(tmp_path, PLAN_TEXT.replace('rate = "auto"', "rate = 15000"), "p2.toml")))
     execute(opts(tmp_path, fixed, force=True, steal_source=procstat.FixedSteal(3.0)), FakeTransport())
-    assert {r["status"] for r in results.read_rows(tmp_path / "run" / "D.csv")} == {"INVALID"}
-    assert "steal 3.00%" in results.read_rows(tmp_path / "run" / "A.csv")[0]["reason"]
+    assert {r["status"] for r in store.read_rows(tmp_path / "run" / "D.csv")} == {"INVALID"}
+    assert "steal 3.00%" in store.read_rows(tmp_path / "run" / "A.csv")[0]["reason"]
 
 
 def test_auto_rate_without_ok_saturated_cell_falls_back_visibly(tmp_path: Path, plan: plan_mod.Plan) -> None:
@@ -264,7 +262,7 @@ def test_auto_rate_without_ok_saturated_cell_falls_back_visibly(tmp_path: Path, 
     )
     run = tmp_path / "run"
     assert o.state == "complete"
-    b = results.read_rows(run / "B.csv")
+    b = store.read_rows(run / "B.csv")
     # every saturated repetition INVALID, each retried within the budget (3 extra attempts per cell)
     assert {r["status"] for r in b} == {"INVALID"} and len(b) == 2 * (3 + 3)
     m = json.loads((run / "manifest.json").read_text())
@@ -292,21 +290,19 @@ def test_invalid_repetition_is_retried_and_the_retry_counts(tmp_path: Path, plan
     out = io.StringIO()
     execute(opts(tmp_path, plan, print_tables=out), FakeTransport(steal_for=steal))
     run = tmp_path / "run"
-    a = [r for r in results.read_rows(run / "A.csv") if r["cell_id"] == "fixed-001"]
+    a = [r for r in store.read_rows(run / "A.csv") if r["cell_id"] == "fixed-001"]
     by = sorted((r["rep"], r["attempt"], r["status"]) for r in a)
     assert by == [("1", "1", "OK"), ("2", "1", "INVALID"), ("2", "2", "OK"), ("3", "1", "OK")]
     assert "CPU steal 5.00% > 1%" in next(r["reason"] for r in a if r["status"] == "INVALID")
     # the retry ran after other pairs (at the end of the queue), and the journal counts the attempt
-    journal = results.read_journal(run)
+    journal = store.read_journal(run)
     assert journal[-1][:3] == ("fixed-001", 2, 2) and journal[-1][3] == "OK"
     # the table counts 3 OK repetitions for the cell and says one row came from a retry
     assert "fixed-001" in out.getvalue() and "rows come from retried attempts" in out.getvalue()
     from kbench.engine import verdict
 
     (s,) = [
-        x
-        for x in verdict.summarise("A", results.read_rows(run / "A.csv"), "corrected_p99_us")
-        if x.key == ("fixed-001",)
+        x for x in verdict.summarise("A", store.read_rows(run / "A.csv"), "corrected_p99_us") if x.key == ("fixed-001",)
     ]
     assert s.n == 3 and s.excluded == 1
 
@@ -319,7 +315,7 @@ def test_retry_budget_is_the_plans(tmp_path: Path) -> None:
     assert p.retries == 1 and plan_mod.load(str(write_plan(tmp_path, PLAN_TEXT, "p3.toml"))).retries == 3
     out = io.StringIO()
     execute(opts(tmp_path, p, print_tables=out, force=True, steal_source=procstat.FixedSteal(5.0)), FakeTransport())
-    a = results.read_rows(tmp_path / "run" / "A.csv")
+    a = store.read_rows(tmp_path / "run" / "A.csv")
     for cid in {r["cell_id"] for r in a}:
         attempts = sorted((r["rep"], r["attempt"]) for r in a if r["cell_id"] == cid)
         assert len(attempts) == 2 + 1 and all(r["status"] == "INVALID" for r in a)
@@ -338,9 +334,9 @@ def test_plan_steal_limit_applies_and_is_said_next_to_every_table(tmp_path: Path
     execute(opts(tmp_path, p, print_tables=out, steal_source=procstat.FixedSteal(5.0)), FakeTransport())
     run = tmp_path / "run"
     for exp in "ABCD":
-        assert {r["status"] for r in results.read_rows(run / f"{exp}.csv")} == {"OK"}, exp
-        assert {r["attempt"] for r in results.read_rows(run / f"{exp}.csv")} == {"1"}, exp
-    assert {r["steal_pct"] for r in results.read_rows(run / "D.csv")} == {"5"}
+        assert {r["status"] for r in store.read_rows(run / f"{exp}.csv")} == {"OK"}, exp
+        assert {r["attempt"] for r in store.read_rows(run / f"{exp}.csv")} == {"1"}, exp
+    assert {r["steal_pct"] for r in store.read_rows(run / "D.csv")} == {"5"}
     assert out.getvalue().count("NOTE: this plan accepts CPU steal up to 10% per run (the method's limit is 1%)") == 4
     m = json.loads((run / "manifest.json").read_text())
     assert m["rules"]["steal_limit_pct"] == 10.0 and m["steal_source"] == "injected: 5%"
@@ -349,7 +345,7 @@ def test_plan_steal_limit_applies_and_is_said_next_to_every_table(tmp_path: Path
 
 def test_cpu_regressed_role(tmp_path: Path, plan: plan_mod.Plan) -> None:
     execute(opts(tmp_path, plan), FakeTransport(cpu_regressed_role="consumer"))
-    d = results.read_rows(tmp_path / "run" / "D.csv")
+    d = store.read_rows(tmp_path / "run" / "D.csv")
     assert {r["status"] for r in d if r["role"] == "consumer"} == {"FAILED_CPU_REGRESSED"}
     assert {r["status"] for r in d if r["role"] == "producer"} == {"OK"}
     assert {r["cpu_s"] for r in d if r["role"] == "consumer"} == {"NA"}
@@ -367,13 +363,13 @@ def test_resume_runs_a_retry_that_was_due_and_each_attempt_once(tmp_path: Path, 
     with pytest.raises(KeyboardInterrupt):
         execute(opts(tmp_path, plan), FakeTransport(steal_for=steal, interrupt_after=i + 2))
     run = tmp_path / "run"
-    assert ("fixed-001", 2, 1, "INVALID") in results.read_journal(run)
+    assert ("fixed-001", 2, 1, "INVALID") in store.read_journal(run)
     t2 = FakeTransport(steal_for=steal)
     execute(opts(tmp_path, plan, resume=True), t2)
     assert any(r.topic.endswith("fixed-001-r2a2") for r in t2.requests)
-    journal = results.read_journal(run)
+    journal = store.read_journal(run)
     keys = [(c, r, a) for c, r, a, _ in journal]
     assert len(keys) == len(set(keys))
     assert ("fixed-001", 2, 2, "OK") in journal
-    a = results.read_rows(run / "A.csv")
+    a = store.read_rows(run / "A.csv")
     assert len({(r["cell_id"], r["rep"], r["attempt"]) for r in a}) == len(a) == 4 * 3 + 1

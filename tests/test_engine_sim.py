@@ -9,7 +9,7 @@ import pytest
 from test_engine_runner import GATE_OK
 
 from kbench.engine import plan as plan_mod
-from kbench.engine import store as results
+from kbench.engine import store
 from kbench.engine.runner import RunOptions, execute
 from kbench.engine.transports.simulated import SimTransport
 from kbench.kafka.procstat import FixedSteal
@@ -62,15 +62,15 @@ def test_sim_plan(tmp_path: Path) -> None:
     assert o.state == "complete"
     # every row of every experiment OK (2 repetitions of each cell; D: three roles)
     for exp, n in (("B", 2 * 2), ("C", 4 * 2), ("D", 4 * 2 * 3), ("E", 4 * 2), ("F", 2 * 2)):
-        rows = results.read_rows(tmp_path / "run" / f"{exp}.csv")
+        rows = store.read_rows(tmp_path / "run" / f"{exp}.csv")
         assert [r["status"] for r in rows] == ["OK"] * n, (exp, [r["reason"] for r in rows])
-    c = results.read_rows(tmp_path / "run" / "C.csv")
+    c = store.read_rows(tmp_path / "run" / "C.csv")
     ratio = {(r["codec"], r["batch_size"]): float(r["ratio"]) for r in c}
     assert ratio[("zstd:3", "262144")] > ratio[("zstd:3", "16384")] > 2 * ratio[("none", "16384")]
-    e = results.read_rows(tmp_path / "run" / "E.csv")
+    e = store.read_rows(tmp_path / "run" / "E.csv")
     fill = {r["batch_size"]: float(r["records_per_batch_p50"]) for r in e if r["codec"] == "none"}
     assert fill["262144"] > fill["16384"] >= 1
-    d = results.read_rows(tmp_path / "run" / "D.csv")
+    d = store.read_rows(tmp_path / "run" / "D.csv")
     assert {r["role"] for r in d} == {"producer", "broker-0", "consumer"}
     assert {r["status"] for r in d} == {"OK"} and {r["steal_pct"] for r in d} == {"0"}
     assert all(r["usr_pct"] == "NA" and float(r["cpu_s"]) >= 0 for r in d)
@@ -78,6 +78,6 @@ def test_sim_plan(tmp_path: Path) -> None:
     payload = {(r["cell_id"], r["rep"]): int(r["payload_bytes"]) for r in c}
     for r in d:
         assert float(r["payload_gb"]) * 1e9 == pytest.approx(payload[(r["cell_id"], r["rep"])], rel=1e-6)
-    f = {r["topic_compression"]: r for r in results.read_rows(tmp_path / "run" / "F.csv")}
+    f = {r["topic_compression"]: r for r in store.read_rows(tmp_path / "run" / "F.csv")}
     assert f["producer"]["recompressed"] == "false" and f["lz4"]["recompressed"] == "true"
     assert f["lz4"]["stored_codecs"] == "lz4"

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from kbench import _native
-from kbench.engine import store as results
+from kbench.engine import store
 from kbench.kafka.cluster import _pid_alive
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -83,7 +83,7 @@ def wait_for(cond, proc: subprocess.Popen[str], what: str, timeout: float = 240.
 
 
 def journal(run: Path) -> list[dict[str, object]]:
-    p = run / results.JOURNAL
+    p = run / store.JOURNAL
     if not p.exists():
         return []
     return [json.loads(x) for x in p.read_text().splitlines() if x.endswith("}")]
@@ -140,7 +140,7 @@ def test_broker_sigkill_mid_cell(tmp_path: Path) -> None:
     assert rc == 0, err[-3000:]
     after = (run / "B.csv").read_bytes()
     assert after.startswith(before), "a row written before the kill changed"
-    rows = results.read_rows(run / "B.csv")
+    rows = store.read_rows(run / "B.csv")
     assert len(rows) == 6 and len({(r["cell_id"], r["rep"]) for r in rows}) == 6
     hit = [r for r in rows if (r["cell_id"], r["rep"]) == killed]
     assert hit and hit[0]["status"].startswith("FAILED"), hit
@@ -214,7 +214,7 @@ def test_log_dir_disk_full(tmp_path: Path, small_fs: Path) -> None:
     assert "Traceback" not in err, err[-3000:]
     after = (run / "B.csv").read_bytes()
     assert after.startswith(before) and after.endswith(b"\n")
-    rows = results.read_rows(run / "B.csv")
+    rows = store.read_rows(run / "B.csv")
     assert len(rows) == 2, rows
     assert rows[0]["status"] == "OK", rows[0]
     assert rows[1]["status"].startswith("FAILED"), rows[1]
@@ -244,6 +244,6 @@ def test_sigint_then_resume(tmp_path: Path) -> None:
     rc, out, err = finish(start(["run", "--resume", str(run), *args]))
     assert rc == 0, err[-3000:]
     assert (run / "B.csv").read_bytes().startswith(before)
-    keys = [(r["cell_id"], r["rep"]) for r in results.read_rows(run / "B.csv")]
+    keys = [(r["cell_id"], r["rep"]) for r in store.read_rows(run / "B.csv")]
     assert len(keys) == 4 and len(set(keys)) == 4
     assert manifest(run)["state"] == "complete"

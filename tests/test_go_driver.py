@@ -18,7 +18,7 @@ import pytest
 
 from kbench import _native
 from kbench.engine.plan import PlanError, parse
-from kbench.engine.transports.kafka import _spawn
+from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin, clients, go_driver
 from kbench.kafka.drivers import DEFAULT_TICK_S
 from kbench.model import segment
@@ -90,6 +90,38 @@ def test_a_property_the_client_does_not_map_is_refused_without_its_value(tmp_pat
         msg = json.loads(p.stdout[6:])
         assert "'sasl.password'" in msg and "not supported by the " + client in msg
         assert "hunter2-xyz" not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("client", GO)
+def test_the_python_side_knows_the_names_the_driver_maps(tmp_path: Path, client: str) -> None:
+    f = tmp_path / "c.bin"
+    f.write_bytes(b"\x00\x00\x00\x01x")
+    for role in ("producer", "consumer"):
+        job = {"role": role, "topic": "t", "mode": "saturated", "count": 1, "corpus_file": str(f), "expected": 1}
+        p = _go_job(client, job | {"props": {"bootstrap.servers": "127.0.0.1:1", "no.such.name": "1"}})
+        msg = json.loads(p.stdout[6:])
+        taken = msg.split("(it takes ", 1)[1].split("; docs/drivers.md", 1)[0].split(", ")
+        assert sorted(taken) == sorted(clients.GO_PROPERTIES[client]), role
+
+
+def test_plan_refuses_a_client_property_the_go_driver_does_not_map() -> None:
+    import tomllib
+
+    text = PLAN.format(codec="lz4", linger=5, client="sarama") + '\n[client]\n"Producer.Flush.Byte" = "5"\n'
+    with pytest.raises(PlanError, match="the sarama driver maps no property 'Producer.Flush.Byte'; did you mean"):
+        parse(tomllib.loads(text))
+    text = PLAN.format(codec="lz4", linger=5, client="kafka-go") + '\n[client]\nBatchTimeout = "5ms"\n'
+    with pytest.raises(PlanError, match="BatchTimeout: kbench sets this per cell"):
+        parse(tomllib.loads(text))
+
+
+def test_cli_produce_refuses_a_misspelled_go_property_before_connecting() -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "kbench", "produce", "--client", "kafka-go", "--bootstrap", "127.0.0.1:1"]
+    cmd += ["--topic", "t", "--rate", "10", "--count", "10", "-X", "BatchByte=5"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "the kafka-go driver maps no property 'BatchByte'; did you mean BatchBytes?" in p.stderr
 
 
 @pytest.mark.parametrize(
@@ -241,7 +273,7 @@ def _pair(
     admin.create_topic({"bootstrap.servers": bs}, topic, partitions, 1)
     run_id = random.getrandbits(62) + 1
     count = int(producer_job["count"])
-    cons = _spawn(
+    cons = spawn(
         "consumer",
         {"props": {"bootstrap.servers": bs}, "topic": topic, "run_id": run_id, "expected": count, "timeout": 60.0}
         | {"header_sample": header_sample},
@@ -249,7 +281,7 @@ def _pair(
         consumer_client,
     )
     cons.expect("READY", 60)
-    prod = _spawn(
+    prod = spawn(
         "producer",
         {"topic": topic, "run_id": run_id, "corpus_format": "lenprefixed", "header_sample": header_sample}
         | producer_job,

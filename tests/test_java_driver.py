@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kbench import _native
-from kbench.engine.transports.kafka import _spawn
+from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin, clients, java_driver
 from kbench.kafka.drivers import DEFAULT_TICK_S
 
@@ -102,7 +102,7 @@ def _pair(
     admin.create_topic({"bootstrap.servers": bs}, topic, 2, 1)
     run_id = random.getrandbits(62) + 1
     count = int(producer_job["count"])
-    cons = _spawn(
+    cons = spawn(
         "consumer",
         {"props": {"bootstrap.servers": bs}, "topic": topic, "run_id": run_id, "expected": count, "timeout": 60.0}
         | {"header_sample": header_sample},
@@ -110,7 +110,7 @@ def _pair(
         consumer_client,
     )
     cons.expect("READY", 60)
-    prod = _spawn(
+    prod = spawn(
         "producer",
         {
             "topic": topic,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench.engine.transports.kafka import _spawn
+from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin
 from kbench.kafka.cluster import LocalCluster
 from kbench.kafka.drivers import ProducerSpec, produce
@@ -82,7 +82,7 @@ def test_10k_msgs_producer_process_uses_at_most_10pct_of_a_cpu(
         "count": count,
         "skip_s": 2.0,
     }
-    proc = _spawn("producer", job, tmp_path / "producer.err")
+    proc = spawn("producer", job, tmp_path / "producer.err")
     proc.expect("STARTED", 60)
     res = proc.result(120)
     assert res["delivered"] == count and res["failed"] == 0

@@ -140,3 +140,28 @@ int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t
     rd_kafka_conf_destroy(conf);
     return rc;
 }
+
+int kb_client_property_known(const char *name) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf)
+        return -1;
+    char e[KB_KERRLEN] = "";
+    /* an empty value: a known name is refused as INVALID (or taken), never as UNKNOWN */
+    rd_kafka_conf_res_t r = rd_kafka_conf_set(conf, name, "", e, sizeof(e));
+    rd_kafka_conf_destroy(conf);
+    return r != RD_KAFKA_CONF_UNKNOWN;
+}
+
+char *kb_client_properties_table(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    rd_kafka_conf_properties_show(f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

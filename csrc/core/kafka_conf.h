@@ -60,4 +60,19 @@ int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, cha
  */
 int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen);
 
+/**
+ * Whether the linked librdkafka knows the property name (global or topic
+ * level): 1 or 0, asked of librdkafka (rd_kafka_conf_set of an empty value on a
+ * throw-away conf: only an unknown name answers RD_KAFKA_CONF_UNKNOWN); -1 on
+ * out of memory.
+ */
+int kb_client_property_known(const char *name);
+
+/**
+ * librdkafka's table of every property it knows (rd_kafka_conf_properties_show,
+ * CONFIGURATION.md's form) as a malloc'd string the caller frees; NULL on out
+ * of memory.
+ */
+char *kb_client_properties_table(void);
+
 #endif

@@ -33,7 +33,7 @@ const char *const kb_secret_names[] = {
     NULL,
 };
 
-const char *const kb_secret_words[] = {"password", "passphrase", "secret", NULL};
+const char *const kb_secret_words[] = {"password", "passwd", "passphrase", "secret", NULL};
 
 int kb_is_secret_property(const char *name) {
     if (!name)

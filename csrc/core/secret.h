@@ -4,7 +4,7 @@
  * by every Python module that writes, logs or prints a property.
  *
  * A property is secret when its name (case-insensitive)
- *   - contains "password", "passphrase" or "secret", or
+ *   - contains "password", "passwd", "passphrase" or "secret", or
  *   - is, or ends with "." followed by, one of kb_secret_names: every property
  *     librdkafka marks sensitive or the Java client types PASSWORD, and the
  *     locations of private credentials (private keys, keystores, keytabs,

@@ -412,6 +412,37 @@ static PyMethodDef level_range_def = {
     "client_level_range(codec) -> (lo, hi): the compression.level values the linked librdkafka accepts for\n"
     "compression.codec = codec, asked of librdkafka (ValueError with its message when it refuses the codec)"};
 
+static PyObject *py_client_property_known(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:client_property_known", &name))
+        return NULL;
+    int known = kb_client_property_known(name); /* a throw-away conf: microseconds, the GIL kept */
+    if (known < 0)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(known);
+}
+
+static PyObject *py_client_properties_table(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    char *table = kb_client_properties_table();
+    if (!table)
+        return PyErr_NoMemory();
+    PyObject *s = PyUnicode_DecodeUTF8(table, (Py_ssize_t)strlen(table), "replace");
+    free(table);
+    return s;
+}
+
+static PyMethodDef conf_defs[] = {
+    {"client_property_known", py_client_property_known, METH_VARARGS,
+     "client_property_known(name) -> bool: whether the linked librdkafka knows the property (global or\n"
+     "topic level), asked of librdkafka (a conf set of an unknown name fails)"},
+    {"client_properties_table", py_client_properties_table, METH_NOARGS,
+     "client_properties_table() -> str: librdkafka's table of every property it knows\n"
+     "(rd_kafka_conf_properties_show, CONFIGURATION.md's form)"},
+};
+
 int kb_py_drivers_init(PyObject *m) {
     if (PyType_Ready(&ProducerType) < 0 || PyType_Ready(&ConsumerType) < 0)
         return -1;
@@ -421,6 +452,15 @@ int kb_py_drivers_init(PyObject *m) {
     if (!f || PyModule_AddObject(m, "client_level_range", f) < 0) {
         Py_XDECREF(f);
         return -1;
+    }
+    for (size_t i = 0; i < sizeof(conf_defs) / sizeof(conf_defs[0]); i++) {
+        PyObject *mod_name = PyModule_GetNameObject(m);
+        PyObject *fn = mod_name ? PyCFunction_NewEx(&conf_defs[i], NULL, mod_name) : NULL;
+        Py_XDECREF(mod_name);
+        if (!fn || PyModule_AddObject(m, conf_defs[i].ml_name, fn) < 0) {
+            Py_XDECREF(fn);
+            return -1;
+        }
     }
     if (PyModule_AddObjectRef(m, "Producer", (PyObject *)&ProducerType) < 0)
         return -1;

@@ -3,6 +3,7 @@
  */
 #include "py_entropy.h"
 
+#include "corpusscan.h"
 #include "entropy.h"
 
 static PyObject *py_entropy(PyObject *self, PyObject *args) {
@@ -18,8 +19,29 @@ static PyObject *py_entropy(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(h);
 }
 
+static PyObject *py_lenprefixed_scan(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer in;
+    unsigned long long max_records, max_record;
+    if (!PyArg_ParseTuple(args, "y*KK:lenprefixed_scan", &in, &max_records, &max_record))
+        return NULL;
+    size_t count = 0, at = 0;
+    uint64_t n = 0;
+    kb_scan_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = kb_lenprefixed_scan(in.buf, (size_t)in.len, (size_t)max_records, (uint64_t)max_record, &count, &at, &n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    return Py_BuildValue("(inKK)", (int)st, (Py_ssize_t)count, (unsigned long long)at, (unsigned long long)n);
+}
+
 static PyMethodDef methods[] = {
     {"entropy", py_entropy, METH_VARARGS, "entropy(data) -> float: Shannon entropy in bits per byte"},
+    {"lenprefixed_scan", py_lenprefixed_scan, METH_VARARGS,
+     "lenprefixed_scan(data, max_records, max_record) -> (status, count, at, n): walk 4-byte big-endian\n"
+     "length-prefixed records without making them; status 0 ok, 1 more than max_records (at: the first\n"
+     "over), 2 a record of n > max_record bytes at at, 3 a truncated prefix at at, 4 the record at at\n"
+     "claims n bytes, more than remain (GIL released)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,8 +18,11 @@ import sys
 import time
 from pathlib import Path
 
+from kbench.kafka import clients
+from kbench.kafka.drivers import client_level_range
 from kbench.model import advise as adv
 from kbench.model import advise_matrix
+from kbench.model.paths import check_output_file
 from kbench.model.units import parse_size
 
 NAME = "advise"
@@ -71,11 +74,10 @@ def parse_retention(text: str) -> float:
     t = text.strip().lower()
     mult = {"d": 24.0, "h": 1.0, "m": 1 / 60}
     try:
-        if t and t[-1] in mult:
-            return float(t[:-1]) * mult[t[-1]]
-        return float(t)
+        hours = float(t[:-1]) * mult[t[-1]] if t and t[-1] in mult else float(t)
     except ValueError:
         raise adv.CostError(f"bad --retention '{text}'; write e.g. 168h or 7d") from None
+    return hours
 
 
 def _money(x: float) -> str:
@@ -115,12 +117,22 @@ def main(args: argparse.Namespace) -> int:
     from kbench.model.codecs import parse_spec
 
     specs = [parse_spec(c) for c in args.codec] if args.codec else adv.client_specs(args.client)
+    for spec in specs:  # a level the client refuses is never recommended
+        why = clients.level_problem(args.client, spec.codec, spec.level)
+        if why is not None:
+            lo, hi = client_level_range(spec.codec)
+            raise adv.CostError(
+                f"--codec {spec}: {why}; use {spec.codec}:{max(lo, 1)}..{spec.codec}:{hi}, or --client java for higher levels"
+            )
     sizes = [parse_size(s) for s in args.batch_size] if args.batch_size else list(adv.DEFAULT_BATCH_SIZES)
     lingers = args.linger_ms if args.linger_ms else list(adv.DEFAULT_LINGERS_MS)
     if any(x < 0 for x in lingers) or any(s <= 0 for s in sizes):
         raise adv.CostError("--linger-ms must be >= 0 and --batch-size > 0")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise adv.CostError(f"-o {args.out} exists and is not a directory; give a directory")
+    if args.out is not None and args.out.is_dir():
+        for name in ("advise.csv", "advise.png"):
+            check_output_file("-o", args.out / name)
     corpus, note = adv.corpus_for(args.corpus, work, lingers, fmt=args.corpus_format, seed=args.seed)
     near = " (near random: a control, not real-shaped data)" if corpus.near_random else ""
     print(

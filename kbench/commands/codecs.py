@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbench.model import codecs, corpus, limits, microbench
 from kbench.model.codecs import CodecSpec
-from kbench.model.paths import output_file_problem
+from kbench.model.paths import check_output_file
 
 DEFAULT_CODECS = "zstd:1,zstd:3,lz4,snappy,gzip:6"
 DEFAULT_BLOCKS = "16384,65536,1048576"
@@ -68,9 +68,7 @@ def _bench(args: argparse.Namespace) -> int:
     limits.check("--seed", args.seed, "seed")
     limits.check_corpus_size("--corpus-size", args.corpus_size)
     if args.csv:
-        why = output_file_problem(args.csv)
-        if why is not None:
-            raise ValueError(f"--csv {args.csv}: {why}; give a file path in a writable directory")
+        check_output_file("--csv", args.csv)
     corpora = [
         corpus.load(c.strip(), size=args.corpus_size, seed=args.seed, fmt=args.corpus_format)
         for c in args.corpus.split(",")

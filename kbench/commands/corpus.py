@@ -16,8 +16,10 @@ from pathlib import Path
 
 from kbench import KafkaError
 from kbench.engine.redact import Scrubber
+from kbench.kafka import clients
 from kbench.kafka import sample as sample_mod
 from kbench.model import corpus as corpus_mod
+from kbench.model.paths import check_output_file
 
 
 def _kv(text: str) -> tuple[str, str]:
@@ -57,10 +59,12 @@ def _pct(sorted_vals: list[int], q: float) -> int:
 
 def run_sample(args: argparse.Namespace) -> int:
     props = dict(args.props)
+    clients.check_properties("-X", props, {"librdkafka"})  # before connecting or writing
     props["bootstrap.servers"] = args.bootstrap
     scrub = Scrubber.of(props)
-    if args.output.exists() and args.output.is_dir():
-        raise ValueError(f"-o {args.output} is a directory; give a file name")
+    check_output_file("-o", args.output)
+    if args.keys:
+        check_output_file("-o", args.output.with_name(args.output.name + ".keys"))
     try:
         s = sample_mod.sample(props, args.topic, args.count, max_bytes=args.max_bytes, timeout=args.timeout)
     except KafkaError as e:

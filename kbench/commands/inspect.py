@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import sys
 from pathlib import Path
 
 from kbench.model import segment
-from kbench.model.paths import output_file_problem
+from kbench.model.paths import atomic_write, check_output_file
 
 NAME = "inspect"
 
@@ -48,9 +49,7 @@ def _shown(name: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     if args.csv is not None:
-        why = output_file_problem(args.csv)
-        if why is not None:
-            raise ValueError(f"--csv {_shown(str(args.csv))}: {why}; give a file path in a writable directory")
+        check_output_file("--csv", args.csv)
     try:
         files = segment.log_files(args.paths)
         rows = [r for f in files for r in segment.scan_file(f, decompress=not args.no_decompress)]
@@ -93,15 +92,11 @@ def main(args: argparse.Namespace) -> int:
     if s.problems:
         print(f"  problems: {', '.join(f'{k} {v}' for k, v in sorted(s.problems.items()))}")
     if args.csv is not None:
-        tmp = args.csv.with_name(f".{args.csv.name}.tmp{os.getpid()}")
-        try:
-            # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
-            with tmp.open("w", newline="", encoding="utf-8", errors="surrogateescape") as f:
-                w = csv.DictWriter(f, fieldnames=list(segment.BatchRow.CSV_FIELDS))
-                w.writeheader()
-                w.writerows(r.csv_row() for r in rows)
-            tmp.replace(args.csv)
-        finally:
-            tmp.unlink(missing_ok=True)
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=list(segment.BatchRow.CSV_FIELDS))
+        w.writeheader()
+        w.writerows(r.csv_row() for r in rows)
+        # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
+        atomic_write(args.csv, buf.getvalue().encode("utf-8", "surrogateescape"))
         print(f"wrote {_shown(str(args.csv))}")
     return 1 if s.problems else 0

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.commands.args import key_value
-from kbench.engine.experiments import SATURATED_FLAG
+from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import (
@@ -27,7 +27,7 @@ from kbench.kafka.drivers import (
     redact,
 )
 from kbench.model import corpus, limits
-from kbench.model.paths import output_file_problem
+from kbench.model.paths import atomic_write, check_output_file
 from kbench.model.stats import histogram_us
 
 _KV = key_value("-X linger.ms=5")
@@ -56,9 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--replication-factor", type=int, default=1)
     p.add_argument("--topic-config", type=_KV, action="append", default=[], metavar="K=V")
     p.add_argument("--mode", choices=("fixed-rate", "saturated"), default="fixed-rate")
-    p.add_argument("--rate", type=float, default=0.0, help="messages/s (fixed-rate)")
-    p.add_argument("--count", type=int, default=0, help="messages to send")
-    p.add_argument("--duration", type=float, default=0.0, help="seconds to send for (without --count)")
+    p.add_argument("--rate", type=float, default=None, help="messages/s (fixed-rate: required)")
+    p.add_argument("--count", type=int, default=None, help="messages to send")
+    p.add_argument("--duration", type=float, default=None, help="seconds to send for (without --count)")
     p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC (the Go clients' own names)")
     p.add_argument(
         "-X",
@@ -225,21 +225,25 @@ def _run_driver(
 
 def _check_bounds(args: argparse.Namespace) -> None:
     """Counts, sizes, rates and durations within kbench.model.limits, before connecting."""
-    if args.mode == "fixed-rate" or args.rate:
-        limits.check("--rate", args.rate, "rate")
-    if args.count:
+    if args.count is not None:  # given, even as 0: checked as given
         limits.check("--count", args.count, "count")
-    if args.duration or not args.count:
+    if args.mode == "fixed-rate" and args.rate is None:
+        raise ValueError("--rate: fixed-rate mode needs a target; give --rate MSGS_PER_S, or --mode saturated")
+    if args.rate is not None:
+        limits.check("--rate", args.rate, "rate")
+    if args.duration is not None:
         limits.check("--duration", args.duration, "duration_s")
+    elif args.count is None:
+        raise ValueError("--count or --duration: give how many messages (--count N) or for how long (--duration S)")
+    # the producer takes 0 for "not given"
+    args.rate, args.count, args.duration = args.rate or 0.0, args.count or 0, args.duration or 0.0
     limits.check("--partitions", args.partitions, "partitions")
     limits.check("--replication-factor", args.replication_factor, "replication_factor")
     limits.check("--nkeys", args.nkeys, "keys")
     limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
     limits.check_corpus_size("--corpus-size", args.corpus_size)
     if args.json is not None:
-        why = output_file_problem(args.json)
-        if why is not None:
-            raise ValueError(f"--json {args.json}: {why}; give a file path in a writable directory")
+        check_output_file("--json", args.json)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     except ClusterError as e:
         print(f"kbench: error: {e}; or give --bootstrap", file=sys.stderr)
         return 2
+    clients.check_properties("-X", dict(args.props), {args.client})  # before connecting or writing
     props = {"bootstrap.servers": bs}
     if args.codec:
         props[clients.codec_property(args.client)] = args.codec
@@ -334,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")
         print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+        atomic_write(args.json, json.dumps(out, indent=2).encode())
     if s["stopped"]:
         print("kbench: interrupted: the figures above are partial", file=sys.stderr)
         return 130

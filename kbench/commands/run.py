@@ -21,7 +21,7 @@ from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
-from kbench.kafka import metrics, procstat
+from kbench.kafka import clients, metrics, procstat
 from kbench.model import limits
 
 
@@ -103,6 +103,13 @@ def _check_new_run_dir(run_dir: Path) -> None:
         ) from None
 
 
+def _remove_if_empty(run_dir: Path) -> None:
+    try:
+        run_dir.rmdir()
+    except OSError:
+        pass  # not empty: what the run wrote stays for --resume
+
+
 def _check_resume_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         what = "does not exist" if not run_dir.exists() else "is not a directory"
@@ -131,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
     if spec.startswith("builtin:"):
         spec = spec.removeprefix("builtin:")
     plan = plan_mod.load(spec)
+    try:  # -X names checked against the plan's clients before anything is written
+        clients.check_properties("-X", client_overrides, {c for s in plan.sweeps for c in s.client})
+    except ValueError as e:
+        raise plan_mod.PlanError(str(e)) from None
     overrides = dict(prior.get("overrides", {})) if args.resume else {}
     if args.transport:
         overrides["kind"] = args.transport
@@ -178,8 +189,13 @@ def run(args: argparse.Namespace) -> int:
         overrides=secret_free,
         steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
     )
+    created = not Path(run_dir).exists()
     try:
         outcome = execute(opts, transport)
+    except OSError:
+        if created:  # a run directory this command made and could not fill (a full disk) is not left behind
+            _remove_if_empty(Path(run_dir))
+        raise
     except GateRefused as e:
         print(f"kbench: {scrub(str(e))}", file=sys.stderr)
         return 3

@@ -15,7 +15,7 @@ from kbench.model import corpus as corpus_mod
 from kbench.model import limits
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
-from kbench.model.paths import output_file_problem
+from kbench.model.paths import check_output_file
 from kbench.model.units import parse_size
 
 NAME = "sim"
@@ -74,9 +74,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--seed", args.seed, "seed")
     limits.check_corpus_size("--corpus-size", parse_size(args.corpus_size))
     if args.csv is not None:
-        why = output_file_problem(args.csv)
-        if why is not None:
-            raise ValueError(f"--csv {args.csv}: {why}; give a file path in a writable directory")
+        check_output_file("--csv", args.csv)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a directory; give a directory")
 

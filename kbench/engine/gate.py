@@ -89,7 +89,7 @@ class GateContext:
     before: ProcSample | None = None
     after: ProcSample | None = None
     #: The plan's steal limit (``max_steal_pct``): a run above it is INVALID.
-    steal_limit_pct: float = 1.0
+    steal_limit_pct: float = procstat.STEAL_LIMIT_PCT
     #: Where the steal figure's counters come from (None: ``proc``/stat); tests inject one.
     steal_source: procstat.StealSource | None = None
     #: Steal measured under load by :func:`run_gate` (None: from ``before``/``after``).

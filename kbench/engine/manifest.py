@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.redact import Scrubber
-from kbench.engine.store import atomic_write
+from kbench.model.paths import atomic_write
 
 __all__ = ["MANIFEST", "read", "write"]
 
@@ -22,7 +22,8 @@ SCHEMA_VERSION = 1
 
 
 def write(run_dir: Path, data: Mapping[str, Any], scrub: Scrubber) -> Path:
-    """Write ``manifest.json`` atomically (tmp + fsync + rename), secrets redacted."""
+    """Write ``manifest.json`` atomically (tmp + fsync + rename), secrets redacted; a failed write
+    (a full disk) leaves the old manifest and no temporary file, and names the path."""
     path = run_dir / MANIFEST
     body = dict(scrub.deep(dict(data)))
     body["schema_version"] = SCHEMA_VERSION

@@ -23,9 +23,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kbench.engine import experiments
-from kbench.kafka.clients import CLIENTS, GO_CLIENTS, cell_refusal
+from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
+from kbench.experiments import registry
+from kbench.kafka.clients import CLIENTS, GO_CLIENTS, cell_refusal, check_properties
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
+from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model import codecs, limits
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
@@ -34,7 +36,6 @@ from kbench.model.paths import not_a_regular_file
 __all__ = [
     "Cell",
     "CorpusDef",
-    "EXPERIMENTS",
     "Plan",
     "PlanError",
     "Sweep",
@@ -47,13 +48,10 @@ __all__ = [
     "parse",
 ]
 
-#: The experiments a sweep can feed (DESIGN §2), from the registry.
-EXPERIMENTS: dict[str, str] = {k: experiments.get(k).title for k in experiments.RUN_EXPERIMENTS}
 TRANSPORT_KINDS = ("local", "bootstrap", "sim", "dry")
 ACKS = ("0", "1", "all", "-1")
 TOPIC_COMPRESSION = (*codecs.TOPIC_COMPRESSION, "none")
 #: The key policy: the plan may write ``roundrobin`` (the older spelling) for ``round-robin``.
-KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
 
 TOP_KEYS = {
     "name": "a short name for the plan",
@@ -161,56 +159,6 @@ class Sweep:
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One point of a sweep's matrix: everything a transport needs to run it."""
-
-    cell_id: str
-    sweep: str
-    experiments: tuple[str, ...]
-    codec: str
-    corpus: str
-    batch_size: int
-    linger_ms: float
-    partitions: int
-    acks: str
-    rate: float | str  # msgs/s, "saturated" or "auto"
-    topic_compression: str  # Kafka's spelling (codecs.topic_compression): producer, uncompressed, ...
-    topic_config: Mapping[str, str] = field(default_factory=dict)
-    key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
-    client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
-    #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
-    spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        if self.spec is None:
-            object.__setattr__(self, "spec", codecs.parse_spec(self.codec))
-        # the one place a cell's settings get their single spelling
-        object.__setattr__(self, "topic_compression", codecs.topic_compression(self.topic_compression))
-        object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
-
-    @property
-    def saturated(self) -> bool:
-        return self.rate == "saturated"
-
-    def params(self) -> dict[str, Any]:
-        """The cell's parameters as flat CSV-ready values."""
-        return {
-            "cell_id": self.cell_id,
-            "sweep": self.sweep,
-            "client": self.client,
-            "codec": self.codec,
-            "corpus": self.corpus,
-            "batch_size": self.batch_size,
-            "linger_ms": self.linger_ms,
-            "partitions": self.partitions,
-            "acks": self.acks,
-            "rate": self.rate,
-            "key_policy": self.key_policy,
-            "topic_compression": self.topic_compression,
-        }
-
-
-@dataclass(frozen=True)
 class Plan:
     name: str
     description: str
@@ -227,7 +175,7 @@ class Plan:
     sweeps: tuple[Sweep, ...]
     source: str = ""  # where it came from: builtin:<name> or a path
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    max_steal_pct: float = 1.0  # a run with more CPU steal is INVALID (seed 000: 1 %)
+    max_steal_pct: float = STEAL_LIMIT_PCT  # a run with more CPU steal is INVALID (seed 000: 1 %)
     retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
 
     @property
@@ -349,7 +297,8 @@ def _axis(where: str, values: list[Any]) -> list[Any]:
     return values
 
 
-#: librdkafka properties kbench sets per cell; a plan's [client] and ``-X`` may not set them.
+#: Client properties kbench sets per cell (librdkafka's and Java's names, and the Go clients' of
+#: kbench.kafka.clients.producer_props); a plan's [client] and ``-X`` may not set them.
 MANAGED_CLIENT_KEYS = frozenset(
     {
         "compression.type",
@@ -359,6 +308,11 @@ MANAGED_CLIENT_KEYS = frozenset(
         "linger.ms",
         "acks",
         "bootstrap.servers",
+        # kafka-go (Writer fields)
+        *("Compression", "CompressionLevel", "BatchBytes", "BatchSize", "BatchTimeout", "RequiredAcks"),
+        # sarama (Config paths)
+        *("Producer.Compression", "Producer.CompressionLevel", "Producer.Flush.Bytes"),
+        *("Producer.Flush.Frequency", "Producer.RequiredAcks"),
     }
 )
 
@@ -477,8 +431,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if not exps:
         raise PlanError(f'{w}experiments: missing; list what the sweep feeds, e.g. experiments = ["A", "C"]')
     for e in exps:
-        if e not in EXPERIMENTS:
-            raise PlanError(f"{w}experiments: unknown experiment '{e}'; use some of {', '.join(EXPERIMENTS)}")
+        if e not in registry.run_experiments():
+            raise PlanError(
+                f"{w}experiments: unknown experiment '{e}'; use some of {', '.join(registry.run_experiments())}"
+            )
     codecs_: list[CodecSpec] = []
     for c in _axis(f"{w}codec", _as_list(tbl.get("codec", "none"))):
         try:
@@ -522,18 +478,21 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if kp not in KEY_POLICIES:
         raise PlanError(f"{w}key_policy: '{kp}' is unknown; use {', '.join(KEY_POLICIES)}")
     # The experiments' rules (DESIGN §2).
-    for e in sorted(experiments.SATURATED.intersection(exps)):
+    for e in sorted(registry.saturated().intersection(exps)):
         if any(r != "saturated" for r in rates):
             raise PlanError(
                 f'{w}rate: experiment {e} measures a saturated producer; set rate = "saturated" or move {e} to its own sweep'
             )
-    fixed = experiments.FIXED_RATE.intersection(exps)
+    fixed = registry.fixed_rate().intersection(exps)
     if fixed and any(r == "saturated" for r in rates):
         raise PlanError(f'{w}rate: experiments {", ".join(sorted(fixed))} need a fixed rate; give messages/s or "auto"')
-    if "F" in exps and len(set(tc)) < 2:
-        raise PlanError(
-            f'{w}topic_compression: experiment F compares topic compression.type values; list at least two, e.g. ["producer", "lz4"]'
-        )
+    axes = {"codec": codecs_, "corpus": corp, "batch_size": bs, "linger_ms": lg, "partitions": parts}
+    axes.update(acks=acks, rate=rates, topic_compression=tc, client=clients)
+    for e in exps:
+        check = registry.get(e).sweep_check
+        problem = check(axes) if check is not None else ""
+        if problem:
+            raise PlanError(f"{w}{problem}")
     return Sweep(
         name=name,
         experiments=tuple(exps),
@@ -603,7 +562,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         seed = int(_bounded("seed", seed, "seed"))
     frac = float(_bounded("auto_rate_fraction", data.get("auto_rate_fraction", 0.5), "auto_rate_fraction"))
     corpus_size = _corpus_size("corpus_size", data.get("corpus_size", 4 << 20))
-    max_steal = float(_number("max_steal_pct", data.get("max_steal_pct", 1.0)))
+    max_steal = float(_number("max_steal_pct", data.get("max_steal_pct", STEAL_LIMIT_PCT)))
     if max_steal > 100:
         raise PlanError(f"max_steal_pct: {max_steal} must be in (0, 100]; the method's default is 1")
     retries = int(_number("retries", data.get("retries", reps), integer=True, allow_zero=True))
@@ -672,7 +631,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
-    if kind in ("local", "bootstrap"):
+    if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
             _check_go_cells(i, s)
@@ -684,6 +643,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
                     f"sweep[{i}].client: {', '.join(go)} has no batching model in the simulator (it models "
                     'librdkafka and java); run it on a Kafka transport (kind = "local") or drop it'
                 )
+    try:  # [client] names checked against the client of every cell (librdkafka knows its own)
+        check_properties("client", client, {c for s in sweeps for c in s.client})
+    except ValueError as e:
+        raise PlanError(str(e)) from None
     names = [s.name for s in sweeps]
     if len(set(names)) != len(names):
         raise PlanError(f"sweep.name: names must be unique, got {', '.join(names)}")

@@ -5,6 +5,12 @@ Which keys are secret is decided by the one secret rule, :func:`kbench.kafka.sec
 :data:`REDACTED`.  :class:`Scrubber` also removes the secret *values* from any text (error messages,
 logs, the saved command line) in case a library echoes them: only where the whole value appears, and
 only for values of at least :data:`~kbench.kafka.secret.MIN_SCRUB_LEN` characters.
+
+Credentials in URLs (``--broker-metrics http://user:pw@host:port/metrics``, a plan's
+``[transport] broker_metrics``, a URL quoted in a log line) are the same kind of secret, by the one
+URL rule :func:`kbench.kafka.secret.redact_url_credentials`: every string :func:`redact`,
+:func:`redact_argv` and :class:`Scrubber` hand back has them replaced, and their values are
+scrubbed from free text like the values of secret properties.
 """
 
 from __future__ import annotations
@@ -14,9 +20,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbench.kafka.secret import MIN_SCRUB_LEN, REDACTED, is_secret_property
+from kbench.kafka.secret import MIN_SCRUB_LEN, REDACTED, is_secret_property, redact_url_credentials, url_credentials
 
-__all__ = ["REDACTED", "Scrubber", "is_secret_property", "redact", "redact_argv", "secret_values"]
+__all__ = [
+    "REDACTED",
+    "Scrubber",
+    "is_secret_property",
+    "redact",
+    "redact_argv",
+    "redact_url_credentials",
+    "secret_values",
+]
 
 
 def _is_secret_key(key: object) -> bool:
@@ -24,22 +38,29 @@ def _is_secret_key(key: object) -> bool:
 
 
 def redact(obj: Any) -> Any:
-    """A copy of ``obj`` (nested dicts/lists) with the values of secret keys replaced."""
+    """A copy of ``obj`` (nested dicts/lists) with the values of secret keys and the credentials
+    of URLs (in any string) replaced."""
     if isinstance(obj, Mapping):
         return {k: (REDACTED if _is_secret_key(k) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_url_credentials(obj)
     return obj
 
 
 def secret_values(obj: Any) -> set[str]:
-    """Every value held under a secret key anywhere in ``obj`` (as strings)."""
+    """Every value held under a secret key anywhere in ``obj`` (as strings), and every credential
+    of a URL in any string of it."""
     out: set[str] = set()
+    if isinstance(obj, str):
+        return url_credentials(obj)
     if isinstance(obj, Mapping):
         for k, v in obj.items():
             if _is_secret_key(k) and not isinstance(v, (Mapping, list, tuple)):
                 if str(v):
                     out.add(str(v))
+                out |= url_credentials(str(v))
             else:
                 out |= secret_values(v)
     elif isinstance(obj, (list, tuple)):
@@ -66,11 +87,12 @@ def _secret_value_at(arg: str) -> int | None:
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
-    """A command line with ``key=value`` secrets (``-X sasl.password=...``, ``-Xssl.key.pem=...``) redacted."""
+    """A command line with ``key=value`` secrets (``-X sasl.password=...``, ``-Xssl.key.pem=...``) and
+    the credentials of URLs (``--broker-metrics http://user:pw@host/metrics``) redacted."""
     out: list[str] = []
     for a in argv:
         at = _secret_value_at(a)
-        out.append(a if at is None else f"{a[: at + 1]}{REDACTED}")
+        out.append(redact_url_credentials(a) if at is None else f"{a[: at + 1]}{REDACTED}")
     return out
 
 
@@ -90,6 +112,7 @@ class Scrubber:
         return cls(frozenset(v for v in forms if len(v) >= MIN_SCRUB_LEN))
 
     def __call__(self, text: str) -> str:
+        text = redact_url_credentials(text)
         for v in sorted(self.values, key=len, reverse=True):
             text = text.replace(v, REDACTED)
         return text

@@ -71,12 +71,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _steal(a: procstat.Snapshot, b: procstat.Snapshot) -> float | None:
-    if a.system is None or b.system is None or b.system.total <= a.system.total:
-        return None
-    return 100.0 * (b.system.steal - a.system.steal) / (b.system.total - a.system.total)
-
-
 class _Driver:
     """One ``kbench.kafka.worker`` process and its line protocol, abortable by an event."""
 
@@ -180,7 +174,7 @@ def run_driver(
         "worker": get_worker().address,
         "host": host_facts(),
         "started_unix": started,
-        "steal_pct": _steal(s0, s1),
+        "steal_pct": procstat.steal_pct(s0.system, s1.system),
         "result": result,
     }
     if "t0_ns" in result:  # the producer's first due time on this host's wall clock

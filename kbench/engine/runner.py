@@ -25,14 +25,14 @@ from typing import Any, TextIO
 from kbench.engine import gate as gate_mod
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
-from kbench.engine import rules, verdict
-from kbench.engine import store as results
-from kbench.engine.experiments import get as experiment
+from kbench.engine import rules, store, verdict
 from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
 from kbench.engine.redact import Scrubber, redact, redact_argv
+from kbench.engine.status import MISSING, RETRY_STATUSES, Status, worst
 from kbench.engine.transports.base import RunRequest, Transport, TransportError, TransportInfo
+from kbench.experiments import registry
 from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus, CorpusError, generate, read_records
 
@@ -109,9 +109,6 @@ def order_runs(cells: Sequence[Cell], repetitions: int, seed: int) -> list[tuple
     return sat + rest
 
 
-_MEASURED_STATUSES = ("INVALID", "REJECTED")  # measured, excluded by a rule of the machine or load
-
-
 def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) -> dict[str, Any]:
     """The common rate from the saturated cells' OK rows in this run's CSVs.
 
@@ -122,14 +119,14 @@ def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) ->
     ok: dict[str, dict[tuple[int, int], float]] = {}
     measured: dict[str, dict[tuple[int, int], float]] = {}
     reasons: set[str] = set()
-    for exp in results.COLUMNS:
-        for r in results.read_rows(run_dir / f"{exp}.csv"):
-            if r["cell_id"] not in saturated_ids or r["achieved_rate_msgs"] in ("", "NA"):
+    for exp in registry.run_experiments():
+        for r in store.read_rows(run_dir / f"{exp}.csv"):
+            if r["cell_id"] not in saturated_ids or r["achieved_rate_msgs"] in ("", MISSING):
                 continue
-            key = (int(r["rep"]), results.attempt_of(r))
+            key = (int(r["rep"]), store.attempt_of(r))
             if r["status"] == "OK":
                 ok.setdefault(r["cell_id"], {})[key] = float(r["achieved_rate_msgs"])
-            elif r["status"] in _MEASURED_STATUSES:
+            elif r["status"] in RETRY_STATUSES:  # measured, excluded by a rule of the machine or load
                 measured.setdefault(r["cell_id"], {})[key] = float(r["achieved_rate_msgs"])
                 reasons.add(r["status"])
     fallback = None
@@ -245,7 +242,7 @@ def _prepare_dir(s: _Session, machine: Mapping[str, Any]) -> dict[str, Any]:
         raise PlanError(
             f"--resume {run_dir}: the run started on another machine ({was.get('arch')}, host {was.get('hostname_hash')}); results must not mix machines, start a new run here"
         )
-    fixed = results.reconcile(run_dir, {c.cell_id: c.experiments for c in plan_mod.expand(plan)})
+    fixed = store.reconcile(run_dir, {c.cell_id: c.experiments for c in plan_mod.expand(plan)})
     if fixed.dropped:
         s.log(f"resume: dropped incomplete rows {fixed.dropped}")
     if fixed.restored:
@@ -412,7 +409,7 @@ def _warm_up(s: _Session, progress: Progress, run_id: str, cell: Cell, target: f
 
 def _run_attempt(
     s: _Session,
-    writer: results.ResultsWriter,
+    writer: store.ResultsWriter,
     progress: Progress,
     run_id: str,
     cell: Cell,
@@ -503,7 +500,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     )
     machine = describe().as_dict()
     prior = _prepare_dir(s, machine)
-    if opts.resume and not _remaining(plan, results.read_journal(s.run_dir)):
+    if opts.resume and not _remaining(plan, store.read_journal(s.run_dir)):
         # Every repetition is in the CSVs: nothing to run, and nothing (gate, manifest) to rewrite.
         if prior.get("state") != "complete":
             manifest_mod.write(
@@ -514,8 +511,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     run_id = str(prior.get("run_id", _secrets.token_hex(4)))
     cells = plan_mod.expand(plan)
     ordered = order_runs(cells, plan.repetitions, seed)
-    attempts = _Attempts.of(results.read_journal(s.run_dir))
-    writer = results.ResultsWriter(s.run_dir)
+    attempts = _Attempts.of(store.read_journal(s.run_dir))
+    writer = store.ResultsWriter(s.run_dir)
     _start_manifest(s, prior, machine, run_id, seed, cells, ordered)
 
     try:
@@ -570,19 +567,22 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
 
 #: Per status: what caused a repetition to be excluded, and what to change.
 _CAUSE_FIX: dict[str, tuple[str, str]] = {
-    "INVALID": (
+    Status.INVALID: (
         "CPU steal above the plan's max_steal_pct",
         "run on a machine with less steal (kbench gate measures it under load), or raise retries or max_steal_pct in the plan",
     ),
-    "REJECTED": (
+    Status.REJECTED: (
         "the fixed rate was not held within 2 %",
         "lower the rate (rate, or auto_rate_fraction) or give the producer more CPU",
     ),
-    "FAILED_LOSS": ("records were lost or duplicated", "see the reason and run.log; check the brokers' logs"),
-    "FAILED_RUN": ("the run could not complete", "see the reason and run.log"),
-    "FAILED_TOPIC_CONFIG": ("the topic's compression.type did not read back as planned", "check the brokers' config"),
-    "FAILED_CPU_REGRESSED": ("a CPU counter went backwards", "check the clock source and /proc of the roles"),
-    "NA": ("a needed figure was not measured", "see the reason (transport or CPU window)"),
+    Status.FAILED_LOSS: ("records were lost or duplicated", "see the reason and run.log; check the brokers' logs"),
+    Status.FAILED_RUN: ("the run could not complete", "see the reason and run.log"),
+    Status.FAILED_TOPIC_CONFIG: (
+        "the topic's compression.type did not read back as planned",
+        "check the brokers' config",
+    ),
+    Status.FAILED_CPU_REGRESSED: ("a CPU counter went backwards", "check the clock source and /proc of the roles"),
+    Status.NA: ("a needed figure was not measured", "see the reason (transport or CPU window)"),
 }
 
 
@@ -607,15 +607,15 @@ def _notes(run_dir: Path) -> list[str]:
 
 def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list[str]:
     """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix."""
-    e = experiment(exp)
+    e = registry.get(exp)
     out = []
     for cs in verdict.summarise(exp, rows, e.verdict_on):
         if cs.n >= want:
             continue
         mine = [r for r in rows if (r["cell_id"], *(r.get(k, "") for k in e.row_key)) == cs.key]
-        bad = [r for r in mine if r["status"] != "OK"]
-        attempts = len({(r["rep"], results.attempt_of(r)) for r in mine})
-        status = rules.worst(r["status"] for r in bad) if bad else "NA"
+        bad = [r for r in mine if r["status"] != Status.OK]
+        attempts = len({(r["rep"], store.attempt_of(r)) for r in mine})
+        status = worst(r["status"] for r in bad) if bad else Status.NA
         cause, fix = _CAUSE_FIX.get(status, ("", "see the reasons"))
         example = next((r["reason"] for r in bad if r["status"] == status), "")
         out.append(
@@ -633,8 +633,8 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
     man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
     want = min(2, int(man.get("repetitions", 2) or 2))
     for exp in experiments:
-        rows = results.read_rows(run_dir / f"{exp}.csv")
-        title = f"== {exp}: {plan_mod.EXPERIMENTS[exp]} =="
+        rows = store.read_rows(run_dir / f"{exp}.csv")
+        title = f"== {exp}: {registry.get(exp).title} =="
         if not rows:
             out.append(f"{title}\n(no rows)")
             continue
@@ -644,9 +644,9 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
         excluded: dict[tuple[str, str, str, str], list[str]] = {}
         for r in rows:
             if r["status"] != "OK":
-                rep = r["rep"] + (f" attempt {r['attempt']}" if results.attempt_of(r) > 1 else "")
+                rep = r["rep"] + (f" attempt {r['attempt']}" if store.attempt_of(r) > 1 else "")
                 excluded.setdefault((r["cell_id"], rep, r["status"], r["reason"]), []).append(r.get("role", ""))
-        retried = sum(1 for r in rows if results.attempt_of(r) > 1)
+        retried = sum(1 for r in rows if store.attempt_of(r) > 1)
         if retried:
             text += f"\n\n{retried} rows come from retried attempts (column attempt > 1)"
         short = _short_cells(exp, rows, want)
@@ -660,7 +660,8 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
             text += f"\n\nexcluded ({sum(map(len, excluded.values()))} rows):\n  " + "\n  ".join(items[:12])
             if len(items) > 12:
                 text += f"\n  ... {len(items) - 12} more (see {exp}.csv)"
-        if exp == "B":
-            text += f"\n(B latencies are flagged {rules.SATURATED_FLAG}: queueing, not service; see A)"
+        note = registry.get(exp).console_note
+        if note:
+            text += f"\n{note}"
         out.append(f"{title}\n{text}")
     return "\n\n".join(out)

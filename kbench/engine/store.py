@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbench.engine.experiments import RUN_EXPERIMENTS, columns
+from kbench.engine.csvio import format_value, read_rows
+from kbench.experiments import registry
 
 __all__ = [
-    "COLUMNS",
     "JOURNAL",
     "ResultsWriter",
-    "STATUSES",
     "format_value",
     "read_done",
     "Reconciled",
@@ -38,36 +37,6 @@ __all__ = [
 ]
 
 JOURNAL = "done.jsonl"
-
-#: Status values, most severe last-wins order handled in kbench.engine.rules.
-STATUSES = (
-    "OK",
-    "REJECTED",
-    "NA",
-    "INVALID",
-    "FAILED_CPU_REGRESSED",
-    "FAILED_LOSS",
-    "FAILED_TOPIC_CONFIG",
-    "FAILED_RUN",
-)
-
-#: Columns per experiment CSV, from the experiments registry.
-COLUMNS: dict[str, tuple[str, ...]] = {e: columns(e) for e in RUN_EXPERIMENTS}
-
-
-def format_value(v: Any) -> str:
-    """CSV text of a value: ``NA`` for None, ``true``/``false``, floats to 7 significant digits."""
-    if v is None:
-        return "NA"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        if v != v:  # NaN
-            return "NA"
-        return f"{v:.7g}"
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return "|".join(str(x) for x in v)
-    return str(v)
 
 
 def _fsync_append(path: Path, data: bytes) -> None:
@@ -94,7 +63,7 @@ class ResultsWriter:
         return self.run_dir / f"{experiment}.csv"
 
     def append(self, experiment: str, rows: Iterable[Mapping[str, Any]]) -> None:
-        cols = COLUMNS[experiment]
+        cols = registry.columns(experiment)
         path = self.csv_path(experiment)
         data = b""
         if not path.exists() or path.stat().st_size == 0:
@@ -164,19 +133,6 @@ def _complete_lines(data: bytes) -> tuple[list[bytes], bool]:
     return lines, bool(trailing)
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """Complete rows of a CSV (a truncated trailing line is skipped)."""
-    if not path.exists():
-        return []
-    lines, _ = _complete_lines(path.read_bytes())
-    if not lines:
-        return []
-    reader = csv.reader(io.StringIO("\n".join(x.decode() for x in lines)))
-    rows = list(reader)
-    header = rows[0]
-    return [dict(zip(header, r)) for r in rows[1:] if len(r) == len(header)]
-
-
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` durably: a per-process temporary file, fsynced, renamed
     over ``path``, then the directory fsynced.  A crash leaves the old file or the new one."""
@@ -236,7 +192,7 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
     lines are dropped, and their journal entries removed so they run again.  Files are rewritten
     atomically and only when something changes."""
     parsed = {}
-    for exp in COLUMNS:
+    for exp in registry.run_experiments():
         path = run_dir / f"{exp}.csv"
         if path.exists():
             parsed[exp] = _csv_keys(path)

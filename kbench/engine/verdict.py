@@ -11,12 +11,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kbench.engine.experiments import EXPERIMENTS, LABELS
+from kbench.engine.ranges import NO_DIFF, NO_OK, TOO_FEW, RangeVerdict, range_verdict
+from kbench.experiments import registry
+from kbench.experiments.spec import LABELS
 
 __all__ = [
     "CellSummary",
     "Comparison",
-    "HEADLINE",
     "NO_DIFF",
     "NO_OK",
     "TOO_FEW",
@@ -26,48 +27,6 @@ __all__ = [
     "range_verdict",
     "summarise",
 ]
-
-NO_DIFF = "no significant difference"
-NO_OK = "not comparable (no OK repetitions)"
-TOO_FEW = "not comparable (fewer than 2 OK repetitions)"
-
-#: Per experiment: (metric column, unit, lower is better?) shown in headline tables.
-HEADLINE: dict[str, tuple[tuple[str, str, bool], ...]] = {
-    k: tuple((m.column, m.unit, m.lower_is_better) for m in e.headline) for k, e in EXPERIMENTS.items() if e.in_run
-}
-
-
-@dataclass(frozen=True)
-class RangeVerdict:
-    """The overlap rule's outcome: ``text`` is :data:`NO_DIFF`, a not-comparable reason, or
-    ``apart``; when apart, ``a_lower`` says which side's range lies below the other's."""
-
-    text: str
-    a_lower: bool | None = None
-
-    @property
-    def apart(self) -> bool:
-        return self.a_lower is not None
-
-
-def range_verdict(
-    a_n: int,
-    a_lo: float | None,
-    a_hi: float | None,
-    b_n: int,
-    b_lo: float | None,
-    b_hi: float | None,
-) -> RangeVerdict:
-    """The one verdict rule (docs/methodology.md): no OK repetition on a side, or fewer than
-    2, → not comparable (with that reason); ranges [lo, hi] that overlap or touch → no
-    significant difference; otherwise the ranges are apart and ``a_lower`` tells the order."""
-    if a_n < 1 or b_n < 1 or a_lo is None or a_hi is None or b_lo is None or b_hi is None:
-        return RangeVerdict(NO_OK)
-    if a_n < 2 or b_n < 2:
-        return RangeVerdict(TOO_FEW)
-    if a_lo <= b_hi and b_lo <= a_hi:
-        return RangeVerdict(NO_DIFF)
-    return RangeVerdict("apart", a_hi < b_lo)
 
 
 @dataclass(frozen=True)
@@ -105,13 +64,13 @@ def summarise(experiment: str, rows: Sequence[Mapping[str, str]], metric: str) -
     """Median and range of ``metric`` per cell (per cell and role for D), OK rows only."""
     groups: dict[tuple[str, ...], list[Mapping[str, str]]] = {}
     for r in rows:
-        key = (r["cell_id"], *(r.get(k, "") for k in EXPERIMENTS[experiment].row_key))
+        key = (r["cell_id"], *(r.get(k, "") for k in registry.get(experiment).row_key))
         groups.setdefault(key, []).append(r)
     out = []
     for key in sorted(groups):
         rs = groups[key]
         vals = [x for x in (_float(r.get(metric)) for r in rs if r.get("status") == "OK") if x is not None]
-        labels = {c: rs[0].get(c, "") for c in (*LABELS, *EXPERIMENTS[experiment].row_key)}
+        labels = {c: rs[0].get(c, "") for c in (*LABELS, *registry.get(experiment).row_key)}
         out.append(
             CellSummary(
                 key=key,
@@ -129,7 +88,7 @@ def summarise(experiment: str, rows: Sequence[Mapping[str, str]], metric: str) -
 
 def compare(experiment: str, summaries: Sequence[CellSummary], lower_is_better: bool = True) -> list[Comparison]:
     """Pairwise verdicts between cells that differ only in the experiment's compared axis."""
-    axis = EXPERIMENTS[experiment].compared
+    axis = registry.get(experiment).compared
     out = []
     for i, a in enumerate(summaries):
         for b in summaries[i + 1 :]:
@@ -172,11 +131,11 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
     """The experiment's table (median [min–max] per cell) followed by its pairwise verdicts."""
-    metrics = HEADLINE[experiment]
+    metrics = [(m.column, m.unit, m.lower_is_better) for m in registry.get(experiment).headline]
     per_metric = {m: summarise(experiment, rows, m) for m, _, _ in metrics}
     first = per_metric[metrics[0][0]]
     label_cols = [c for c in LABELS if len({s.labels.get(c) for s in first}) > 1] or ["codec"]
-    label_cols += EXPERIMENTS[experiment].row_key
+    label_cols += registry.get(experiment).row_key
     headers = ["cell", *label_cols, "n"] + [f"{m} ({u})" if u else m for m, u, _ in metrics]
     table_rows = []
     for i, s in enumerate(first):
@@ -197,7 +156,7 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
                 cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
         table_rows.append(cells)
     text = format_table(headers, table_rows)
-    vm = EXPERIMENTS[experiment].verdict_metric
+    vm = registry.get(experiment).verdict_metric
     m = vm.column
     comps = compare(experiment, per_metric[m], vm.lower_is_better)
     if comps:
@@ -205,8 +164,8 @@ def headline(experiment: str, rows: Sequence[Mapping[str, str]]) -> str:
             [
                 c.a.key[0],
                 c.b.key[0],
-                _label(c.a, EXPERIMENTS[experiment].compared),
-                _label(c.b, EXPERIMENTS[experiment].compared),
+                _label(c.a, registry.get(experiment).compared),
+                _label(c.b, registry.get(experiment).compared),
                 c.verdict,
             ]
             for c in comps

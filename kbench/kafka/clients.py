@@ -9,20 +9,26 @@ and what it cannot express to :func:`cell_refusal`.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 __all__ = [
     "CLIENTS",
     "DRIVER_UNSET_ENV",
     "GO_CLIENTS",
+    "GO_PROPERTIES",
     "PROTOCOL",
     "cell_refusal",
+    "check_properties",
     "codec_property",
     "driver_command",
     "driver_env",
+    "level_problem",
+    "librdkafka_property_names",
     "producer_props",
+    "unknown_property",
 ]
 
 #: Version of the driver protocol (docs/drivers.md) the runner speaks.
@@ -37,6 +43,26 @@ GO_CLIENTS = ("kafka-go", "sarama")
 #: The Go clients' levels: gzip 1-9 and zstd 1-22 (klauspost/compress maps a zstd level to one
 #: of its four encoder levels); their lz4 and snappy codecs take none.
 GO_LEVELS = {"gzip": (1, 9), "zstd": (1, 22)}
+#: The property names the Go driver maps, per client (kbench/kafka/go: kafkago.go, sarama.go;
+#: either role takes both roles' names and ignores the other's); it refuses any other name.
+GO_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "kafka-go": (
+        "bootstrap.servers",
+        "group.id",
+        *("Compression", "CompressionLevel", "BatchSize", "BatchBytes", "BatchTimeout", "RequiredAcks"),
+        *("MaxAttempts", "ReadTimeout", "WriteTimeout", "Balancer"),
+        *("MinBytes", "MaxBytes", "MaxWait", "QueueCapacity"),
+    ),
+    "sarama": (
+        "bootstrap.servers",
+        "group.id",
+        *("Version", "ClientID", "ChannelBufferSize", "Net.MaxOpenRequests"),
+        *("Producer.Compression", "Producer.CompressionLevel", "Producer.Flush.Bytes", "Producer.Flush.Messages"),
+        *("Producer.Flush.Frequency", "Producer.Flush.MaxMessages", "Producer.RequiredAcks"),
+        *("Producer.MaxMessageBytes", "Producer.Retry.Max", "Producer.Idempotent", "Producer.Partitioner"),
+        *("Consumer.Fetch.Min", "Consumer.Fetch.Default", "Consumer.Fetch.Max", "Consumer.MaxWaitTime"),
+    ),
+}
 #: The size kafka-go counts for a message with an empty key and value (Message.size(): 4 + 1 + 1
 #: + 4 + 4 + 8 bytes), against its BatchBytes.
 KAFKA_GO_MIN_MESSAGE = 22
@@ -174,3 +200,74 @@ def _go_props(
     if level is not None:
         props["Producer.CompressionLevel"] = str(level)
     return props
+
+
+def librdkafka_property_names() -> tuple[str, ...]:
+    """Every property name the linked librdkafka lists (its CONFIGURATION.md table), sorted."""
+    from kbench.kafka.drivers import client_properties_table
+
+    names = set()
+    for line in client_properties_table().splitlines():
+        name, sep, _ = line.partition("|")
+        name = name.strip()
+        if sep and name and name != "Property" and not name.startswith("-"):
+            names.add(name)
+    return tuple(sorted(names))
+
+
+def unknown_property(client: str, name: str, known: Iterable[str] | None = None) -> str | None:
+    """None when ``client`` takes a property called ``name``, else why not with the nearest known
+    name.  librdkafka is asked itself (a conf set of an unknown name fails); the Java client
+    ignores names it does not know (with a warning), so no name is refused for it; the Go clients
+    take the names the Go driver maps (:data:`GO_PROPERTIES`)."""
+    if client in GO_PROPERTIES:
+        known_go = GO_PROPERTIES[client]
+        if name in known_go:
+            return None
+        near = difflib.get_close_matches(name, known_go, n=1, cutoff=0.0)
+        hint = f"did you mean {near[0]}?" if near else "see docs/drivers.md section 7"
+        return f"the {client} driver maps no property '{name}'; {hint}"
+    if client != "librdkafka":
+        return None
+    from kbench.kafka.drivers import client_property_known, librdkafka_version
+
+    names = tuple(known) if known is not None else librdkafka_property_names()
+    if name in names or client_property_known(name):
+        return None
+    lower = {n.lower(): n for n in names}
+    near = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.0)
+    hint = f"did you mean {lower[near[0]]}?" if near else "see librdkafka's CONFIGURATION.md"
+    return f"librdkafka {librdkafka_version()} has no property '{name}'; {hint}"
+
+
+def check_properties(where: str, props: Mapping[str, object], clients: Iterable[str]) -> None:
+    """Refuse a client property no client of ``clients`` would take (``where``: ``-X`` or
+    ``client``, for the message), before anything is written: one line naming the property and the
+    nearest name the client knows.  A ValueError."""
+    used = set(clients)
+    sep = " " if where == "-X" else "."
+    for go in sorted(used.intersection(GO_PROPERTIES)):  # the Go driver refuses any name it does not map
+        for k in props:
+            why = unknown_property(go, k)
+            if why is not None:
+                raise ValueError(f"{where}{sep}{k}: {why}")
+    if "librdkafka" not in used:
+        return
+    names = librdkafka_property_names()
+    for k in props:
+        why = unknown_property("librdkafka", k, names)
+        if why is not None:
+            raise ValueError(f"{where}{sep}{k}: {why}")
+
+
+def level_problem(client: str, codec: str, level: int | None) -> str | None:
+    """None when ``client`` takes ``codec`` at ``level``, else the range it takes (asked of the
+    linked librdkafka itself; the Java client enforces KIP-390's ranges on its own)."""
+    if client != "librdkafka" or level is None:
+        return None
+    from kbench.kafka.drivers import client_level_range, client_version
+
+    lo, hi = client_level_range(codec)
+    if lo <= level <= hi:
+        return None
+    return f"{client_version()} accepts compression.level {lo}..{hi} for {codec}"

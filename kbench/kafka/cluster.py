@@ -13,6 +13,11 @@ Layout of a cluster directory::
     <dir>/node-<id>/data/         Kafka's log.dirs (segments) and KRaft metadata
     <dir>/node-<id>/logs/         server.log, controller.log, state-change.log, stdout.log
 
+By default every node listens on 127.0.0.1 and is started with ``subprocess.Popen``; ``hosts``
+gives each node its own listen/advertised address (the controller quorum then uses those
+addresses), ``launcher`` starts each node's process some other way (kbench.testbed runs each on
+an emulated host), and ``reach`` runs the readiness check where those addresses can be reached.
+
 ``stop()``/``down`` signal only pids recorded in the state file whose command line still names
 that node's ``server.properties`` (a recycled pid is never touched).
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import ipaddress
 import json
 import os
 import shutil
@@ -30,9 +36,10 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kbench.kafka import admin, kafka_dist
 
@@ -43,6 +50,7 @@ __all__ = [
     "DEFAULT_BROKER_CONFIG",
     "DEFAULT_HEAP",
     "DEFAULT_PORT_BASE",
+    "Launcher",
     "LocalCluster",
     "default_dir",
     "down",
@@ -56,6 +64,11 @@ DEFAULT_HEAP = "384m"
 #: DEFAULT_PORT_BASE + 100 + i (controller).  ``port_base=0`` picks free ports instead.
 DEFAULT_PORT_BASE = 19092
 STATE_FILE = "cluster.json"
+LOOPBACK = "127.0.0.1"
+
+_T = TypeVar("_T")
+#: Starts one node's process: (node id, argv, Popen keyword arguments) -> the process.
+Launcher = Callable[[int, list[str], dict[str, Any]], "subprocess.Popen[bytes]"]
 
 #: Broker settings kbench pins (any can be overridden with --broker-config k=v).
 DEFAULT_BROKER_CONFIG: dict[str, str] = {
@@ -128,16 +141,17 @@ class BrokerInfo:
     config: str  # path of server.properties
     data_dir: str  # Kafka's log.dirs: topic partitions' segments
     log_dir: str  # the JVM's log files (server.log, ...)
-    metrics_port: int = 0  # the Prometheus JMX exporter's port on 127.0.0.1 (0: not started with it)
+    metrics_port: int = 0  # the Prometheus JMX exporter's port on the node's host (0: not started with it)
+    host: str = LOOPBACK  # the address the node listens on and advertises
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def metrics_url(self) -> str | None:
         """The broker's Prometheus metrics endpoint, when it runs the JMX exporter."""
-        return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None
+        return f"http://{self.host}:{self.metrics_port}/metrics" if self.metrics_port else None
 
 
 @dataclass(frozen=True)
@@ -209,7 +223,7 @@ def _cluster_id() -> str:
             return cid
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -230,7 +244,7 @@ def _is_our_process(pid: int, config: str) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return config.encode() in cmdline and _pid_alive(pid)
+    return config.encode() in cmdline and pid_alive(pid)
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -245,6 +259,28 @@ def _tail(path: Path, lines: int = 5) -> str:
     except OSError:
         return ""
     return " | ".join(text[-lines:])
+
+
+def _popen(node_id: int, argv: list[str], kwargs: dict[str, Any]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, **kwargs)
+
+
+def _here(fn: Callable[[], _T]) -> _T:
+    return fn()
+
+
+def _parse_hosts(hosts: Sequence[str] | None, n: int) -> list[str]:
+    if hosts is None:
+        return [LOOPBACK] * n
+    out = [str(h) for h in hosts]
+    if len(out) != n:
+        raise ClusterError(f"{len(out)} host addresses for {n} brokers; give one address per broker")
+    for h in out:
+        try:
+            ipaddress.IPv4Address(h)
+        except ValueError:
+            raise ClusterError(f"bad broker host address {h!r}; give an IPv4 address such as 198.18.0.1") from None
+    return out
 
 
 def _parse_heap(heap: str) -> str:
@@ -263,6 +299,11 @@ class LocalCluster:
     With ``die_with_parent`` the brokers get SIGTERM if this Python process dies.
     With ``metrics`` (the default) every broker runs the Prometheus JMX exporter agent on a free
     127.0.0.1 port (``BrokerInfo.metrics_url``), configured to export what kbench reads.
+
+    ``hosts`` (one IPv4 address per node) makes node i listen on, advertise, and run its exporter
+    on ``hosts[i-1]`` instead of 127.0.0.1; ``launcher(node_id, argv, popen_kwargs)`` starts a
+    node's JVM (default ``subprocess.Popen(argv, **popen_kwargs)``); ``reach(fn)`` runs the
+    readiness check ``fn`` where the hosts can be reached (default: here).
     """
 
     def __init__(
@@ -275,9 +316,15 @@ class LocalCluster:
         start_timeout: float = 180.0,
         die_with_parent: bool = True,
         metrics: bool = True,
+        hosts: Sequence[str] | None = None,
+        launcher: Launcher | None = None,
+        reach: Callable[[Callable[[], Any]], Any] | None = None,
     ) -> None:
         if brokers < 1 or brokers > 9:
             raise ClusterError(f"--brokers must be between 1 and 9, got {brokers}")
+        self.hosts = _parse_hosts(hosts, brokers)
+        self.launcher: Launcher = launcher or _popen
+        self.reach: Callable[[Callable[[], Any]], Any] = reach or _here
         self.n = brokers
         self._own_dir = directory is None
         self.heap = _parse_heap(heap)
@@ -343,6 +390,7 @@ class LocalCluster:
         return ports
 
     def _write_node(self, node_id: int, port: int, ctrl_port: int, voters: str) -> tuple[Path, Path, Path]:
+        host = self.hosts[node_id - 1]
         assert self.dir is not None
         nd = self.dir / f"node-{node_id}"
         data, logs = nd / "data", nd / "logs"
@@ -352,8 +400,8 @@ class LocalCluster:
             "process.roles": "broker,controller",
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctrl_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{ctrl_port}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -387,7 +435,7 @@ class LocalCluster:
         self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("node-*"):
             shutil.rmtree(old)
-        voters = ",".join(f"{i}@127.0.0.1:{ctrl[i - 1]}" for i in range(1, self.n + 1))
+        voters = ",".join(f"{i}@{self.hosts[i - 1]}:{ctrl[i - 1]}" for i in range(1, self.n + 1))
         log4j = self.dir / "log4j2.xml"
         log4j.write_text(_LOG4J2)
         exporter_conf = self.dir / "jmx-exporter.yaml"
@@ -396,8 +444,10 @@ class LocalCluster:
         cid = _cluster_id()
         nodes = [self._write_node(i, client[i - 1], ctrl[i - 1], voters) for i in range(1, self.n + 1)]
 
-        def jcmd(main: str, args: Sequence[str], logs: Path, heap: str, metrics_port: int = 0) -> list[str]:
-            exporter = [f"-javaagent:{agent}=127.0.0.1:{metrics_port}:{exporter_conf}"] if metrics_port else []
+        def jcmd(
+            main: str, args: Sequence[str], logs: Path, heap: str, metrics_port: int = 0, host: str = LOOPBACK
+        ) -> list[str]:
+            exporter = [f"-javaagent:{agent}={host}:{metrics_port}:{exporter_conf}"] if metrics_port else []
             return [
                 java,
                 f"-Xmx{heap}",
@@ -441,21 +491,32 @@ class LocalCluster:
             for i, (conf, data, logs) in enumerate(nodes, start=1):
                 out = open(logs / "stdout.log", "wb")
                 try:
-                    proc = subprocess.Popen(
-                        jcmd("kafka.Kafka", [str(conf)], logs, self.heap, metrics_ports[i - 1]),
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        start_new_session=True,
-                        preexec_fn=preexec,
-                        cwd=self.dir,
+                    proc = self.launcher(
+                        i,
+                        jcmd("kafka.Kafka", [str(conf)], logs, self.heap, metrics_ports[i - 1], self.hosts[i - 1]),
+                        {
+                            "stdout": out,
+                            "stderr": subprocess.STDOUT,
+                            "stdin": subprocess.DEVNULL,
+                            "start_new_session": True,
+                            "preexec_fn": preexec,
+                            "cwd": self.dir,
+                        },
                     )
                 finally:
                     out.close()
                 self._procs.append(proc)
                 brokers.append(
                     BrokerInfo(
-                        i, proc.pid, client[i - 1], ctrl[i - 1], str(conf), str(data), str(logs), metrics_ports[i - 1]
+                        i,
+                        proc.pid,
+                        client[i - 1],
+                        ctrl[i - 1],
+                        str(conf),
+                        str(data),
+                        str(logs),
+                        metrics_ports[i - 1],
+                        self.hosts[i - 1],
                     )
                 )
             state = ClusterState(
@@ -488,7 +549,7 @@ class LocalCluster:
                         f"(logs in {b.log_dir})"
                     )
             try:
-                md = admin.metadata({"bootstrap.servers": state.bootstrap_servers}, timeout=2.0)
+                md = self.reach(lambda: admin.metadata({"bootstrap.servers": state.bootstrap_servers}, timeout=2.0))
                 seen = len(md["brokers"])
                 if seen == self.n:
                     return
@@ -586,9 +647,9 @@ def down(directory: Path | str, timeout: float = 15.0) -> list[int]:
         os.kill(b.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for b in ours:
-        while _pid_alive(b.pid) and time.monotonic() < deadline:
+        while pid_alive(b.pid) and time.monotonic() < deadline:
             time.sleep(0.1)  # not our child: poll its liveness
-        if _pid_alive(b.pid) and _is_our_process(b.pid, b.config):
+        if pid_alive(b.pid) and _is_our_process(b.pid, b.config):
             os.kill(b.pid, signal.SIGKILL)
     (Path(directory) / STATE_FILE).unlink(missing_ok=True)
     return [b.pid for b in ours]

@@ -54,6 +54,8 @@ __all__ = [
     "records_buffer",
     "redact",
     "client_level_range",
+    "client_properties_table",
+    "client_property_known",
     "client_version",
 ]
 
@@ -81,6 +83,16 @@ def client_level_range(codec: str) -> tuple[int, int]:
     librdkafka itself (ValueError with its message when it does not know the codec)."""
     lo, hi = _native.client_level_range(codec)
     return int(lo), int(hi)
+
+
+def client_property_known(name: str) -> bool:
+    """Whether the linked librdkafka knows property ``name`` (a conf set of an unknown name fails)."""
+    return bool(_native.client_property_known(name))
+
+
+def client_properties_table() -> str:
+    """librdkafka's own table of every property it knows (``rd_kafka_conf_properties_show``)."""
+    return str(_native.client_properties_table())
 
 
 def client_version() -> str:

@@ -17,7 +17,7 @@ from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
-from kbench.kafka.kafka_dist import KAFKA_VERSION, KafkaDistError, _require, cache_root, java
+from kbench.kafka.kafka_dist import KAFKA_VERSION, KafkaDistError, cache_root, java, require_tool
 
 __all__ = ["JVM_FLAGS", "JavaDriver", "build", "command", "source_hash"]
 
@@ -75,7 +75,7 @@ def build(kafka_version: str = KAFKA_VERSION) -> JavaDriver:
         cp = cp_file.read_text().strip()
         if all(Path(j).exists() for j in cp.split(":") if j):
             return JavaDriver(kafka_version, jar, f"{jar}:{cp}", d)
-    mvn = _require("mvn", "maven")
+    mvn = require_tool("mvn", "maven")
     java()
     src = d / "build"
     if src.exists():

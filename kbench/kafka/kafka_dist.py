@@ -54,7 +54,7 @@ def cache_root() -> Path:
     return Path(os.environ.get("KBENCH_CACHE", Path.home() / ".cache" / "kbench"))
 
 
-def _require(tool: str, package: str) -> str:
+def require_tool(tool: str, package: str) -> str:
     path = shutil.which(tool)
     if path is None:
         raise KafkaDistError(f"'{tool}' not found on PATH; install it with: apt-get install -y {package}")
@@ -66,7 +66,7 @@ def java() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
         return str(Path(home) / "bin" / "java")
-    return _require("java", "default-jdk-headless")
+    return require_tool("java", "default-jdk-headless")
 
 
 def _from_kafka_home(home: Path) -> KafkaDist:
@@ -97,8 +97,8 @@ def _maven_classpath(pom_name: str, stem: str, what: str) -> tuple[Path, str]:
         cp = cp_file.read_text().strip()
         if cp and all(Path(j).exists() for j in cp.split(":")):
             return d, cp
-    mvn = _require("mvn", "maven")
-    _require("java", "default-jdk-headless")
+    mvn = require_tool("mvn", "maven")
+    require_tool("java", "default-jdk-headless")
     d.mkdir(parents=True, exist_ok=True)
     pom = d / "pom.xml"
     pom.write_text(pom_text)

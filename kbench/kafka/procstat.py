@@ -72,6 +72,11 @@ class SystemCpu:
 StealSource = Callable[[], SystemCpu | None]
 
 
+#: The method's steal limit (seed 000): a repetition with more CPU steal is INVALID; a plan may
+#: accept more (``max_steal_pct``) and every table and report then says so.
+STEAL_LIMIT_PCT = 1.0
+
+
 def steal_pct(a: SystemCpu | None, b: SystemCpu | None) -> float | None:
     """The one steal rule: % of all CPU time stolen by the hypervisor from ``a`` to ``b``;
     None when it cannot tell (a side unreadable, or no CPU time passed)."""

@@ -11,6 +11,10 @@ A property (case-insensitive) is secret when its name contains one of :data:`SEC
 assertion).  Public material (``ssl.certificate.pem``, ``ssl.ca.location``,
 ``ssl.truststore.location``) is not secret.
 
+Credentials in a URL (``http://user:password@host:port/metrics``: everything before the last
+``@`` of the authority, as :func:`urllib.parse.urlsplit` reads it) are secret too, wherever the
+URL appears: :func:`redact_url_credentials` replaces them with :data:`REDACTED` in any text.
+
 Inside free text a secret value is replaced only where the whole value appears and only when
 it has at least :data:`MIN_SCRUB_LEN` characters; shorter values are still redacted under
 their own key, but a one-character secret never blanks every matching character of a text.
@@ -18,16 +22,53 @@ their own key, but a one-character secret never blanks every matching character 
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from collections.abc import Mapping
 
 from kbench import _native
 
-__all__ = ["MIN_SCRUB_LEN", "REDACTED", "SECRET_NAMES", "SECRET_WORDS", "is_secret_property", "redact_props"]
+__all__ = [
+    "MIN_SCRUB_LEN",
+    "REDACTED",
+    "SECRET_NAMES",
+    "SECRET_WORDS",
+    "is_secret_property",
+    "redact_props",
+    "redact_url_credentials",
+    "url_credentials",
+]
 
 REDACTED: str = _native.REDACTED
 MIN_SCRUB_LEN: int = _native.SECRET_MIN_SCRUB_LEN
 SECRET_NAMES: tuple[str, ...] = _native.SECRET_NAMES
 SECRET_WORDS: tuple[str, ...] = _native.SECRET_WORDS
+
+
+#: A URL's scheme and the user information of its authority: up to the last ``@`` before the
+#: path, query or fragment (the ``@`` a password may hold unencoded is inside it, as urlsplit reads it).
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/?#\"'<>\\]*)@")
+
+
+def redact_url_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced: ``http://u:pw@h:1/m`` becomes
+    ``http://<redacted>@h:1/m`` (it shows that credentials were given, not which)."""
+    if "://" not in text:
+        return text
+    return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+
+
+def url_credentials(text: str) -> set[str]:
+    """The passwords in the URLs of ``text``, as written and percent-decoded (user names are redacted
+    inside their URLs but not scrubbed from other text: a user name such as "admin" is a common word)."""
+    out: set[str] = set()
+    if "://" not in text:
+        return out
+    for m in _URL_USERINFO.finditer(text):
+        password = m["userinfo"].partition(":")[2]
+        if password and password != REDACTED:
+            out |= {password, urllib.parse.unquote(password)}
+    return out
 
 
 def is_secret_property(name: str) -> bool:

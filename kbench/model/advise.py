@@ -14,6 +14,7 @@ Nothing here talks to Kafka; ``kbench.engine.advise_verify`` runs candidates for
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import shutil
@@ -25,10 +26,12 @@ from pathlib import Path
 
 from kbench.model import codecs as codecs_mod
 from kbench.model import corpus as corpus_mod
+from kbench.model import limits
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import Corpus
-from kbench.model.mtable import MTable, measure_m
+from kbench.model.mtable import M_BLOCKS, MTable, measure_m
+from kbench.model.paths import atomic_write
 
 __all__ = [
     "Advice",
@@ -182,16 +185,17 @@ class Workload:
     p99_budget_ms: float | None = None
 
     def validate(self) -> None:
-        if self.rate <= 0:
-            raise CostError(f"--rate must be > 0 records/s, got {self.rate:g}")
-        if self.partitions < 1:
-            raise CostError(f"--partitions must be >= 1, got {self.partitions}")
-        if self.replication_factor < 1:
-            raise CostError(f"--rf must be >= 1, got {self.replication_factor}")
-        if self.retention_hours <= 0:
-            raise CostError(f"--retention must be > 0, got {self.retention_hours:g} h")
-        if self.p99_budget_ms is not None and self.p99_budget_ms <= 0:
-            raise CostError(f"--p99-budget-ms must be > 0, got {self.p99_budget_ms:g}")
+        """Every figure within kbench.model.limits (NaN and infinities refused), before any work."""
+        try:
+            limits.check("--rate", self.rate, "topic_rate")
+            if self.partitions < 1:
+                raise CostError(f"--partitions must be >= 1, got {self.partitions}")
+            limits.check("--rf", self.replication_factor, "replication_factor")
+            limits.check("--retention", self.retention_hours, "retention_h")
+            if self.p99_budget_ms is not None:
+                limits.check("--p99-budget-ms", self.p99_budget_ms, "p99_budget_ms")
+        except limits.LimitError as e:
+            raise CostError(str(e)) from None
         client_specs(self.client)
 
 
@@ -271,9 +275,15 @@ def corpus_for(
         )
         return c, note
     c = corpus_mod.load(spec, fmt=fmt)
-    if len(c.records) >= need:
+    reps = max(1, -(-need // len(c.records)))
+    if c.size * reps < M_BLOCKS[0]:
+        raise CostError(
+            f"corpus {c.name}: {len(c.records)} records of {c.size} bytes in all ({c.size * reps} bytes as modelled), "
+            f"less than the {M_BLOCKS[0]} bytes experiment M compresses at its smallest block; give a sample of more "
+            "records (e.g. kcat -C -t TOPIC -c 20000 -e > sample.txt)"
+        )
+    if reps == 1:
         return c, ""
-    reps = -(-need // len(c.records))
     c2 = Corpus(name=c.name, records=c.records * reps, source=f"{c.source} repeated {reps}x")
     return c2, f"{c.name} holds {len(c.records)} records, fewer than the {need} needed: repeated {reps} times"
 
@@ -605,11 +615,9 @@ def advise(
 
 def write_csv(cands: Sequence[Candidate], path: Path) -> Path:
     rows = [c.row() for c in cands]
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    tmp.replace(path)
-    return path
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    return atomic_write(path, buf.getvalue().encode())

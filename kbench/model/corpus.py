@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import random
 import string
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench import _native
 from kbench.model import limits
-from kbench.model.paths import not_a_regular_file
+from kbench.model.paths import atomic_write, not_a_regular_file
 
 __all__ = [
     "BUILTIN",
@@ -205,6 +207,12 @@ def generate(name: str, size: int = 4 << 20, seed: int = 1) -> Corpus:
     sample = gen(64, seed)
     avg = max(1, sum(map(len, sample)) // len(sample))
     count = size // avg + 1
+    try:
+        limits.check_corpus_records(
+            f"corpus {name} of {size} bytes", count, size, fix="give a smaller corpus size (--corpus-size, corpus_size)"
+        )
+    except limits.LimitError as e:
+        raise CorpusError(str(e)) from None
     records = gen(count, seed)
     total = sum(map(len, records))
     while total < size:  # the sample's average can overestimate
@@ -221,38 +229,97 @@ def generate(name: str, size: int = 4 << 20, seed: int = 1) -> Corpus:
     return Corpus(name=name, records=tuple(kept), source=f"builtin:{name}:seed={seed}")
 
 
-def read_records(path: Path | str, fmt: str = "lines", limit: int | None = None) -> list[bytes]:
-    """Read a file as records: one per line (``lines``) or 4-byte BE length-prefixed (``lenprefixed``)."""
+def _overlong_line(mm: mmap.mmap, size: int) -> int | None:
+    """The offset of a line longer than MAX_RECORD_BYTES, or None: a few rfind calls, each
+    skipping up to MAX_RECORD_BYTES bytes, and no copy of the file."""
+    step = limits.MAX_RECORD_BYTES
+    pos = 0
+    while size - pos > step:
+        nl = mm.rfind(b"\n", pos, pos + step + 1)
+        if nl < 0:
+            return pos
+        pos = nl + 1
+    return None
+
+
+#: Every byte but a newline mapped to 'a' (see _count_lines).
+_MARK = bytes(10 if b == 10 else 97 for b in range(256))
+_PREFIX = struct.Struct(">I")
+
+
+def _count_lines(data: bytes) -> int:
+    """Non-empty lines of ``data`` at C speed, without making them: once every byte but newline is
+    'a', each line ends at an 'a' followed by a newline, or at the end of the data."""
+    marked = data.translate(_MARK)
+    return marked.count(b"a\n") + (1 if marked and not marked.endswith(b"\n") else 0)
+
+
+def _lines(where: str, mm: mmap.mmap, size: int, max_records: int) -> list[bytes]:
+    long = _overlong_line(mm, size)
+    if long is not None:
+        limits.check_record_size(where, f"the line at byte {long}", limits.MAX_RECORD_BYTES + 1, at_least=True)
+    data = mm[:]
+    fix = f"use a sample of at most {max_records} records (e.g. head -n {max_records} FILE > sample.txt)"
+    limits.check_corpus_records(where, _count_lines(data), size, max_records, fix=fix)
+    return [line for line in data.split(b"\n") if line]
+
+
+def _lenprefixed(where: str, mm: mmap.mmap, size: int, max_records: int) -> list[bytes]:
+    # the bounds are walked in C first (a file of zeros is 268 M empty records per GiB): no record
+    # is made before the whole file is known to fit
+    status, count, at, n = _native.lenprefixed_scan(mm, max_records, limits.MAX_RECORD_BYTES)
+    if status == 1:
+        fix = f"use a sample of at most {max_records} records"
+        limits.check_corpus_records(where, max_records + 1, at, max_records, at_least=True, fix=fix)
+    if status == 2:
+        limits.check_record_size(where, f"the record at byte {at}", n)
+    if status == 3:
+        raise CorpusError(f"{where}: truncated length prefix at byte {at}; is it really --corpus-format lenprefixed?")
+    if status == 4:
+        raise CorpusError(f"{where}: record at byte {at} claims {n} bytes but only {size - at - 4} remain")
+    limits.check_corpus_records(where, count, size - 4 * count, max_records, fix="use a smaller sample")
+    records: list[bytes] = []
+    off = 0
+    for _ in range(count):
+        (n,) = _PREFIX.unpack_from(mm, off)
+        records.append(mm[off + 4 : off + 4 + n])
+        off += 4 + n
+    return records
+
+
+def read_records(
+    path: Path | str, fmt: str = "lines", limit: int | None = None, max_records: int = limits.MAX_CORPUS_RECORDS
+) -> list[bytes]:
+    """Read a file as records: one per line (``lines``) or 4-byte BE length-prefixed (``lenprefixed``);
+    the first ``limit`` of them when given.
+
+    Bounded before the records are made: the file's bytes (a quarter of the available memory),
+    each record's size (:data:`~kbench.model.limits.MAX_RECORD_BYTES`), the number of records
+    (``max_records``, default :data:`~kbench.model.limits.MAX_CORPUS_RECORDS`) and the memory
+    they need (:func:`~kbench.model.limits.check_corpus_records`); each refusal is one line
+    naming the limit and the fix."""
     p = Path(path)
     why = not_a_regular_file(p)
     if why == "does not exist":
         raise CorpusError(f"corpus file not found: {p}; give an existing file or one of {', '.join(BUILTIN)}")
     if why is not None:
         raise CorpusError(f"corpus {p} {why}; give a regular file of records or one of {', '.join(BUILTIN)}")
-    size, limit = p.stat().st_size, limits.corpus_bytes_limit()
-    if size > limit:
+    if fmt not in ("lines", "lenprefixed"):
+        raise CorpusError(f"unknown corpus format '{fmt}'; use lines or lenprefixed")
+    size, byte_limit = p.stat().st_size, limits.corpus_bytes_limit()
+    if size > byte_limit:
         raise CorpusError(
-            f"corpus file {p} holds {size} bytes, above the limit of {limit} "
+            f"corpus file {p} holds {size} bytes, above the limit of {byte_limit} "
             "(a quarter of the available memory: a corpus is held in memory several times over); use a smaller file"
         )
-    data = p.read_bytes()
-    if fmt == "lines":
-        records = [line for line in data.split(b"\n") if line]
-    elif fmt == "lenprefixed":
-        records = []
-        off = 0
-        while off < len(data):
-            if len(data) - off < 4:
-                raise CorpusError(
-                    f"{p}: truncated length prefix at byte {off}; is it really --corpus-format lenprefixed?"
-                )
-            n = int.from_bytes(data[off : off + 4], "big")
-            if n > len(data) - off - 4:
-                raise CorpusError(f"{p}: record at byte {off} claims {n} bytes but only {len(data) - off - 4} remain")
-            records.append(data[off + 4 : off + 4 + n])
-            off += 4 + n
-    else:
-        raise CorpusError(f"unknown corpus format '{fmt}'; use lines or lenprefixed")
+    if size == 0:
+        raise CorpusError(f"{p}: no records found")
+    read = _lenprefixed if fmt == "lenprefixed" else _lines
+    try:
+        with p.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            records = read(f"corpus {p}", mm, size, max_records)
+    except limits.LimitError as e:
+        raise CorpusError(str(e)) from None
     if limit is not None:
         records = records[:limit]
     if not records:
@@ -270,15 +337,9 @@ def load(spec: str, size: int = 4 << 20, seed: int = 1, fmt: str = "lines") -> C
 
 def write_lines(corpus: Corpus, path: Path | str) -> Path:
     """Write a corpus one record per line (records must not contain newlines)."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("wb") as f:
-        for r in corpus.records:
-            if b"\n" in r:
-                raise CorpusError("record contains a newline; write it length-prefixed instead")
-            f.write(r + b"\n")
-    tmp.replace(p)
-    return p
+    if any(b"\n" in r for r in corpus.records):
+        raise CorpusError("record contains a newline; write it length-prefixed instead")
+    return atomic_write(path, b"".join(r + b"\n" for r in corpus.records))
 
 
 def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
@@ -286,13 +347,7 @@ def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
 
     The file's sha256 is the corpus fingerprint (:attr:`Corpus.sha256` hashes the same bytes).
     """
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("wb") as f:
-        for r in records:
-            if len(r) >= 1 << 32:
-                raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
-            f.write(len(r).to_bytes(4, "big"))
-            f.write(r)
-    tmp.replace(p)
-    return p
+    for r in records:
+        if len(r) >= 1 << 32:
+            raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
+    return atomic_write(path, b"".join(len(r).to_bytes(4, "big") + r for r in records))

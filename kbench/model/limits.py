@@ -17,9 +17,14 @@ __all__ = [
     "BOUNDS",
     "Bound",
     "LimitError",
+    "MAX_CORPUS_RECORDS",
     "MAX_PLAN_S",
+    "MAX_RECORD_BYTES",
+    "RECORD_MEMORY_BYTES",
     "check",
+    "check_corpus_records",
     "check_corpus_size",
+    "check_record_size",
     "corpus_bytes_limit",
     "memory_available",
 ]
@@ -75,12 +80,30 @@ BOUNDS: dict[str, Bound] = {
     "pid": Bound(1, 4_194_304, True, "Linux pids are at most 4194304 (pid_max)"),
     "header_sample": Bound(1, 10**9, True, "one record in N carries the latency header; N >= 1"),
     "drivers": Bound(1, 1024, True, "producer/consumer drivers of one cell on Dask workers, each a process"),
+    "topic_rate": Bound(
+        0,
+        10_000_000,
+        False,
+        "advise models four windows of the longest linger.ms of records at this rate in memory (2.5 M records at 10^7/s)",
+        low_open=True,
+    ),
+    "retention_h": Bound(0, 876_000, False, "hours of retention: above 100 years is a mistake", low_open=True),
+    "p99_budget_ms": Bound(0, 3_600_000, False, "milliseconds kbench may add at p99: at most an hour", low_open=True),
 }
 
 #: Longest a whole plan may be planned to take (cells x (repetitions x duration + warm-up)).
 MAX_PLAN_S = 7 * 86_400
 #: A corpus is held in memory about this many times over (records, payload, compressed copies).
 CORPUS_MEMORY_FACTOR = 4
+#: Largest record a corpus may hold: librdkafka caps ``message.max.bytes`` at 10^9 bytes, so no
+#: Kafka client kbench drives can send a bigger one (and the Java client's limit is lower).
+MAX_RECORD_BYTES = 1_000_000_000
+#: Most records a corpus may hold.  A corpus is cycled through, so 10^7 distinct records is more
+#: than any measurement needs, and each costs memory beyond its bytes (below).
+MAX_CORPUS_RECORDS = 10_000_000
+#: Memory one record costs beyond its bytes, across the pipeline (Python objects, offsets, batch
+#: bookkeeping): 100 MiB of 2-byte lines (52 M records) peaked at 5.37 GB RSS in ``kbench sim``.
+RECORD_MEMORY_BYTES = 100
 
 
 def memory_available() -> int:
@@ -138,3 +161,42 @@ def check_corpus_size(where: str, value: object) -> int:
     if not float(value).is_integer() or value < 1 or value > limit:
         raise LimitError(f"{where}: {_fmt(value)} bytes is out of range; give 1 to {limit} bytes ({why})")
     return int(value)
+
+
+def check_record_size(where: str, which: str, size: int, at_least: bool = False) -> None:
+    """A corpus record that no Kafka client could send is refused (``where``: the corpus,
+    ``which``: the record, e.g. "the record at byte 0"; ``at_least``: ``size`` is a lower bound)."""
+    if size > MAX_RECORD_BYTES:
+        shown = f"over {MAX_RECORD_BYTES} bytes long" if at_least else f"{size} bytes"
+        raise LimitError(
+            f"{where}: {which} is {shown}, above the {MAX_RECORD_BYTES} bytes librdkafka's message.max.bytes "
+            "allows (no Kafka client kbench drives could send it); split the data into records (one per line, "
+            "or --corpus-format lenprefixed)"
+        )
+
+
+def check_corpus_records(
+    where: str,
+    records: int,
+    payload: int,
+    max_records: int = MAX_CORPUS_RECORDS,
+    at_least: bool = False,
+    fix: str = "use a smaller sample",
+) -> None:
+    """A corpus of ``records`` records (``at_least``: a lower bound) and ``payload`` bytes must stay
+    under the record-count limit and fit this machine's memory (bytes x CORPUS_MEMORY_FACTOR +
+    records x RECORD_MEMORY_BYTES)."""
+    if records > max_records:
+        shown = f"more than {max_records}" if at_least else str(records)
+        raise LimitError(
+            f"{where}: {shown} records, above the limit of {max_records} records (a corpus is cycled through, "
+            f"and each record costs about {RECORD_MEMORY_BYTES} bytes of memory besides its own); {fix}"
+        )
+    need = payload * CORPUS_MEMORY_FACTOR + records * RECORD_MEMORY_BYTES
+    have = memory_available()
+    if need > have:
+        raise LimitError(
+            f"{where}: {records} records of {payload} bytes need about {need >> 20} MiB of memory "
+            f"({CORPUS_MEMORY_FACTOR} x the bytes + {RECORD_MEMORY_BYTES} B per record), above the {have >> 20} MiB "
+            f"available; {fix}"
+        )

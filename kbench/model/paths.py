@@ -2,16 +2,28 @@
 
 ``/dev/zero``, a FIFO or a directory given where a regular file is expected must be named as
 such ("is a character device"), not reported as "not found": reading them blocks or never ends.
+
+And the one rule for every file a command writes (``--csv``, ``--json``, ``-o``): a file of a run
+directory (a directory holding a kbench ``manifest.json``, or one below it) is never replaced by a
+command that did not make the run (``kbench report -o`` keeps its own, stricter ownership marker);
+new files may be added there (``kbench codecs bench --csv RUN/M.csv``).  Files are written by
+:func:`atomic_write`: a temporary file beside the target, renamed over it, and removed when
+anything fails, so a full disk leaves neither a half-written file nor a temporary one.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["not_a_regular_file", "output_file_problem"]
+__all__ = ["atomic_write", "check_output_file", "not_a_regular_file", "output_file_problem", "run_directory_of"]
+
+#: The file that makes a directory a run directory (kbench.engine.manifest.MANIFEST).
+RUN_MANIFEST = "manifest.json"
 
 
 def not_a_regular_file(path: Path | str) -> str | None:
@@ -42,14 +54,40 @@ def not_a_regular_file(path: Path | str) -> str | None:
     return "is not a regular file"
 
 
+def _is_kbench_manifest(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            data = json.loads(f.read(64 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "schema_version" in data and "run_id" in data
+
+
+def run_directory_of(path: Path | str) -> Path | None:
+    """The run directory ``path`` lies in (its own directory or an ancestor holds a kbench
+    ``manifest.json``), or None."""
+    for d in Path(path).absolute().parents:
+        m = d / RUN_MANIFEST
+        if m.is_file() and _is_kbench_manifest(m):
+            return d
+    return None
+
+
 def output_file_problem(path: Path | str) -> str | None:
     """None when a file can be written (atomically, via a temporary file beside it) at ``path``,
-    else why not: an existing directory or device, a missing or read-only parent directory."""
+    else why not: an existing directory or device, a file of a run directory, a missing or
+    read-only parent directory."""
     p = Path(path)
     if p.exists() or p.is_symlink():
         why = not_a_regular_file(p)
         if why is not None:
             return why
+        run = run_directory_of(p)
+        if run is not None:
+            return (
+                f"is a file of the run directory {run} (it holds a kbench manifest.json) and kbench never "
+                "replaces a run's files"
+            )
     parent = p.absolute().parent
     if not parent.exists():
         return f"its directory {parent} does not exist"
@@ -62,3 +100,49 @@ def output_file_problem(path: Path | str) -> str | None:
     os.close(fd)
     os.unlink(probe)
     return None
+
+
+def check_output_file(flag: str, path: Path | str) -> None:
+    """Refuse (ValueError, one line naming ``flag``, the problem and the fix) a file that
+    :func:`output_file_problem` says cannot or must not be written."""
+    why = output_file_problem(path)
+    if why is None:
+        return
+    shown = os.fsencode(str(path)).decode("utf-8", "replace")
+    fix = (
+        "choose a new file name or another directory"
+        if "run directory" in why
+        else "give a file path in a writable directory"
+    )
+    raise ValueError(f"{flag} {shown}: {why}; {fix}")
+
+
+def atomic_write(path: Path | str, data: bytes) -> Path:
+    """Replace ``path`` with ``data`` durably: a per-process temporary file beside it, fsynced,
+    renamed over it.  On any failure the temporary file is removed and the old file is left as
+    it was; a full disk is an OSError naming ``path`` (ENOSPC, "no space left on the disk of ...")."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(p)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise OSError(e.errno, os.strerror(e.errno), str(p)) from None
+        raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:
+        dfd = os.open(p.parent, os.O_RDONLY)
+    except OSError:
+        return p
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return p

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import array
 import csv
-import os
+import io
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -21,6 +21,7 @@ from kbench import _native
 from kbench.model import codecs
 from kbench.model.batch import Record
 from kbench.model.corpus import Corpus
+from kbench.model.paths import atomic_write
 from kbench.model.stats import distribution
 
 __all__ = ["SimBatch", "SimConfig", "SimResult", "StageResult", "predict_stored_bytes", "run", "write_csv"]
@@ -268,16 +269,11 @@ def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
     if not results:
         raise ValueError("no results to write")
     rows = [r.row() for r in results]
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        tmp.replace(p)
-    finally:
-        tmp.unlink(missing_ok=True)  # never left behind, even when the rename fails
-    return p
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    return atomic_write(p, buf.getvalue().encode())  # no temporary file left, even when the rename fails
 
 
 def predict_stored_bytes(

@@ -13,19 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kbench.engine.experiments import EXPERIMENTS, M_LABELS
-from kbench.engine.experiments import LABELS as EXPERIMENTS_LABELS
+from kbench.experiments import registry
+from kbench.experiments.spec import LABELS as EXPERIMENTS_LABELS
+from kbench.experiments.spec import M_LABELS
 
 if TYPE_CHECKING:
     import pandas as pd
     from pandas.io.formats.style import Styler
 
-__all__ = ["METRICS", "PER_CORE", "machines", "per_machine", "spread", "style"]
+__all__ = ["machines", "per_machine", "spread", "style"]
 
-#: Per experiment: the metric columns shown (median over OK repetitions), from the registry.
-METRICS: dict[str, tuple[str, ...]] = {k: e.compare_metrics for k, e in EXPERIMENTS.items()}
-#: Metrics that scale with the machine's CPUs, normalised per vCPU and per physical core.
-PER_CORE: dict[str, tuple[str, ...]] = {k: e.per_core for k, e in EXPERIMENTS.items() if e.per_core}
 #: Every label axis of A–F and M, and D's role: rows differing in any of them are never pooled.
 LABELS = tuple(dict.fromkeys((*EXPERIMENTS_LABELS, *M_LABELS, "role")))
 
@@ -64,12 +61,11 @@ def per_machine(df: pd.DataFrame, experiment: str) -> pd.DataFrame:
     if df is None or df.empty:
         return pd.DataFrame()
     ok = df[df["status"] == "OK"].copy()
-    if experiment == "D" and {"usr_pct", "sys_pct"} <= set(ok.columns):
-        ok["total_pct"] = ok["usr_pct"] + ok["sys_pct"]
+    e = registry.get(experiment)
+    if e.compare_frame is not None:
+        ok = e.compare_frame(ok)
     metrics = [
-        m
-        for m in METRICS[experiment]
-        if m in ok.columns and pd.api.types.is_numeric_dtype(ok[m]) and ok[m].notna().any()
+        m for m in e.compare_metrics if m in ok.columns and pd.api.types.is_numeric_dtype(ok[m]) and ok[m].notna().any()
     ]
     keys = ["machine", *_labels(df)]
     if ok.empty or not metrics:
@@ -81,7 +77,7 @@ def per_machine(df: pd.DataFrame, experiment: str) -> pd.DataFrame:
         out[f"{m} max"] = g[m].max()
     out["n"] = g.size()
     cores = g[["logical_cores", "physical_cores"]].first()
-    for m in PER_CORE.get(experiment, ()):
+    for m in e.per_core:
         if m in metrics:
             out[f"{m} per vCPU"] = out[m] / cores["logical_cores"]
             out[f"{m} per core"] = out[m] / cores["physical_cores"]

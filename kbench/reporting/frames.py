@@ -16,18 +16,17 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
-from kbench.engine import experiments
-from kbench.engine.store import format_value
+from kbench.engine.csvio import MACHINE_COLUMNS, TEXT_COLUMNS, WARMUP_COLUMN, bad_values, complete_bytes, format_value
+from kbench.experiments import registry
+from kbench.reporting.runs import LoadError, Run, machine_label
 
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
     import pandas as pd
 
 __all__ = [
-    "EXPERIMENTS",
     "MACHINE_COLUMNS",
     "LoadError",
     "Run",
@@ -37,93 +36,6 @@ __all__ = [
     "read_run",
     "unique_dirs",
 ]
-
-#: Experiments whose CSVs a run directory may hold (M: ``kbench codecs bench --csv``).
-EXPERIMENTS: tuple[str, ...] = tuple(experiments.EXPERIMENTS)
-
-#: Columns added to every row from the manifest (``machine`` is the grouping label).
-MACHINE_COLUMNS: tuple[str, ...] = (
-    "machine",
-    "arch",
-    "cpu_model",
-    "physical_cores",
-    "logical_cores",
-    "memory_bytes",
-    "kernel",
-    "hostname_hash",
-    "run_id",
-    "run_dir",
-    "plan_name",
-    "transport",
-)
-
-#: Columns that are text even when they look numeric.
-TEXT_COLUMNS = frozenset(
-    {
-        "cell_id",
-        "sweep",
-        "client",
-        "codec",
-        "corpus",
-        "acks",
-        "rate",
-        "key_policy",
-        "topic_compression",
-        "status",
-        "reason",
-        "role",
-        "latency_flag",
-        "corpus_sha256",
-        "stored_codecs",
-        "wire_source",
-        "fill_source",
-        "producer_codec",
-        "experiment",
-        "pid",
-        "corpus_near_random",
-        "recompressed",
-        "warmup",
-        "level",
-    }
-    | set(MACHINE_COLUMNS)
-)
-
-
-class LoadError(ValueError):
-    """A run directory cannot be read; the message names the problem and the fix."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run directory: its manifest and the CSV paths it holds."""
-
-    index: int
-    path: Path
-    manifest: Mapping[str, Any]
-    csvs: Mapping[str, Path] = field(default_factory=dict)
-
-    @property
-    def machine(self) -> Mapping[str, Any]:
-        m = self.manifest.get("machine")
-        return m if isinstance(m, Mapping) else {}
-
-    @property
-    def label(self) -> str:
-        return machine_label(self.machine)
-
-
-def machine_label(machine: Mapping[str, Any]) -> str:
-    """The name a machine is grouped under: its ``label`` if the manifest has one, else
-    ``arch cpu_model logical_cores vCPU/physical_cores cores #hostname_hash``."""
-    if machine.get("label"):
-        return str(machine["label"])
-    if not machine:
-        return "unknown machine"
-    return (
-        f"{machine.get('arch', '?')} {machine.get('cpu_model', '?')} "
-        f"{machine.get('logical_cores', '?')} vCPU/{machine.get('physical_cores', '?')} cores "
-        f"#{str(machine.get('hostname_hash', ''))[:6]}"
-    )
 
 
 def read_run(path: Path | str, index: int = 0) -> Run:
@@ -140,7 +52,7 @@ def read_run(path: Path | str, index: int = 0) -> Run:
         raise LoadError(f"{mpath}: not valid JSON ({e}); restore the run's manifest.json") from None
     if not isinstance(manifest, dict):
         raise LoadError(f"{mpath}: not a JSON object; restore the run's manifest.json")
-    csvs = {e: p / f"{e}.csv" for e in EXPERIMENTS if (p / f"{e}.csv").is_file()}
+    csvs = {e: p / f"{e}.csv" for e in registry.ids() if (p / f"{e}.csv").is_file()}
     if not csvs:
         raise LoadError(f"{p}: holds no experiment CSV (A.csv … F.csv, M.csv); did the run collect anything?")
     return Run(index=index, path=p, manifest=manifest, csvs=csvs)
@@ -194,36 +106,6 @@ def load_runs(paths: Sequence[Path | str]) -> list[Run]:
     return runs
 
 
-def _complete_bytes(path: Path) -> bytes:
-    """A CSV's bytes up to its last newline: an interrupted run's incomplete last line (even one
-    cut inside a quoted field) is not data."""
-    data = path.read_bytes()
-    return data if data.endswith(b"\n") else data[: data.rfind(b"\n") + 1]
-
-
-def _number(v: object) -> bool:
-    try:
-        float(str(v))
-        return True
-    except ValueError:
-        return False
-
-
-def bad_values(rows: Sequence[Mapping[str, object]], name: str) -> dict[int, str]:
-    """Rows (by position) holding stray text in a numeric column, with the reason: the one rule by
-    which the loader and ``--verify`` exclude a row (INVALID) so one bad cell cannot blank a column."""
-    out: dict[int, str] = {}
-    cols = [c for c in (rows[0] if rows else {}) if c not in TEXT_COLUMNS]
-    for c in cols:
-        vals = [r.get(c) for r in rows]
-        given = [(i, v) for i, v in enumerate(vals) if v is not None and str(v).strip() not in ("", "NA", "nan")]
-        bad = [(i, v) for i, v in given if not _number(v)]
-        if bad and len(bad) < len(given):  # a numeric column holding stray text
-            for i, v in bad:
-                out.setdefault(i, f"{c}: {v!r} is not a number ({name} row {i + 1})")
-    return out
-
-
 def _exclude_bad_values(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Rows :func:`bad_values` finds become INVALID with its reason; their columns turn numeric."""
     import pandas as pd
@@ -259,7 +141,7 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     path = run.csvs[exp]
     try:
         df = pd.read_csv(
-            io.BytesIO(_complete_bytes(path)),
+            io.BytesIO(complete_bytes(path.read_bytes())),
             dtype={c: str for c in TEXT_COLUMNS},
             na_values=["NA", ""],
             keep_default_na=False,
@@ -270,7 +152,7 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
         raise LoadError(
             f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run"
         ) from None
-    need = ("status",) if exp != "M" else ("status", "codec", "ratio")
+    need = registry.get(exp).required_columns
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise LoadError(f"{path}: no column {', '.join(missing)}; is this a kbench {exp}.csv?")
@@ -307,7 +189,7 @@ def frames(runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     import pandas as pd
 
     out: dict[str, pd.DataFrame] = {}
-    for exp in EXPERIMENTS:
+    for exp in registry.ids():
         parts = [_read_csv(r, exp) for r in runs if exp in r.csvs]
         if not parts:
             continue
@@ -316,8 +198,8 @@ def frames(runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
             if df[c].dtype == object:
                 df[c] = df[c].fillna("NA")
         df["_gid"] = range(len(df))
-        if exp == "M" and "warmup" in df.columns:
-            df = df[df["warmup"].str.lower() != "true"].reset_index(drop=True)
+        if WARMUP_COLUMN in df.columns:
+            df = df[df[WARMUP_COLUMN].str.lower() != "true"].reset_index(drop=True)
         out[exp] = df
     return out
 
@@ -345,6 +227,6 @@ def load(*run_dirs: Path | str, experiment: str | None = None) -> dict[str, pd.D
     if experiment is None:
         return fr
     exp = experiment.upper()
-    if exp not in EXPERIMENTS:
-        raise LoadError(f"unknown experiment '{experiment}'; use one of {', '.join(EXPERIMENTS)}")
+    if exp not in registry.ids():
+        raise LoadError(f"unknown experiment '{experiment}'; use one of {', '.join(registry.ids())}")
     return fr.get(exp, pd.DataFrame())

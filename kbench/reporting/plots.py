@@ -9,17 +9,15 @@ over repetitions, error bars the range (min–max).  :func:`png` turns a figure 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kbench.engine.experiments import LABELS
+from kbench.experiments.spec import LABELS
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
 __all__ = [
-    "PLOTS",
     "batch_effect",
     "cpu_per_role",
     "latency_percentiles",
@@ -278,14 +276,3 @@ def pareto(m: pd.DataFrame | None) -> Figure | None:
     ax.set_title("M · ratio–speed trade-off")
     _legend(ax)
     return fig
-
-
-#: (experiment, file name, caption, function) in the order a report shows them.
-PLOTS: tuple[tuple[str, str, str, Callable[[pd.DataFrame | None], Figure | None]], ...] = (
-    ("A", "a_latency.png", "A: corrected latency percentiles per codec at the fixed rate", latency_percentiles),
-    ("B", "b_throughput.png", "B: saturated throughput per codec and machine", throughput),
-    ("D", "d_cpu.png", "D: CPU per role, usr and sys stacked", cpu_per_role),
-    ("C", "c_ratio_entropy.png", "C: ratio against corpus entropy", ratio_vs_entropy),
-    ("E", "e_batch.png", "E: ratio and batch fill against batch.size", batch_effect),
-    ("M", "m_pareto.png", "M: ratio–speed Pareto front", pareto),
-)

@@ -28,6 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kbench.engine.csvio import TEXT_COLUMNS, bad_values, complete_bytes, format_value, is_warmup, number
+from kbench.experiments.spec import LABELS, M_LABELS
+from kbench.reporting.runs import machine_label
+
 __all__ = ["Fig", "Ledger", "FORMATS", "fmt", "untraceable_numbers", "verify"]
 
 #: Unit constants the ``scale`` operation may use (named, never typed into a report).
@@ -195,17 +199,6 @@ def _manifest_value(man: Mapping[str, Any], path: str) -> Any:
     return cur
 
 
-def _num(text: str) -> float | None:
-    if text in ("", "NA"):
-        return None
-    if text in ("true", "false", "True", "False"):
-        return 1.0 if text.lower() == "true" else 0.0
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
 #: A number as a report prints it (thousands separators, a sign, a unit sign after it).
 NUMBER = re.compile(r"(?<![\w.])[-+−]?\d(?:[\d,]*\d)?(?:\.\d+)?[%×]?")
 
@@ -236,15 +229,16 @@ class _Tables:
         self.manifests: dict[int, Mapping[str, Any]] = {}
         self._index: dict[tuple[str, tuple[str, ...]], dict[tuple[str, ...], list[int]]] = {}
 
+    def experiments(self) -> list[str]:
+        """The experiments whose CSVs the run directories hold."""
+        return sorted({p.stem for d in self.dirs for p in d.glob("*.csv") if p.is_file()})
+
     def manifest(self, run: int) -> Mapping[str, Any]:
         if run not in self.manifests:
             self.manifests[run] = json.loads((self.dirs[run] / "manifest.json").read_text())
         return self.manifests[run]
 
     def _machine(self, run: int) -> dict[str, str]:
-        from kbench.engine.store import format_value
-        from kbench.reporting.frames import machine_label
-
         try:
             man = self.manifest(run)
         except (OSError, ValueError):
@@ -268,8 +262,6 @@ class _Tables:
         return out
 
     def table(self, exp: str) -> list[dict[str, str]]:
-        from kbench.reporting.frames import bad_values
-
         if exp not in self.rows:
             rows: list[dict[str, str]] = []
             origin: list[tuple[int, int]] = []
@@ -277,9 +269,7 @@ class _Tables:
                 p = d / f"{exp}.csv"
                 if not p.is_file():
                     continue
-                text = p.read_text()
-                if text and not text.endswith("\n"):  # an interrupted run's incomplete last row
-                    text = text[: text.rfind("\n") + 1]
+                text = complete_bytes(p.read_bytes()).decode()  # an interrupted run's incomplete last row is not data
                 extra = self._machine(i)
                 rates = json.loads(extra.pop("_rates", "{}"))
                 raw = list(csv.DictReader(io.StringIO(text, newline="")))
@@ -303,7 +293,7 @@ class _Tables:
         if index is None:
             index = {}
             for g, row in enumerate(self.table(exp)):
-                if exp == "M" and row.get("warmup", "").lower() == "true":
+                if is_warmup(row):
                     continue
                 index.setdefault(tuple(_canon(row.get(c)) for c in cols), []).append(g)
             self._index[(exp, cols)] = index
@@ -320,13 +310,11 @@ class _Tables:
 
 def _check_rows(tables: _Tables, exp: str, gids: Sequence[int], where: Mapping[str, str], col: str) -> str | None:
     """Why the figure's rows are not the rows ``where`` selects with a value in ``col`` (None if they are)."""
-    from kbench.reporting.frames import TEXT_COLUMNS
-
     table = tables.table(exp)
     # A text column (status, latency_flag …: what a count counts) always has a value; a
     # measurement has one when its cell is a number (the report's medians skip NA cells).
     eligible = {
-        g for g in tables.selected(exp, where) if col in TEXT_COLUMNS or _num(table[g].get(col, "")) is not None
+        g for g in tables.selected(exp, where) if col in TEXT_COLUMNS or number(table[g].get(col, "")) is not None
     }
     recorded = set(gids)
     sel = ", ".join(f"{k}={v}" for k, v in where.items())
@@ -351,12 +339,9 @@ def _literals(tables: _Tables) -> tuple[list[str], set[str]]:
     Labels are the CSVs' text columns (cell ids, codecs, rates, reasons …), every manifest value
     and the run directories' names: what a report may copy verbatim.  Measurements are not
     labels: a measured number reaches the report only as a ledger figure."""
-    from kbench.engine.experiments import LABELS, M_LABELS
-    from kbench.reporting.frames import EXPERIMENTS, TEXT_COLUMNS
-
     label_cols = set(TEXT_COLUMNS) | set(LABELS) | set(M_LABELS) | {"rep"}
     vals: set[str] = set()
-    for exp in EXPERIMENTS:
+    for exp in tables.experiments():
         for row in tables.table(exp):
             vals.update(v for k, v in row.items() if k in label_cols)
 
@@ -445,7 +430,7 @@ def verify(
                 if op == "count":
                     v = float(len(gids))
                 else:
-                    xs = [_num(table[g][f["col"]]) for g in gids]
+                    xs = [number(table[g][f["col"]]) for g in gids]
                     if any(x is None for x in xs):
                         problems.append(f"figure {i} ({f['t']}): a source cell of {exp}.{f['col']} is not a number")
                         values.append(None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kbench.engine.verdict import NO_DIFF, range_verdict
+from kbench.engine.ranges import NO_DIFF, range_verdict
 from kbench.reporting.provenance import Fig, Ledger
 
 if TYPE_CHECKING:

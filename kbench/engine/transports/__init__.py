@@ -6,8 +6,12 @@ a build without the Kafka driver can still run ``sim`` and ``dry`` plans.
 
 from __future__ import annotations
 
-from kbench.engine.plan import TransportDef
+from typing import TYPE_CHECKING
+
 from kbench.engine.transports.base import Transport, TransportError
+
+if TYPE_CHECKING:
+    from kbench.engine.plan import TransportDef
 
 __all__ = ["make"]
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kbench.engine.plan import Cell
+from kbench.engine.cell import Cell
 from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus
 

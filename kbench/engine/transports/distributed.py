@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbench.engine.remote import clock_now, host_facts, run_driver
-from kbench.engine.transports.base import CpuSample, TransportError
+from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
+from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import merge
+from kbench.kafka import stats as rdstats
 
 __all__ = ["CLOCK_LIMIT_S", "ClockReading", "DaskPool", "e2e_invalid_reason", "place"]
 
@@ -142,6 +144,37 @@ class DaskPool:
         return self._corpora[sha]
 
     # ------------------------------------------------------------------ one cell
+    def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+        """One repetition on the Dask workers; the broker window spans the whole cell, so its
+        payload is the cell's."""
+        window.open()
+        out = self.run_cell(
+            jobs.producer,
+            jobs.consumer,
+            (req.corpus.sha256, req.corpus.records),
+            req.rate,
+            jobs.count,
+            req.duration_s + 120.0,
+        )
+        window.close()
+        pres = out["producer"]
+        co = out["coordinator"]
+        return PoolResult(
+            producer=pres,
+            consumer=out["consumer"],
+            client_cpu=tuple(out["cpu"]),
+            broker_window_bytes=delivered(pres)[1],
+            wire_bytes=out["tx_bytes"],
+            client_fill=driver_fill(rdstats.batch_fill(out["stats"], req.topic)) if out.get("stats") else None,
+            driver_steal_pct=out["steal_pct"],
+            e2e_na=out["e2e_invalid"],
+            coordinator=co,
+            notes=(
+                f"dask: {len(co['drivers'])} drivers, start skew {_ms(co['start_skew_ms'])}, "
+                f"collection {_ms(co['collect_ms'])}",
+            ),
+        )
+
     def run_cell(
         self,
         producer_job: Mapping[str, Any],
@@ -366,100 +399,5 @@ def _host(address: str) -> str:
     return address.split("://", 1)[-1].rsplit(":", 1)[0]
 
 
-def measure(t: Any, req: Any, readback: str | None) -> Any:
-    """One repetition of ``req`` on the Kafka transport ``t`` with drivers on Dask workers."""
-    from kbench.engine.transports.base import RunResult
-    from kbench.engine.transports.kafka import _broker_proc_cpu, _delivered, _driver_fill, _lat
-    from kbench.kafka import drivers, procstat
-    from kbench.kafka import stats as rdstats
-
-    pool: DaskPool = t.dask
-    fixed = req.rate is not None
-    run_id = drivers.new_run_id()
-    count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0
-    consumer_job = None
-    if fixed:
-        consumer_job = {
-            "props": {**req.client_properties, "bootstrap.servers": t.bootstrap},
-            "topic": req.topic,
-            "run_id": run_id,
-            "expected": count,
-            "header_sample": t.defn.header_sample,
-            "timeout": req.duration_s + START_LEAD_S + 30.0,
-            "skip_s": req.steady_skip_s,
-        }
-    producer_job = {
-        "props": t._producer_props(req),
-        "topic": req.topic,
-        "run_id": run_id,
-        "mode": "fixed-rate" if fixed else "saturated",
-        "rate": req.rate or 0.0,
-        "count": count,
-        "duration": 0.0 if fixed else req.duration_s,
-        "keys": req.cell.key_policy,
-        "nkeys": 0 if req.cell.key_policy == "none" else 1024,
-        "skip_s": req.steady_skip_s,
-        "header_sample": t.defn.header_sample,
-        "tick_s": drivers.DEFAULT_TICK_S,
-    }
-    s0, t0 = t._snapshot(), time.monotonic()
-    out = pool.run_cell(
-        producer_job, consumer_job, (req.corpus.sha256, req.corpus.records), req.rate, count, req.duration_s + 120.0
-    )
-    s1, t1 = t._snapshot(), time.monotonic()
-    pres, cres = out["producer"], out["consumer"]
-    stored, batches, unc, stored_codecs, fill = t._segments(req.topic, req.cell.partitions)
-    cpu = list(out["cpu"])
-    sent = int(pres["sent"])
-    delivered, payload, n_errors = _delivered(pres)
-    deltas = {d.pid: d for d in procstat.delta(s0, s1)}
-    for b in t.brokers:  # the broker window spans the whole cell: its payload is the cell's
-        cpu.append(_broker_proc_cpu(b, deltas, t1 - t0, payload, "no local pid (give --broker-pid)"))
-    steals = [x for x in (out["steal_pct"], _steal(s0, s1)) if x is not None]
-    e2e_na = out["e2e_invalid"]
-    e2e = None if (cres is None or e2e_na) else cres.get("e2e")
-    hists = {"service": pres.get("service"), "delay": pres.get("delay"), "corrected": pres.get("corrected"), "e2e": e2e}
-    co = out["coordinator"]
-    return RunResult(
-        messages_sent=sent,
-        messages_acked=delivered,
-        payload_bytes=payload,
-        elapsed_s=float(pres["send_seconds"]),
-        target_rate=req.rate,
-        achieved_rate=float(pres["achieved_rate"]) if fixed else float(pres["delivered_rate"]),
-        delivery_errors=n_errors,
-        latency_service=_lat(pres.get("service")),
-        latency_delay=_lat(pres.get("delay")),
-        latency_corrected=_lat(pres.get("corrected")),
-        latency_e2e=_lat(e2e),
-        latency_e2e_na=e2e_na,
-        consumed=int(cres["unique"]) if cres else None,
-        lost=int(cres["lost"]) if cres else None,
-        duplicated=int(cres["duplicates"]) if cres else None,
-        cpu=tuple(cpu),
-        steal_pct=max(steals) if steals else None,
-        producer_wire_bytes=out["tx_bytes"],
-        stored_bytes=stored,
-        stored_batches=batches,
-        stored_uncompressed_bytes=unc,
-        stored_codecs=stored_codecs,
-        topic_compression_readback=readback,
-        batch_fill=fill,
-        client_fill=_driver_fill(rdstats.batch_fill(out["stats"], req.topic)) if out.get("stats") else None,
-        histograms={k: h["encoded"] for k, h in hists.items() if h and h.get("encoded")},
-        notes=(
-            f"dask: {len(co['drivers'])} drivers, start skew {_ms(co['start_skew_ms'])}, "
-            f"collection {_ms(co['collect_ms'])}",
-        ),
-        coordinator=co,
-    )
-
-
 def _ms(v: float | None) -> str:
     return "NA" if v is None else f"{v:.3f} ms"
-
-
-def _steal(a: Any, b: Any) -> float | None:
-    if a.system is None or b.system is None or b.system.total <= a.system.total:
-        return None
-    return float(100.0 * (b.system.steal - a.system.steal) / (b.system.total - a.system.total))

@@ -246,7 +246,7 @@ func balancerFor(name string) (kafka.Balancer, error) {
 }
 
 func (kafkaGoBackend) newProducer(j job, props map[string]string, a *acks) (producer, error) {
-	if err := checkProps("kafka-go", props, kafkaGoProducerProps); err != nil {
+	if err := checkProps("kafka-go", props, union(kafkaGoProducerProps, kafkaGoConsumerProps)); err != nil {
 		return nil, err
 	}
 	addrs, err := brokers(props)

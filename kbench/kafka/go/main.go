@@ -223,7 +223,7 @@ func checkProps(client string, props map[string]string, known map[string]bool) e
 		strings.Join(quoteAll(bad), ", "), client, strings.Join(names, ", "))
 }
 
-// union is a consumer's known properties: its own and the producer's, which it ignores (the runner
+// union is a role's known properties: its own and the other role's, which it ignores (the runner
 // and kbench produce give both roles the same properties, as the Java client takes them).
 func union(a, b map[string]bool) map[string]bool {
 	out := map[string]bool{}

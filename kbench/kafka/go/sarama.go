@@ -193,7 +193,7 @@ type saramaProducer struct {
 }
 
 func (saramaBackend) newProducer(j job, props map[string]string, a *acks) (producer, error) {
-	c, addrs, err := saramaConfig(j, props, saramaProducerProps)
+	c, addrs, err := saramaConfig(j, props, union(saramaProducerProps, saramaConsumerProps))
 	if err != nil {
 		return nil, err
 	}

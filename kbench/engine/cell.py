@@ -1,0 +1,68 @@
+"""A cell: one point of a sweep's matrix, everything a transport needs to run it.
+
+Defined apart from :mod:`kbench.engine.plan` (which makes cells) so that the layers that only
+read cells — transports, the experiments' row rules — do not depend on plan parsing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbench.model import codecs
+from kbench.model.codecs import CodecSpec
+
+__all__ = ["Cell", "KEY_POLICY_SPELLINGS"]
+
+KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of a sweep's matrix: everything a transport needs to run it."""
+
+    cell_id: str
+    sweep: str
+    experiments: tuple[str, ...]
+    codec: str
+    corpus: str
+    batch_size: int
+    linger_ms: float
+    partitions: int
+    acks: str
+    rate: float | str  # msgs/s, "saturated" or "auto"
+    topic_compression: str  # Kafka's spelling (codecs.topic_compression): producer, uncompressed, ...
+    topic_config: Mapping[str, str] = field(default_factory=dict)
+    key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
+    client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
+    #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
+    spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.spec is None:
+            object.__setattr__(self, "spec", codecs.parse_spec(self.codec))
+        # the one place a cell's settings get their single spelling
+        object.__setattr__(self, "topic_compression", codecs.topic_compression(self.topic_compression))
+        object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
+
+    @property
+    def saturated(self) -> bool:
+        return self.rate == "saturated"
+
+    def params(self) -> dict[str, Any]:
+        """The cell's parameters as flat CSV-ready values."""
+        return {
+            "cell_id": self.cell_id,
+            "sweep": self.sweep,
+            "client": self.client,
+            "codec": self.codec,
+            "corpus": self.corpus,
+            "batch_size": self.batch_size,
+            "linger_ms": self.linger_ms,
+            "partitions": self.partitions,
+            "acks": self.acks,
+            "rate": self.rate,
+            "key_policy": self.key_policy,
+            "topic_compression": self.topic_compression,
+        }

@@ -1,0 +1,164 @@
+"""Experiment B: the throughput cost of a codec (saturated producer).
+
+Rows: achieved msgs/s and payload MB/s; latencies flagged as queueing.  Report: msgs/s per
+machine × codec against the baseline, per vCPU and per core, the spread across machines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbench.experiments.rowkit import (
+    finish,
+    lat,
+    loss,
+    row_base,
+)
+from kbench.experiments.spec import SATURATED_FLAG, Experiment, PlotSpec, RowInput, head, units
+from kbench.reporting import document as doc
+from kbench.reporting import plots
+from kbench.reporting.context import BASELINE, ReportContext, baseline, label_cols, na_stat, pairs, rows_keys
+from kbench.reporting.summary import stats
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HEAD = head(False, ("achieved_rate_msgs", "msgs/s"), ("payload_mb_per_s", "MB/s"))
+
+
+def _rows(x: RowInput) -> list[dict[str, Any]]:
+    res, row = x.res, row_base(x)
+    el = res.elapsed_s if res.elapsed_s > 0 else float("nan")
+    row["payload_mb_per_s"] = res.payload_bytes / el / 1e6
+    row["producer_wire_mb_per_s"] = None if res.producer_wire_bytes is None else res.producer_wire_bytes / el / 1e6
+    row.update(lat("service", res.latency_service, ("p50_us", "p99_us")))
+    row["latency_flag"] = SATURATED_FLAG
+    row.update(loss(res))
+    return [finish(row, x.verdict)]
+
+
+def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
+    labels = label_cols(df)
+    keys = ["machine"] + labels
+    st = stats(ctx.ledger, df, EXPERIMENT.id, "achieved_rate_msgs", keys, "int")
+    mb = stats(ctx.ledger, df, EXPERIMENT.id, "payload_mb_per_s", keys)
+    all_keys = rows_keys(df, keys)
+    base = {k: b for b, k in pairs(all_keys, 1)}
+    headers = [
+        "machine",
+        "arch",
+        "physical cores",
+        "vCPU",
+        *labels,
+        "msgs/s median [range]",
+        "payload MB/s",
+        f"vs {baseline(sorted({k[1] for k in all_keys}) or [BASELINE])}",
+        "msgs/s per vCPU",
+        "msgs/s per physical core",
+        "n",
+    ]
+    rows: list[list[str]] = []
+    for k in all_keys:
+        machine = k[0]
+        s = st.get(k) or na_stat(ctx, "achieved_rate_msgs")
+        cores, vcpu = ctx.mfig(machine, "physical_cores"), ctx.mfig(machine, "logical_cores")
+        vs = "baseline" if k not in base else "NA"
+        if k in base and base[k] in st and s.ok:
+            vs = ctx.ledger.derive("share_pct", [s.median, st[base[k]].median], "pct1").text
+        per_v = ctx.ledger.derive("ratio", [s.median, vcpu], "int")
+        per_c = ctx.ledger.derive("ratio", [s.median, cores], "int")
+        rows.append(
+            [
+                machine,
+                str(ctx.machine_run(machine).machine.get("arch", "NA")),
+                cores.text,
+                vcpu.text,
+                *k[1:],
+                s.cell(),
+                mb[k].median.text if k in mb else "NA",
+                vs,
+                per_v.text,
+                per_c.text,
+                s.n.text,
+            ]
+        )
+    flagged = df[df.get("latency_flag", "") == SATURATED_FLAG] if "latency_flag" in df.columns else df.iloc[0:0]
+    nflag = ctx.ledger.agg(
+        "count",
+        [0.0] * len(flagged),
+        ctx.ledger.row_set(EXPERIMENT.id, flagged["_gid"].to_numpy(), {"latency_flag": SATURATED_FLAG}),
+        "latency_flag",
+        "int",
+    )
+    ctx.add(
+        doc.Heading(2, EXPERIMENT.report_title, "exp-b"),
+        doc.Para(
+            f"Latency columns are deliberately left out: at saturation each codec runs at a different rate, so its "
+            f"latency is queueing, not service. {nflag} rows carry {SATURATED_FLAG} and no latency conclusion uses them.",
+            "note",
+        ),
+        doc.Table(headers, rows),
+    )
+    # Spread across machines per codec (and labels): (max − min) / min of the machines' medians.
+    machines = sorted({k[0] for k in all_keys})
+    for lab in sorted({k[1:] for k in all_keys}):
+        meds = [st[(m, *lab)].median for m in machines if (m, *lab) in st and st[(m, *lab)].ok]
+        what = " ".join(lab)
+        if len(meds) >= 2:
+            spread = ctx.ledger.derive("spread_pct", meds, "pct1")
+            ctx.headline.append(
+                f"Saturated throughput spread across machines, {what}: {spread} ((max − min) / min of the machines' medians)."
+            )
+        elif len(meds) == 1:
+            ctx.headline.append(
+                f"Saturated throughput, {what}: {meds[0]} msgs/s on one machine (no spread across machines to show)."
+            )
+
+
+def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
+    if "latency_flag" not in df.columns:
+        return []
+    fl = df[df["latency_flag"] == SATURATED_FLAG]
+    if not len(fl):
+        return []
+    L = ctx.ledger
+    n = L.agg(
+        "count",
+        [0.0] * len(fl),
+        L.row_set(EXPERIMENT.id, fl["_gid"].to_numpy(), {"latency_flag": SATURATED_FLAG}),
+        "latency_flag",
+        "int",
+    )
+    return [
+        f"Saturated latency excluded: {n} {EXPERIMENT.id} rows are flagged {SATURATED_FLAG}; the report uses no {EXPERIMENT.id} latency."
+    ]
+
+
+EXPERIMENT = Experiment(
+    id="B",
+    title="throughput cost (saturated producer)",
+    own_columns=(
+        "payload_mb_per_s",
+        "producer_wire_mb_per_s",
+        "service_p50_us",
+        "service_p99_us",
+        "latency_flag",
+        "lost",
+        "duplicated",
+        "delivery_errors",
+    ),
+    compared=("codec",),
+    headline=HEAD,
+    verdict_on="achieved_rate_msgs",
+    needs={},
+    rate="saturated",
+    compare_metrics=("achieved_rate_msgs", "payload_mb_per_s"),
+    per_core=("achieved_rate_msgs",),
+    units=units(*HEAD, producer_wire_mb_per_s="MB/s"),
+    rows=_rows,
+    report_title="Experiment B · saturated throughput (the throughput cost)",
+    section=_section,
+    threats=_threats,
+    plots=(PlotSpec("b_throughput.png", "B: saturated throughput per codec and machine", plots.throughput, 20),),
+    console_note=f"(B latencies are flagged {SATURATED_FLAG}: queueing, not service; see A)",
+)

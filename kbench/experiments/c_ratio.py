@@ -1,0 +1,122 @@
+"""Experiment C: compression ratio against the corpus (stored bytes).
+
+Rows: payload and stored bytes, ratio, batch ratio, corpus entropy and fingerprint, stored codecs.
+Report: ratio per machine × corpus × codec with the corpus entropy beside it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbench.experiments.rowkit import (
+    finish,
+    flag_inferred,
+    ratio,
+    row_base,
+    unmeasured,
+)
+from kbench.experiments.spec import LABELS, Experiment, PlotSpec, RowInput, head, units
+from kbench.reporting import document as doc
+from kbench.reporting import plots
+from kbench.reporting.context import BASELINE, ReportContext, na_stat, rows_keys, sources
+from kbench.reporting.summary import stats, stats_many, varying
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HEAD = head(False, ("ratio", "x"), ("batch_ratio", "x"), ("corpus_entropy_bits", "bits/B"))
+
+
+def _rows(x: RowInput) -> list[dict[str, Any]]:
+    res, row = x.res, row_base(x)
+    row.update(
+        payload_bytes=res.payload_bytes,
+        stored_bytes=res.stored_bytes,
+        ratio=ratio(res),
+        batch_ratio=(res.stored_uncompressed_bytes / res.stored_bytes)
+        if (res.stored_uncompressed_bytes and res.stored_bytes)
+        else None,
+        corpus_entropy_bits=x.corpus_entropy,
+        corpus_sha256=x.corpus.sha256,
+        corpus_near_random=x.corpus_entropy >= 6.3,
+        stored_batches=res.stored_batches,
+        stored_codecs=sorted(res.stored_codecs),
+        stored_source=res.stored_source,
+    )
+    return [finish(row, flag_inferred(unmeasured(EXPERIMENT, x), res))]
+
+
+def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
+    labels = ["corpus", "codec"] + [c for c in varying(df, [x for x in LABELS if x not in ("codec", "corpus")])]
+    keys = ["machine"] + labels
+    many = stats_many(
+        ctx.ledger,
+        df,
+        EXPERIMENT.id,
+        {"ratio": "x", "corpus_entropy_bits": "f3", "payload_bytes": "int", "stored_bytes": "int"},
+        keys,
+    )
+    ratio, ent, pay, sto = many["ratio"], many["corpus_entropy_bits"], many["payload_bytes"], many["stored_bytes"]
+    headers = ["machine", *labels, "entropy (bits/B)", "payload bytes", "stored bytes", "ratio median [range]", "n"]
+    rows = []
+    for k in rows_keys(df, keys):
+        r = ratio.get(k) or na_stat(ctx, "ratio")
+        rows.append(
+            [
+                *k,
+                ent[k].median.text if k in ent else "NA",
+                pay[k].median.text if k in pay else "NA",
+                sto[k].median.text if k in sto else "NA",
+                r.cell(),
+                r.n.text,
+            ]
+        )
+    ctx.add(
+        doc.Heading(2, EXPERIMENT.report_title, "exp-c"),
+        doc.Para(
+            "Ratio = uncompressed payload / stored bytes (the broker's log segments, or DescribeLogDirs on a remote cluster). The corpus' Shannon entropy "
+            "stands beside every ratio: a near-random corpus cannot compress, whatever the codec.",
+            "note",
+        ),
+        doc.Table(headers, rows),
+        *sources(df, "stored_source", "stored bytes and codecs"),
+    )
+    # Headline: ratio per corpus and codec over all machines, with entropy.
+    hr = stats(ctx.ledger, df, EXPERIMENT.id, "ratio", ["corpus", "codec"], "x")
+    he = stats(ctx.ledger, df, EXPERIMENT.id, "corpus_entropy_bits", ["corpus"], "f3")
+    for (corpus, codec), s in sorted(hr.items()):
+        if codec == BASELINE or not s.ok:
+            continue
+        e = he.get((corpus,))
+        ctx.headline.append(
+            f"Ratio, {codec} on corpus {corpus} (entropy {e.median if e else 'NA'} bits/byte): {s.median} (range {s.range()})."
+        )
+
+
+EXPERIMENT = Experiment(
+    id="C",
+    title="compression ratio vs corpus (stored bytes)",
+    own_columns=(
+        "payload_bytes",
+        "stored_bytes",
+        "ratio",
+        "batch_ratio",
+        "corpus_entropy_bits",
+        "corpus_sha256",
+        "corpus_near_random",
+        "stored_batches",
+        "stored_codecs",
+        "stored_source",
+    ),
+    compared=("codec",),
+    headline=HEAD,
+    verdict_on="ratio",
+    needs={"stored_bytes": "stored bytes not measured by this transport"},
+    compare_metrics=("corpus_entropy_bits", "payload_bytes", "stored_bytes", "ratio"),
+    units=units(*HEAD, payload_bytes="B", stored_bytes="B"),
+    rows=_rows,
+    needs_stored=True,
+    report_title="Experiment C · compression ratio and corpus entropy",
+    section=_section,
+    plots=(PlotSpec("c_ratio_entropy.png", "C: ratio against corpus entropy", plots.ratio_vs_entropy, 40),),
+)

@@ -1,0 +1,207 @@
+"""Experiment D: who pays the CPU (producer, consumer, each broker) at a fixed rate.
+
+Rows: one per role: usr and sys %, CPU-s per GB of the payload of that role's own CPU window,
+the producer's load generator and client library apart, wire bytes, steal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kbench.engine.status import Verdict
+from kbench.experiments.rowkit import (
+    cpu_role,
+    finish,
+    per_gb,
+    row_base,
+    window_gb,
+)
+from kbench.experiments.spec import Experiment, PlotSpec, RowInput, head, units
+from kbench.reporting import document as doc
+from kbench.reporting import plots
+from kbench.reporting.context import BASELINE, ReportContext, baseline, label_cols, na_stat, pairs, rows_keys, sources
+from kbench.reporting.provenance import Fig
+from kbench.reporting.summary import overlap_verdict, stats_many
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HEAD = head(True, ("cpu_s_per_gb", "CPU-s/GB"), ("usr_pct", "%"), ("sys_pct", "%"))
+
+
+def _rows(x: RowInput) -> list[dict[str, Any]]:
+    res = x.res
+    rows = []
+    consumer_wire = (res.consumer_wire_bytes, "consumer statistics: bytes in")
+    if res.consumer_wire_bytes is None and res.stored_bytes is not None and res.consumed:
+        consumer_wire = (res.stored_bytes, "stored bytes fetched once (consumer statistics not exported)")
+    wire = {"producer": (res.producer_wire_bytes, "producer statistics: bytes out"), "consumer": consumer_wire}
+    for c in res.cpu:
+        r = row_base(x)
+        usr, sys_, cpu_s, st, why = cpu_role(c)
+        gb = window_gb(c)
+        r.update(role=c.role, pid=c.pid, usr_pct=usr, sys_pct=sys_, cpu_s=cpu_s, payload_gb=gb, steal_pct=res.steal_pct)
+        r.update(
+            cpu_source=c.source or ("kbench worker process (/proc/self/stat)" if c.pid is None else ""),
+            broker_bytes_in=c.broker_counters.get("bytes_in"),
+            broker_bytes_out=c.broker_counters.get("bytes_out"),
+            produce_conversions=c.broker_counters.get("produce_conversions"),
+        )
+        r["cpu_s_per_gb"] = per_gb(cpu_s, gb)
+        if st is None and cpu_s is not None and gb is None:
+            st, why = "NA", f"{c.role}: payload of its CPU window not measured"
+        # producer: the load generator's threads apart from the client library's (same window)
+        split = cpu_s is not None and c.loadgen_s is not None and c.client_s is not None
+        for part, val in (("loadgen", c.loadgen_s), ("client", c.client_s)):
+            r[f"{part}_cpu_s"] = val if split else None
+            r[f"{part}_cpu_s_per_gb"] = per_gb(val, gb) if split else None
+        if c.role.startswith("broker"):
+            repl = None if res.stored_bytes is None else res.stored_bytes * max(0, x.replication_factor - 1)
+            r.update(wire_bytes=repl, wire_source=f"replication: stored bytes x (RF-1), RF={x.replication_factor}")
+        else:
+            wb, src = wire.get(c.role, (None, ""))
+            r.update(wire_bytes=wb, wire_source=src)
+        v = x.verdict if st is None else x.verdict.merged(Verdict(st, [why]))
+        rows.append(finish(r, v))
+    if not rows:
+        r = row_base(x)
+        r.update(role="all")
+        rows.append(finish(r, x.verdict.merged(Verdict("NA", [EXPERIMENT.needs["cpu"]]))))
+    return rows
+
+
+def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
+    labels = label_cols(df)
+    keys = ["machine", "role"] + labels
+    order = ["machine"] + labels[1:] + ["role", "codec"]
+    many = stats_many(ctx.ledger, df, EXPERIMENT.id, {"usr_pct": "f2", "sys_pct": "f2", "cpu_s_per_gb": "f2"}, keys)
+    usr, sys_, per_gb = many["usr_pct"], many["sys_pct"], many["cpu_s_per_gb"]
+    all_keys = rows_keys(df, keys)
+    base = {k: b for b, k in pairs(all_keys, 2)}
+    codecs = sorted({k[2] for k in all_keys}) or [BASELINE]
+    headers = [
+        "machine",
+        "role",
+        *labels,
+        "usr / sys %",
+        "total %",
+        f"Δ total vs {baseline(codecs)}",
+        "CPU-s/GB median [range]",
+        "n",
+    ]
+    rows = []
+
+    def sort_key(k: tuple[str, ...]) -> tuple[str, ...]:
+        d = dict(zip(keys, k))
+        return tuple(d[c] for c in order)
+
+    totals: dict[tuple[str, ...], Fig] = {}
+    for k in sorted(all_keys, key=sort_key):
+        u, s = usr.get(k), sys_.get(k)
+        total = ctx.ledger.derive("sum", [u.median, s.median], "f2") if (u and s) else None
+        if total is not None:
+            totals[k] = total
+        delta = "baseline" if k not in base else "NA"
+        if k in base and base[k] in totals and total is not None:
+            delta = ctx.ledger.derive("pct_change", [totals[base[k]], total], "pct").text
+        g = per_gb.get(k) or na_stat(ctx, "cpu_s_per_gb")
+        n = (u or g).n.text if (u or per_gb.get(k)) else na_stat(ctx, "usr_pct").n.text
+        rows.append(
+            [
+                k[0],
+                k[1],
+                *k[2:],
+                f"{u.median} / {s.median}" if (u and s) else "NA",
+                total.text if total else "NA",
+                delta,
+                g.cell(),
+                n,
+            ]
+        )
+        if (
+            k in base
+            and k[1].startswith("broker")
+            and base[k] in per_gb
+            and k in per_gb
+            and per_gb[k].ok
+            and per_gb[base[k]].ok
+        ):
+            ch = ctx.ledger.derive("pct_change", [per_gb[base[k]].median, per_gb[k].median], "pct")
+            v = overlap_verdict(per_gb[base[k]], per_gb[k])
+            rest = " ".join(k[3:])
+            ctx.headline.append(
+                f"Broker CPU change, {k[0]} {k[1]}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
+                f"({per_gb[base[k]].median} → {per_gb[k].median}): {v}."
+            )
+    ctx.add(
+        doc.Heading(2, EXPERIMENT.report_title, "exp-d"),
+        doc.Para(
+            "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart, "
+            "in % of one CPU; CPU-s/GB normalises to uncompressed payload so rows at different rates compare. "
+            "Unreadable counters are NA, never 0.",
+            "note",
+        ),
+        doc.Table(headers, rows),
+        *sources(df, "cpu_source", "CPU counters"),
+    )
+
+
+def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
+    if "steal_pct" not in df.columns or not df["steal_pct"].notna().any():
+        return []
+    L = ctx.ledger
+    sel = df[df["steal_pct"].notna()]
+    sid = L.row_set(EXPERIMENT.id, sel["_gid"].to_numpy(), {})
+    mx = L.agg("max", [float(x) for x in sel["steal_pct"]], sid, "steal_pct", "f2")
+    return [
+        f"CPU steal: at most {mx}% during the {EXPERIMENT.id} runs (a run above the limit in the manifest's rules is INVALID)."
+    ]
+
+
+def _compare_frame(ok: pd.DataFrame) -> pd.DataFrame:
+    """The notebooks' per-machine table: total % = usr + sys."""
+    if {"usr_pct", "sys_pct"} <= set(ok.columns):
+        ok["total_pct"] = ok["usr_pct"] + ok["sys_pct"]
+    return ok
+
+
+EXPERIMENT = Experiment(
+    id="D",
+    title="who pays the CPU (per role, fixed rate)",
+    own_columns=(
+        "role",
+        "pid",
+        "usr_pct",
+        "sys_pct",
+        "cpu_s",
+        "payload_gb",
+        "cpu_s_per_gb",
+        "loadgen_cpu_s",
+        "client_cpu_s",
+        "loadgen_cpu_s_per_gb",
+        "client_cpu_s_per_gb",
+        "wire_bytes",
+        "wire_source",
+        "steal_pct",
+        "cpu_source",
+        "broker_bytes_in",
+        "broker_bytes_out",
+        "produce_conversions",
+    ),
+    compared=("codec",),
+    headline=HEAD,
+    verdict_on="cpu_s_per_gb",
+    needs={"cpu": "this transport measured no CPU"},
+    row_key=("role",),
+    rate="fixed",
+    compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
+    per_core=("total_pct",),
+    units=units(*HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%"),
+    rows=_rows,
+    needs_stored=True,
+    report_title="Experiment D · who pays the CPU (producer, consumer, each broker)",
+    section=_section,
+    threats=_threats,
+    plots=(PlotSpec("d_cpu.png", "D: CPU per role, usr and sys stacked", plots.cpu_per_role, 30),),
+    compare_frame=_compare_frame,
+)

@@ -1,0 +1,87 @@
+"""The registry: every experiment, in the order the report shows them, one line each.
+
+Everything that needs to know about experiments asks here, at call time (so a test may add one):
+the plan (which ids exist, which need a fixed or saturated rate), the rules (the rows of a
+repetition), the store (CSV columns), the console tables, the report (sections, threats, plots),
+frames and the notebooks' tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kbench.experiments import (
+    a_latency,
+    b_throughput,
+    c_ratio,
+    d_cpu,
+    e_batch,
+    f_recompression,
+    m_microbench,
+)
+from kbench.experiments.spec import Experiment, PlotSpec
+
+__all__ = [
+    "EXPERIMENTS",
+    "columns",
+    "fixed_rate",
+    "get",
+    "ids",
+    "needs_stored",
+    "plots",
+    "run_experiments",
+    "saturated",
+]
+
+#: id -> experiment, in report order.  Adding an experiment: one module and one line here.
+EXPERIMENTS: dict[str, Experiment] = {
+    e.id: e
+    for e in (
+        a_latency.EXPERIMENT,
+        b_throughput.EXPERIMENT,
+        c_ratio.EXPERIMENT,
+        d_cpu.EXPERIMENT,
+        e_batch.EXPERIMENT,
+        f_recompression.EXPERIMENT,
+        m_microbench.EXPERIMENT,
+    )
+}
+
+
+def get(experiment: str) -> Experiment:
+    return EXPERIMENTS[experiment]
+
+
+def ids() -> tuple[str, ...]:
+    """Every experiment, in report order (the CSVs a run directory may hold)."""
+    return tuple(EXPERIMENTS)
+
+
+def run_experiments() -> tuple[str, ...]:
+    """The experiments ``kbench run`` writes."""
+    return tuple(k for k, e in EXPERIMENTS.items() if e.in_run)
+
+
+def fixed_rate() -> frozenset[str]:
+    """Experiments that need a fixed rate (msgs/s or "auto")."""
+    return frozenset(k for k, e in EXPERIMENTS.items() if e.rate == "fixed")
+
+
+def saturated() -> frozenset[str]:
+    """Experiments that need a saturated producer."""
+    return frozenset(k for k, e in EXPERIMENTS.items() if e.rate == "saturated")
+
+
+def needs_stored(experiments: Iterable[str]) -> bool:
+    """Whether any of ``experiments`` reads stored bytes."""
+    return any(EXPERIMENTS[e].needs_stored for e in experiments)
+
+
+def columns(experiment: str) -> tuple[str, ...]:
+    """The CSV header of an experiment."""
+    return EXPERIMENTS[experiment].columns
+
+
+def plots() -> list[tuple[str, PlotSpec]]:
+    """(experiment, plot) for every plot, in the order a report shows them."""
+    return sorted(((k, p) for k, e in EXPERIMENTS.items() for p in e.plots), key=lambda kp: kp[1].rank)

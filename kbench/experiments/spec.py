@@ -1,0 +1,176 @@
+"""What an experiment is: its columns, units, label axes, verdict metric, and its behaviour
+(the rows it derives from a repetition, its report section, threats and plots).
+
+The label axes are every plan axis a CSV row carries: two rows that differ in any of them belong
+to different cells and are never pooled; two cells are compared by a verdict only when they differ
+in exactly the experiment's compared axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kbench.engine.cell import Cell
+from kbench.engine.status import Verdict
+from kbench.engine.transports.base import RunResult
+from kbench.model.corpus import Corpus
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "CELL_COLUMNS",
+    "Experiment",
+    "LABELS",
+    "M_LABELS",
+    "Metric",
+    "PlotSpec",
+    "RowInput",
+    "SATURATED_FLAG",
+    "TAIL_COLUMNS",
+]
+
+#: The flag carried by every saturated (B) latency: queueing, not service.
+SATURATED_FLAG = "latency-NOT-comparable-saturated"
+
+#: Every plan axis a CSV row carries (``rate`` is the plan's rate: msgs/s, ``saturated`` or
+#: ``auto``).  Rows equal on all of these (and on the machine) are repetitions of one cell.
+LABELS: tuple[str, ...] = (
+    "client",  # the producer's client driver (docs/drivers.md)
+    "codec",
+    "corpus",
+    "batch_size",
+    "linger_ms",
+    "partitions",
+    "acks",
+    "rate",
+    "key_policy",
+    "topic_compression",
+)
+#: Label axes of the in-memory micro-benchmark (M).
+M_LABELS: tuple[str, ...] = ("codec", "level", "block_size", "corpus")
+
+CELL_COLUMNS: tuple[str, ...] = (
+    "cell_id",
+    "rep",
+    "attempt",  # 1 for a repetition's first run; 2, 3, ... for its retries (INVALID or REJECTED before)
+    "sweep",
+    *LABELS,
+    "target_rate_msgs",
+    "achieved_rate_msgs",
+    "rate_error_pct",
+    "messages",
+)
+TAIL_COLUMNS: tuple[str, ...] = ("status", "reason")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric column, its unit and whether lower is better."""
+
+    column: str
+    unit: str
+    lower_is_better: bool
+
+
+@dataclass(frozen=True)
+class RowInput:
+    """One repetition's inputs to the rows of every experiment its cell feeds."""
+
+    cell: Cell
+    rep: int
+    res: RunResult
+    corpus: Corpus
+    corpus_entropy: float
+    replication_factor: int
+    verdict: Verdict
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """One plot of an experiment: file name, caption, the drawing function (a frame → a figure,
+    or None when the frame has nothing to draw) and its place among the report's plots."""
+
+    name: str
+    caption: str
+    draw: Callable[[pd.DataFrame], Figure | None]
+    rank: int
+
+
+RowsFn = Callable[[RowInput], list[dict[str, Any]]]
+#: A report section and its threats take the report's context (kbench.reporting.context.ReportContext;
+#: typed Any here so that this leaf imports nothing of the reporting layer) and the experiment's frame.
+SectionFn = Callable[[Any, "pd.DataFrame"], None]
+ThreatsFn = Callable[[Any, "pd.DataFrame"], list[str]]
+FrameFn = Callable[["pd.DataFrame"], "pd.DataFrame"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything the engine and the reports need to know about one experiment."""
+
+    id: str
+    title: str
+    own_columns: tuple[str, ...]  # the experiment's columns after the cell columns
+    compared: tuple[str, ...]  # the axes a verdict compares (cells equal on every other label)
+    headline: tuple[Metric, ...]  # the metrics of the end-of-run table; the first one ...
+    verdict_on: str  # ... and this one is what pairwise verdicts are drawn on
+    #: What a transport must measure for it: RunResult field -> the NA reason when it did not
+    #: (None; for ``cpu``, no sample of the role the experiment reads).
+    needs: Mapping[str, str]
+    row_key: tuple[str, ...] = ()  # columns besides the labels that split a run into rows (D: role)
+    labels: tuple[str, ...] = LABELS
+    in_run: bool = True  # written by ``kbench run`` (M is written by ``kbench codecs bench``)
+    rate: str = "any"  # the rates a sweep may give it: "fixed" (msgs/s or auto), "saturated" or "any"
+    needs_stored: bool = False  # reads stored bytes (a remote cluster is asked for them when no segment files)
+    compare_metrics: tuple[str, ...] = ()  # the notebooks' per-machine table (kbench.reporting.compare)
+    per_core: tuple[str, ...] = ()  # of those, the ones that scale with the CPUs (per vCPU / per core)
+    units: Mapping[str, str] = field(default_factory=dict)
+    #: The columns a CSV of this experiment must have to be read at all.
+    required_columns: tuple[str, ...] = ("status",)
+    # ---- behaviour
+    rows: RowsFn | None = None  # the rows one repetition contributes (in_run experiments)
+    report_title: str = ""
+    section: SectionFn | None = None  # its report section
+    threats: ThreatsFn | None = None  # threats to validity its rows show
+    plots: tuple[PlotSpec, ...] = ()
+    #: The notebooks' per-machine frame: derived columns added before the table (e.g. total %).
+    compare_frame: FrameFn | None = None
+    #: A line printed under its end-of-run console table.
+    console_note: str = ""
+    #: A sweep's axes (name -> values) -> what this experiment cannot measure in them ("" when fine).
+    sweep_check: Callable[[Mapping[str, Sequence[Any]]], str] | None = None
+
+    @property
+    def csv(self) -> str:
+        return f"{self.id}.csv"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        if not self.in_run:
+            return self.own_columns
+        return CELL_COLUMNS + self.own_columns + TAIL_COLUMNS
+
+    @property
+    def verdict_metric(self) -> Metric:
+        return next(m for m in self.headline if m.column == self.verdict_on)
+
+    @property
+    def at_common_rate(self) -> bool:
+        """Run by ``kbench run`` at a plan's fixed or derived rate (not only saturated)."""
+        return self.in_run and self.rate != "saturated"
+
+
+def units(*metrics: Metric, **extra: str) -> dict[str, str]:
+    return {**{m.column: m.unit for m in metrics}, **extra}
+
+
+def head(lower_is_better: bool, *columns: tuple[str, str]) -> tuple[Metric, ...]:
+    return tuple(Metric(c, u, lower_is_better) for c, u in columns)
+
+
+LATENCY_PERCENTILES = ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")

@@ -1,0 +1,143 @@
+"""The house's structure, read from the code with ``ast``: no import cycle between kbench's
+modules, and no private name imported from another module (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "kbench"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+#: Modules that are not Python files: the C extension (csrc/ -> kbench._native).
+EXTENSIONS = {"kbench._native": ROOT / "_native.pyi"}
+
+
+def _modules() -> dict[str, Path]:
+    return {**{_module_name(p): p for p in ROOT.rglob("*.py")}, **EXTENSIONS}
+
+
+def _imports(path: Path, mods: dict[str, Path]) -> list[tuple[str, list[str], int]]:
+    """(imported module, names imported from it, line) for every import in the file, wherever it
+    stands (module level, inside a function, under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, [], node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(pkg + ([base] if base else []))
+            names = [a.name for a in node.names]
+            # "from kbench.x import y" where y is a module: an import of kbench.x.y
+            subs = [f"{base}.{n}" for n in names if f"{base}.{n}" in mods]
+            out += [(s, [], node.lineno) for s in subs]
+            rest = [n for n in names if f"{base}.{n}" not in mods]
+            if rest or not subs:
+                out.append((base, rest, node.lineno))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    g: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        if m in EXTENSIONS:
+            continue
+        for target, _, _ in _imports(p, mods):
+            if target in mods and target != m:
+                g[m].add(target)
+    return g
+
+
+def _cycle(g: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``g`` (empty when there is none)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str]:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(g[n]):
+            if state.get(m) == 1:
+                return stack[stack.index(m) :] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        state[n] = 2
+        stack.pop()
+        return []
+
+    for n in sorted(g):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return []
+
+
+def test_no_import_cycle() -> None:
+    cycle = _cycle(_graph())
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_private_name_imported_across_modules() -> None:
+    mods = _modules()
+    found = []
+    for m, p in mods.items():
+        if m in EXTENSIONS:
+            continue
+        for target, names, line in _imports(p, mods):
+            if not target.startswith("kbench") or target == m:
+                continue
+            for n in names:
+                if n.startswith("_") and not n.startswith("__"):
+                    found.append(f"{p.relative_to(ROOT.parent)}:{line} imports {n} from {target}")
+    assert not found, "\n".join(found)
+
+
+def test_no_experiment_id_tested_outside_the_experiment_modules() -> None:
+    """The runner, report, frames, provenance and transports ask the registry: no comparison
+    with an experiment's id literal outside kbench/experiments/."""
+    from kbench.experiments import registry
+
+    ids = set(registry.ids())
+    found = []
+    for p in ROOT.rglob("*.py"):
+        if p.is_relative_to(ROOT / "experiments"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    consts = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                    for c in consts:
+                        if isinstance(c, ast.Constant) and c.value in ids:
+                            found.append(f"{p.relative_to(ROOT.parent)}:{node.lineno} compares with {c.value!r}")
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "set" and node.args:
+                a = node.args[0]
+                if (
+                    isinstance(a, ast.Constant)
+                    and isinstance(a.value, str)
+                    and set(a.value) <= ids
+                    and len(a.value) > 1
+                ):
+                    found.append(f"{p.relative_to(ROOT.parent)}:{node.lineno} builds a set of experiment ids")
+    assert not found, "\n".join(found)
