@@ -380,10 +380,12 @@ def test_go_client_holds_a_fixed_rate_on_the_tick_rule(
     # fifth as many wakes as messages; wakes <= ceil(span / tick) + 1 < span / tick + 2
     assert count / 10 < pres["wakes"] < due_span / DEFAULT_TICK_S + 2
     assert pres["delay"]["p50_us"] < 5000  # asleep, not late: the schedule is kept
-    flush_s = (w["run"]["end_mono_ns"] - w["send"]["end_mono_ns"]) / 1e9
-    # the window closes after the flush: a slow flush shows here, with the client's own account of it
-    assert pres["cpu"]["wall_s"] == pytest.approx(seconds - 1.0, abs=0.5), (flush_s, pres["client_stats"]["raw"])
-    assert pres["windows"]["cpu"]["start_mono_ns"] >= w["run"]["start_mono_ns"] + 1e9
+    # the CPU window opens skip_s (1 s) after STARTED (a timer: late by a scheduler's wake at
+    # most) and closes after the flush, whose length is the broker's as much as the client's
+    cw, run = w["cpu"], w["run"]
+    assert 0 <= (cw["start_mono_ns"] - run["start_mono_ns"]) / 1e9 - 1.0 < 0.25
+    assert w["send"]["end_mono_ns"] < cw["end_mono_ns"] <= run["end_mono_ns"]
+    assert pres["cpu"]["wall_s"] == pytest.approx((cw["end_mono_ns"] - cw["start_mono_ns"]) / 1e9, abs=1e-6)
     assert (cres["unique"], cres["lost"], cres["duplicates"]) == (count, 0, 0)
     assert cres["sampled"] == count // 1000
     for name in ("service", "delay", "corrected"):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -388,6 +390,11 @@ func (p *kafkaGoProducer) send(seq int64, key, value, kb []byte, sentNs, dueNs i
 func (p *kafkaGoProducer) flush(timeout time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- p.w.Close() }() // Close writes the open batches and waits for them
+	if os.Getenv("KBENCH_GO_DEBUG") != "" {
+		// a slow flush's goroutines, on stderr (the runner keeps it in a file)
+		t := time.AfterFunc(500*time.Millisecond, func() { _ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2) })
+		defer t.Stop()
+	}
 	select {
 	case err := <-done:
 		p.stat = p.w.Stats()

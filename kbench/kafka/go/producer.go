@@ -260,8 +260,9 @@ func runProducer(j job, b backend) (map[string]any, error) {
 		}
 	}
 	ferr := prod.flush(30 * time.Second)
-	tEnd := mono()
+	tFlushed := mono()
 	cpu, cpuWin := w.stop()
+	tEnd := mono()                                        // the run window holds the CPU window
 	deliveryErrors := mergeErrors(a.errors, clientErrors) // failed reports and failed send calls
 	if ferr != nil {
 		clientErrors.add(errName(ferr), 1)
@@ -278,7 +279,7 @@ func runProducer(j job, b backend) (map[string]any, error) {
 		sendStart = t0
 	}
 	sendSeconds := math.Max(0, float64(tLast-sendStart)/1e9)
-	span := float64(tEnd-tFirst) / 1e9
+	span := float64(tFlushed-tFirst) / 1e9
 	achieved, deliveredRate := 0.0, 0.0
 	if sent >= 2 && sendSeconds > 0 {
 		achieved = float64(sent-1) / sendSeconds
