@@ -437,6 +437,17 @@ def test_go_consumer_reads_the_c_producers_kb_headers(
     assert cres["e2e"]["p50_us"] > 0 and cres["e2e"]["max_us"] < 30e6
 
 
+@pytest.mark.kafka
+@pytest.mark.parametrize("client", GO)
+@pytest.mark.parametrize("role", ["producer", "consumer"])
+def test_a_missing_topic_is_one_error_line(kafka1: Any, tmp_path: Path, client: str, role: str) -> None:
+    job = {"role": role, "topic": f"absent-{client}-{role}", "mode": "saturated", "count": 1, "expected": 1}
+    job |= {"corpus_file": str(_corpus_file(tmp_path, (b"x",))), "connect_timeout": 3}
+    p = _go_job(client, job | {"props": {"bootstrap.servers": kafka1.bootstrap_servers}})
+    assert p.returncode == 1 and p.stdout.count("\n") == 1
+    assert f"topic 'absent-{client}-{role}' not available; create it first" in json.loads(p.stdout[6:])
+
+
 ROUND_TRIP_N = 1500
 
 
