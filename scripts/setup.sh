@@ -34,3 +34,6 @@ $PY -c "import kbench; print('setup: kbench', kbench.__version__, 'codecs:', ', 
 # The Java driver (docs/drivers.md): built with Maven against kafka-clients of the pinned Kafka
 # version, cached under ~/.cache/kbench/java-driver-<version>-<hash of its sources>.
 $PY -c "from kbench.kafka import java_driver; print('setup: java driver', java_driver.build().jar)"
+# The Go driver (docs/drivers.md: kafka-go and sarama): built with the Go toolchain (PATH or
+# /usr/local/go/bin), cached under ~/.cache/kbench/go-driver-<hash of its sources and go version>.
+$PY -c "from kbench.kafka import go_driver; print('setup: go driver', go_driver.build().binary)"

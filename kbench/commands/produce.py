@@ -1,7 +1,7 @@
 """``kbench produce``: run a producer (fixed-rate or saturated), optionally with a consumer.
 
-``--client librdkafka`` (the default) runs the C loops in this process; ``--client java`` runs the
-Java driver processes over the driver protocol (docs/drivers.md)."""
+``--client librdkafka`` (the default) runs the C loops in this process; ``--client java``,
+``kafka-go`` and ``sarama`` run driver processes over the driver protocol (docs/drivers.md)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--client",
         choices=clients.CLIENTS,
         default="librdkafka",
-        help="the Kafka client: librdkafka (C loops in this process) or java (the Java driver process)",
+        help="the Kafka client: librdkafka (C loops in this process), java (the Java driver), kafka-go or sarama (the Go driver)",
     )
     p.add_argument("--topic", required=True)
     p.add_argument("--create", action="store_true", help="create the topic first")
@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate", type=float, default=None, help="messages/s (fixed-rate: required)")
     p.add_argument("--count", type=int, default=None, help="messages to send")
     p.add_argument("--duration", type=float, default=None, help="seconds to send for (without --count)")
-    p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC")
+    p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC (the Go clients' own names)")
     p.add_argument(
         "-X",
         dest="props",
@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="PROP=VAL",
-        help="client property (librdkafka's or Java's names, per --client), passed verbatim (repeatable)",
+        help="client property in --client's own names (docs/drivers.md section 2.1), passed verbatim (repeatable)",
     )
     p.add_argument(
         "--header-sample",
@@ -164,7 +164,9 @@ def _run_driver(
     cons = None
     if args.consume:
         if not args.count:
-            raise KafkaError("--consume with --client java needs --count (the consumer checks every sequence number)")
+            raise KafkaError(
+                f"--consume with --client {args.client} needs --count (the consumer checks every sequence number)"
+            )
         cons = _start_driver(
             args.client,
             {
@@ -254,11 +256,11 @@ def run(args: argparse.Namespace) -> int:
     clients.check_properties("-X", dict(args.props), {args.client})  # before connecting or writing
     props = {"bootstrap.servers": bs}
     if args.codec:
-        props["compression.type"] = args.codec
+        props[clients.codec_property(args.client)] = args.codec
     props.update(dict(args.props))
     if args.client != "librdkafka" and args.stats:
         print(
-            "kbench: error: --stats saves librdkafka statistics; the java client's metrics are in --json",
+            f"kbench: error: --stats saves librdkafka statistics; the {args.client} client's metrics are in --json",
             file=sys.stderr,
         )
         return 2

@@ -26,7 +26,7 @@ from typing import Any
 from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
 from kbench.experiments import registry
 from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
-from kbench.kafka.clients import CLIENTS, check_properties
+from kbench.kafka.clients import CLIENTS, GO_CLIENTS, cell_refusal, check_properties
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model import codecs, limits
@@ -348,7 +348,8 @@ def _axis(where: str, values: list[Any]) -> list[Any]:
     return values
 
 
-#: librdkafka properties kbench sets per cell; a plan's [client] and ``-X`` may not set them.
+#: Client properties kbench sets per cell (librdkafka's and Java's names, and the Go clients' of
+#: kbench.kafka.clients.producer_props); a plan's [client] and ``-X`` may not set them.
 MANAGED_CLIENT_KEYS = frozenset(
     {
         "compression.type",
@@ -358,6 +359,11 @@ MANAGED_CLIENT_KEYS = frozenset(
         "linger.ms",
         "acks",
         "bootstrap.servers",
+        # kafka-go (Writer fields)
+        *("Compression", "CompressionLevel", "BatchBytes", "BatchSize", "BatchTimeout", "RequiredAcks"),
+        # sarama (Config paths)
+        *("Producer.Compression", "Producer.CompressionLevel", "Producer.Flush.Bytes"),
+        *("Producer.Flush.Frequency", "Producer.RequiredAcks"),
     }
 )
 
@@ -561,6 +567,22 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     )
 
 
+def _check_go_cells(i: int, s: Sweep) -> None:
+    """A cell a Go client cannot express in its own settings (kbench.kafka.clients.cell_refusal)
+    is refused now, with the reason: never a setting silently dropped at run time."""
+    for client in (c for c in s.client if c in GO_CLIENTS):
+        for spec in s.codec:
+            for bs in s.batch_size:
+                for lg in s.linger_ms:
+                    for acks in s.acks:
+                        why = cell_refusal(client, spec.codec, spec.level, bs, lg, acks)
+                        if why is not None:
+                            raise PlanError(
+                                f"sweep[{i}] ({s.name}): codec {spec}, batch_size {bs}, linger_ms {lg:g}, "
+                                f"acks {acks}: {why}"
+                            )
+
+
 def _check_client_levels(i: int, s: Sweep) -> None:
     """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range
     (the Java client's per-codec ranges are its own to enforce)."""
@@ -690,6 +712,15 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
+            _check_go_cells(i, s)
+    if kind == "sim":
+        for i, s in enumerate(sweeps):
+            go = [c for c in s.client if c in GO_CLIENTS]
+            if go:
+                raise PlanError(
+                    f"sweep[{i}].client: {', '.join(go)} has no batching model in the simulator (it models "
+                    'librdkafka and java); run it on a Kafka transport (kind = "local") or drop it'
+                )
     try:  # [client] names checked against the client of every cell (librdkafka knows its own)
         check_properties("client", client, {c for s in sweeps for c in s.client})
     except ValueError as e:
