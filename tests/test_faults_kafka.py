@@ -26,7 +26,7 @@ import pytest
 
 from kbench import _native
 from kbench.engine import store
-from kbench.kafka.cluster import _pid_alive
+from kbench.kafka.cluster import pid_alive
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -237,7 +237,7 @@ def test_sigint_then_resume(tmp_path: Path) -> None:
     assert "Traceback" not in err
     assert f"continue with: kbench run --resume {run}" in err
     assert manifest(run)["state"] == "interrupted"
-    assert pids and not any(_pid_alive(p) for p in pids), "a broker outlived the interrupted run"
+    assert pids and not any(pid_alive(p) for p in pids), "a broker outlived the interrupted run"
     before = (run / "B.csv").read_bytes()
     n_before = len(journal(run))
     assert 1 <= n_before < 4

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kbench.kafka import admin, procstat
-from kbench.kafka.cluster import ClusterError, LocalCluster, _pid_alive, read_state
+from kbench.kafka.cluster import ClusterError, LocalCluster, pid_alive, read_state
 from kbench.kafka.drivers import KafkaError, ProducerSpec, produce, produce_and_consume
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -193,7 +193,7 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
     finally:
         dn = cli("down")
     assert dn.returncode == 0 and f"stopped pids [{st.brokers[0].pid}]" in dn.stdout
-    assert not _pid_alive(st.brokers[0].pid)  # gone (or a zombie of an init that does not reap)
+    assert not pid_alive(st.brokers[0].pid)  # gone (or a zombie of an init that does not reap)
     s = cli("status")
     assert s.returncode == 1 and "no cluster state" in s.stderr
 
