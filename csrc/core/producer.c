@@ -265,6 +265,49 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
     return 0;
 }
 
+/** The fixed-rate loop's clock and client (kb_pace_ops over this producer). */
+typedef struct {
+    kb_producer *p;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    int efd;
+    char **keys;
+    uint64_t *rnd;
+    size_t *rec;
+} fixed_loop;
+
+static int64_t fixed_wait(void *user, int64_t wake) {
+    fixed_loop *l = user;
+    wait_until(l->rk, l->efd, wake);
+    int64_t now = kb_now_ns();
+    cpu_mark(l->p, now);
+    return now;
+}
+
+static int fixed_send(void *user, int64_t seq, int64_t due) {
+    fixed_loop *l = user;
+    kb_producer *p = l->p;
+    size_t klen;
+    const char *key = key_of(p, l->keys, seq, l->rnd, &klen);
+    int halt = send_one(p, l->rk, l->rkt, seq, due, *l->rec, key, klen) ||
+               atomic_load_explicit(&p->stop, memory_order_relaxed);
+    if (++*l->rec == p->nrec)
+        *l->rec = 0;
+    if (((seq + 1) & 63) == 0)
+        rd_kafka_poll(l->rk, 0);
+    return halt;
+}
+
+static int fixed_stopped(void *user) {
+    fixed_loop *l = user;
+    return atomic_load_explicit(&l->p->stop, memory_order_relaxed);
+}
+
+static void fixed_after_wake(void *user) {
+    fixed_loop *l = user;
+    rd_kafka_poll(l->rk, 0); /* delivery reports between ticks */
+}
+
 int kb_producer_run(kb_producer *p, kb_error *e) {
     kb_error local = KB_ERROR_INIT;
     kb_error *err = e ? e : &local;
@@ -339,27 +382,13 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
             close(efd);
             efd = -1;
         }
-        int64_t wake = p->t0;
-        while (!halt && !atomic_load_explicit(&p->stop, memory_order_relaxed) && !kb_pace_done(&pace, seq)) {
-            wait_until(rk, efd, wake);
-            p->wakes++;
-            int64_t now = kb_now_ns();
-            cpu_mark(p, now);
-            int64_t upto = kb_pace_due_by(&pace, seq, now);
-            while (seq < upto && !halt) {
-                size_t klen;
-                const char *key = key_of(p, keys, seq, &rnd, &klen);
-                halt = send_one(p, rk, rkt, seq, kb_pace_due(&pace, seq), rec, key, klen) ||
-                       atomic_load_explicit(&p->stop, memory_order_relaxed);
-                seq++;
-                if (++rec == p->nrec)
-                    rec = 0;
-                if ((seq & 63) == 0)
-                    rd_kafka_poll(rk, 0);
-            }
-            rd_kafka_poll(rk, 0); /* delivery reports between ticks */
-            wake = kb_pace_wake(&pace, seq, wake);
-        }
+        fixed_loop fl = {.p = p, .rk = rk, .rkt = rkt, .efd = efd, .keys = keys, .rnd = &rnd, .rec = &rec};
+        kb_pace_ops ops = {.user = &fl,
+                           .wait = fixed_wait,
+                           .send = fixed_send,
+                           .stopped = fixed_stopped,
+                           .after_wake = fixed_after_wake};
+        seq = kb_pace_run(&pace, &ops, &p->wakes);
         if (mainq) {
             rd_kafka_queue_io_event_enable(mainq, -1, NULL, 0);
             rd_kafka_queue_destroy(mainq);
