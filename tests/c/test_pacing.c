@@ -62,9 +62,12 @@ static int fake_send(void *user, int64_t seq, int64_t due) {
     return seq == f->halt_at;
 }
 
+/* No simulated run here needs more wakes than this: a loop that never ends is a failure, not a hang. */
+#define MAX_WAKES 1000000
+
 static int fake_stopped(void *user) {
     fake *f = user;
-    return f->stop_after >= 0 && f->r.sent >= f->stop_after;
+    return (f->stop_after >= 0 && f->r.sent >= f->stop_after) || f->nwait >= MAX_WAKES;
 }
 
 static void fake_after_wake(void *user) {
@@ -85,6 +88,7 @@ static sim_result simulate_with(const kb_pace *p, int64_t (*lateness)(int64_t), 
     CHECK(n == f.r.sent);                 /* the loop counts what it handed to send */
     CHECK(f.after_wakes == f.r.wakes);    /* delivery reports are served after every wake */
     CHECK(f.nwait == f.r.wakes);
+    CHECK(f.nwait < MAX_WAKES); /* the run ended by itself */
     return f.r;
 }
 
