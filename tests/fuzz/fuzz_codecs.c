@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t outlen = 0;
     kb_error err = KB_ERROR_INIT;
     int rc = kb_decompress(ctx, codec, src, n, dst, cap, &outlen, &err);
-    if (rc == KB_ERR && err[0] == '\0')
-        abort(); /* every failure carries a message */
+    if (rc != KB_OK && (err.code != rc || err.msg[0] == '\0'))
+        abort(); /* every failure carries its code and a message (error.h) */
     if (rc == KB_OK) {
         if (outlen > cap)
             abort();
