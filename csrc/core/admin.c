@@ -92,8 +92,7 @@ static int wait_topic(rd_kafka_t *rk, const char *topic, int gone, int tms) {
  *  configs): 0, or -1 with "<verb> topic 'name': message" in err. */
 static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char *name, kb_error *err) {
     if (rd_kafka_event_error(ev)) {
-        kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %s", verb, name, rd_kafka_event_error_string(ev));
-        return -1;
+        return kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %s", verb, name, rd_kafka_event_error_string(ev));
     }
     size_t n = 0;
     rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -110,8 +109,7 @@ static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char
         const rd_kafka_ConfigResource_t **rs =
             rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
         if (n != 1) {
-            kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %zu resources in the answer", verb, name, n);
-            return -1;
+            return kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %zu resources in the answer", verb, name, n);
         }
         code = rd_kafka_ConfigResource_error(rs[0]);
         m = rd_kafka_ConfigResource_error_string(rs[0]);
@@ -125,8 +123,7 @@ static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char
         m = rd_kafka_topic_result_error_string(tr[0]);
     }
     if (code) {
-        kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %s", verb, name, m ? m : rd_kafka_err2str(code));
-        return -1;
+        return kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %s", verb, name, m ? m : rd_kafka_err2str(code));
     }
     return 0;
 }
@@ -152,8 +149,7 @@ int kb_admin_metadata(const kb_props *p, int tms, kb_admin_result *r, kb_error *
     rd_kafka_resp_err_t e = rd_kafka_metadata(r->rk, 1, NULL, &r->md, tms);
     if (e) {
         r->md = NULL;
-        kb_error_set(err, KB_EKAFKA, -1, "metadata request failed: %s", rd_kafka_err2str(e));
-        return -1;
+        return kb_error_set(err, KB_EKAFKA, -1, "metadata request failed: %s", rd_kafka_err2str(e));
     }
     r->controller_id = rd_kafka_controllerid(r->rk, 0);
     return 0;

@@ -2,11 +2,13 @@
  * error.h - the one error convention of csrc/core.
  *
  * A function that can fail takes `kb_error *e` as its last argument and
- * returns KB_OK (0) or a negative KB_E* code; on failure it stores that code
- * in e->code, a one-line NUL-terminated message in e->msg (the library's own
- * message where there is one, at most KB_ERRLEN bytes) and, for an error
- * about input bytes, their offset in e->offset (-1 otherwise).  e may be NULL
- * (the caller only wants the code).  kb_strerror() names a code, as
+ * returns KB_OK (0), or a negative value on failure: the KB_E* code where the
+ * function raises the error itself, any negative value where it passes on a
+ * callee's.  On failure e->code holds the KB_E* code, e->msg a one-line
+ * NUL-terminated message (the library's own message where there is one, at
+ * most KB_ERRLEN bytes) and, for an error about input bytes, e->offset their
+ * offset (-1 otherwise).  Callers test `< 0` and read e->code.  e may be NULL
+ * (the caller wants no detail).  kb_strerror() names a code, as
  * strerror() does for errno.  Functions returning a pointer return NULL on
  * failure and fill e the same way.  Allocation and lookup primitives
  * (kb_buf_reserve, kb_props_add, kb_codec_parse, *_new) only return -1/NULL:

@@ -151,8 +151,7 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
     size_t cap_rows = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        kb_error_set(e, KB_EIO, -1, "cannot open %s: %s", path, strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot open %s: %s", path, strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
@@ -263,8 +262,7 @@ done:
 int kb_seg_writer_open(kb_seg_writer *w, const char *path, int64_t base_offset, int32_t leader_epoch, kb_error *e) {
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0) {
-        kb_error_set(e, KB_EIO, -1, "cannot create segment %s: %s", path, strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot create segment %s: %s", path, strerror(errno));
     }
     w->next_offset = base_offset;
     w->size = 0;
@@ -284,8 +282,7 @@ int kb_seg_writer_append(kb_seg_writer *w, uint8_t *batch, size_t n, uint64_t *p
         if (k < 0) {
             if (errno == EINTR)
                 continue;
-            kb_error_set(e, KB_EIO, -1, "segment write failed: %s", strerror(errno));
-            return -1;
+            return kb_error_set(e, KB_EIO, -1, "segment write failed: %s", strerror(errno));
         }
         done += (size_t)k;
     }
@@ -302,8 +299,7 @@ int kb_seg_writer_close(kb_seg_writer *w, kb_error *e) {
     int rc = close(w->fd);
     w->fd = -1;
     if (rc < 0) {
-        kb_error_set(e, KB_EIO, -1, "segment close failed: %s", strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "segment close failed: %s", strerror(errno));
     }
     return 0;
 }

@@ -143,8 +143,7 @@ static int producer_sink(void *user, const kb_batch_info *info, uint32_t **idx, 
     sim *s = user;
     item *it = calloc(1, sizeof(*it));
     if (!it) {
-        kb_error_set(e, KB_ENOMEM, -1, "out of memory");
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory");
     }
     it->info = *info;
     it->idx = *idx;
@@ -158,8 +157,7 @@ static int producer_sink(void *user, const kb_batch_info *info, uint32_t **idx, 
     s->res->raw_batch_bytes += KB_BATCH_OVERHEAD + info->raw_bytes;
     if (q_push(&s->q1, it) < 0) {
         item_free(it); /* the item owns idx and bytes now */
-        kb_error_set(e, KB_ERR, -1, "run aborted");
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "run aborted");
     }
     return 0;
 }
@@ -188,8 +186,7 @@ static void *producer_main(void *arg) {
 
 static int mkdir_p1(const char *path, kb_error *e) {
     if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-        kb_error_set(e, KB_EIO, -1, "cannot create %s: %s", path, strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot create %s: %s", path, strerror(errno));
     }
     return 0;
 }
@@ -223,8 +220,7 @@ static int recompress(const kb_batch_view *v, kb_codec_ctx *ctx, int codec, int 
         if ((size_t)r.header_count > hv->cap) {
             kb_header *nh = realloc(hv->h, (size_t)r.header_count * sizeof(kb_header));
             if (!nh) {
-                kb_error_set(e, KB_ENOMEM, -1, "out of memory");
-                return -1;
+                return kb_error_set(e, KB_ENOMEM, -1, "out of memory");
             }
             hv->h = nh;
             hv->cap = (size_t)r.header_count;
@@ -474,16 +470,14 @@ int kb_sim_run(const kb_sim_cfg *cfg, const kb_recset *recs, kb_sim_result *res,
     if (kb_batching_validate(&cfg->batching, e) < 0)
         return -1;
     if (cfg->topic_codec >= KB_CODEC_COUNT) {
-        kb_error_set(e, KB_ERR, -1, "unknown topic codec %d", cfg->topic_codec);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "unknown topic codec %d", cfg->topic_codec);
     }
     if (mkdir_p1(cfg->dir, e) < 0)
         return -1;
     sim s = {.cfg = cfg, .recs = recs, .res = res};
     double *arr = malloc((recs->n ? recs->n : 1) * sizeof(double));
     if (!arr) {
-        kb_error_set(e, KB_ENOMEM, -1, "out of memory");
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory");
     }
     kb_batching_arrivals(&cfg->batching, recs->n, arr);
     s.arrivals = arr;
