@@ -218,7 +218,7 @@ class ProcSampler:
 # ---------------------------------------------------------------- topic sample (py_sample.c)
 
 def sample_records(
-    props: dict[str, object], topic: str, count: int, max_bytes: int = ..., timeout: float = ...
+    props: dict[str, object], topic: str, max_records: int, max_bytes: int = ..., timeout: float = ...
 ) -> dict[str, Any]:
-    """Read up to ``count`` records of ``topic`` from the start of each partition: ``records``
+    """Read up to ``max_records`` records of ``topic`` from the start of each partition: ``records``
     as (partition, offset, key, value) tuples, ``partitions``, ``available``, ``truncated``, ``timed_out``."""

@@ -54,7 +54,7 @@ def build_and_run(test: str, sources: list[str], tmp_path: Path) -> str:
 
 @pytest.mark.slow
 def test_codecs_under_asan_ubsan(tmp_path: Path) -> None:
-    out = build_and_run("test_codecs_asan", ["codecs.c"], tmp_path)
+    out = build_and_run("test_codecs_asan", ["codecs.c", "error.c"], tmp_path)
     assert out.strip().endswith(", 0 failed")
 
 
@@ -66,5 +66,5 @@ def test_pacing_schedule_under_asan_ubsan(tmp_path: Path) -> None:
 
 def test_thread_cpu_split_under_asan_ubsan(tmp_path: Path) -> None:
     """A thread named like librdkafka's is counted as the client's; the classes sum to the process total."""
-    out = build_and_run("test_threadcpu", ["threadcpu.c", "clock.c"], tmp_path)
+    out = build_and_run("test_threadcpu", ["threadcpu.c", "clock.c", "error.c"], tmp_path)
     assert out.strip().endswith(", 0 failed"), out

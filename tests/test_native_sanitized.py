@@ -21,6 +21,7 @@ from kbench.model.batch import Header, Record
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = [
+    "error.c",
     "crc32c.c",
     "varint.c",
     "recordbatch.c",
@@ -34,9 +35,10 @@ CORE = [
     "codecbench.c",
 ]
 #: The measuring parts: latency histogram and /proc CPU counters.
-MEASURE = ["histogram.c", "procstat.c", "clock.c"]
+MEASURE = ["histogram.c", "procstat.c", "clock.c", "error.c"]
 #: The librdkafka client loops.
 CLIENTS = [
+    "error.c",
     "producer.c",
     "consumer.c",
     "kafka_conf.c",

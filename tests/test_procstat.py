@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,32 @@ def test_threads_are_listed_on_request() -> None:
 def test_bad_pid_is_rejected() -> None:
     with pytest.raises(ValueError, match="bad pid"):
         procstat.snapshot([0])
+
+
+def _proc_stat() -> procstat.SystemCpu:
+    s = procstat.parse_system(Path("/proc/stat").read_text(), float(os.sysconf("SC_CLK_TCK")))
+    assert s is not None
+    return s
+
+
+def test_system_counters_are_proc_stat_in_seconds() -> None:
+    # the C reader's every field lies between two Python readings of /proc/stat taken around it
+    # (the counters only grow): a wrong tick conversion, a dropped or swapped field cannot
+    before = _proc_stat()
+    c = procstat.snapshot([]).system
+    after = _proc_stat()
+    assert c is not None
+    for name in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "total"):
+        assert getattr(before, name) - 1e-9 <= getattr(c, name) <= getattr(after, name) + 1e-9, name
+
+
+def test_process_counters_agree_with_os_times() -> None:
+    # /proc/<pid>/stat utime/stime and times(2) count the same ticks for the whole process
+    burn(0.3)
+    tick = 1.0 / os.sysconf("SC_CLK_TCK")
+    t0 = os.times()
+    me = procstat.snapshot([os.getpid()]).get(os.getpid())
+    t1 = os.times()
+    assert me is not None and me.user_s is not None and me.sys_s is not None
+    assert t0.user - tick <= me.user_s <= t1.user + tick, (t0.user, me.user_s, t1.user)
+    assert t0.system - tick <= me.sys_s <= t1.system + tick, (t0.system, me.sys_s, t1.system)

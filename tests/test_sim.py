@@ -48,6 +48,10 @@ def test_every_record_verified_and_segments_match(json_corpus: corpus.Corpus, tm
     assert all(x.status == "ok" and x.crc_valid for x in rows)
     assert sum(x.stored_bytes for x in rows) == r.stored_bytes
     assert sum(x.records for x in rows) == len(json_corpus.records)
+    # the batch ratio's numerator is the stored batches' uncompressed size (61-byte header + raw
+    # records region, read back from the segments), not the record values' bytes
+    assert r.raw_batch_bytes == sum(x.uncompressed_batch_bytes or 0 for x in rows)
+    assert r.raw_batch_bytes > r.payload_bytes
     # keyed records land where Java's partitioner puts them
     for d in sorted(tmp_path.glob("kbench-sim-*")):
         p = int(d.name.rsplit("-", 1)[1])

@@ -17,15 +17,15 @@ static void quiet_error(rd_kafka_t *rk, int err, const char *reason, void *opaqu
 }
 
 /** Create a connected client from props; NULL with err set on failure. */
-static rd_kafka_t *connect_client(const kb_props *p, int timeout_ms, char *err, size_t errlen) {
-    rd_kafka_conf_t *conf = kb_conf_new(p, err, errlen);
+static rd_kafka_t *connect_client(const kb_props *p, int timeout_ms, kb_error *err) {
+    rd_kafka_conf_t *conf = kb_conf_new(p, err);
     if (!conf)
         return NULL;
     rd_kafka_conf_set_error_cb(conf, quiet_error);
-    rd_kafka_t *rk = kb_client_new(RD_KAFKA_PRODUCER, conf, err, errlen);
+    rd_kafka_t *rk = kb_client_new(RD_KAFKA_PRODUCER, conf, err);
     if (!rk)
         return NULL;
-    if (kb_wait_reachable(rk, kb_props_get(p, "bootstrap.servers"), timeout_ms, err, errlen) < 0) {
+    if (kb_wait_reachable(rk, kb_props_get(p, "bootstrap.servers"), timeout_ms, err) < 0) {
         rd_kafka_destroy(rk);
         return NULL;
     }
@@ -33,8 +33,7 @@ static rd_kafka_t *connect_client(const kb_props *p, int timeout_ms, char *err, 
 }
 
 /** Wait for an admin result event of type want on q; NULL with err set on timeout. */
-static rd_kafka_event_t *wait_result(rd_kafka_queue_t *q, rd_kafka_event_type_t want, int timeout_ms, char *err,
-                                     size_t errlen) {
+static rd_kafka_event_t *wait_result(rd_kafka_queue_t *q, rd_kafka_event_type_t want, int timeout_ms, kb_error *err) {
     int64_t deadline = kb_now_ns() + (int64_t)timeout_ms * 1000000 + 2000000000LL;
     while (kb_now_ns() < deadline) {
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
@@ -44,7 +43,7 @@ static rd_kafka_event_t *wait_result(rd_kafka_queue_t *q, rd_kafka_event_type_t 
             return ev;
         rd_kafka_event_destroy(ev);
     }
-    snprintf(err, errlen, "no answer from the cluster within %.1f s", timeout_ms / 1000.0);
+    kb_error_set(err, KB_EKAFKA, -1, "no answer from the cluster within %.1f s", timeout_ms / 1000.0);
     return NULL;
 }
 
@@ -53,7 +52,7 @@ static rd_kafka_AdminOptions_t *admin_options(rd_kafka_t *rk, rd_kafka_admin_op_
     rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, op);
     if (!o)
         return NULL;
-    char e[256];
+    char e[KB_ERRLEN];
     rd_kafka_AdminOptions_set_request_timeout(o, tms, e, sizeof(e));
     if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS || op == RD_KAFKA_ADMIN_OP_DELETETOPICS)
         rd_kafka_AdminOptions_set_operation_timeout(o, tms, e, sizeof(e));
@@ -91,10 +90,9 @@ static int wait_topic(rd_kafka_t *rk, const char *topic, int gone, int tms) {
 
 /** Whether an admin result event failed, as a whole or for its one topic (create/delete topics, describe
  *  configs): 0, or -1 with "<verb> topic 'name': message" in err. */
-static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char *name, char *err, size_t errlen) {
+static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char *name, kb_error *err) {
     if (rd_kafka_event_error(ev)) {
-        snprintf(err, errlen, "%s topic '%s': %s", verb, name, rd_kafka_event_error_string(ev));
-        return -1;
+        return kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %s", verb, name, rd_kafka_event_error_string(ev));
     }
     size_t n = 0;
     rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -111,8 +109,7 @@ static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char
         const rd_kafka_ConfigResource_t **rs =
             rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
         if (n != 1) {
-            snprintf(err, errlen, "%s topic '%s': %zu resources in the answer", verb, name, n);
-            return -1;
+            return kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %zu resources in the answer", verb, name, n);
         }
         code = rd_kafka_ConfigResource_error(rs[0]);
         m = rd_kafka_ConfigResource_error_string(rs[0]);
@@ -126,8 +123,7 @@ static int admin_result_error(rd_kafka_event_t *ev, const char *verb, const char
         m = rd_kafka_topic_result_error_string(tr[0]);
     }
     if (code) {
-        snprintf(err, errlen, "%s topic '%s': %s", verb, name, m ? m : rd_kafka_err2str(code));
-        return -1;
+        return kb_error_set(err, KB_EKAFKA, -1, "%s topic '%s': %s", verb, name, m ? m : rd_kafka_err2str(code));
     }
     return 0;
 }
@@ -144,50 +140,52 @@ static void admin_free(rd_kafka_t *rk, rd_kafka_queue_t *q, rd_kafka_AdminOption
         rd_kafka_destroy(rk);
 }
 
-int kb_admin_metadata(const kb_props *p, int tms, kb_admin_result *r, char *err, size_t errlen) {
+int kb_admin_metadata(const kb_props *p, int tms, kb_admin_result *r, kb_error *err) {
     memset(r, 0, sizeof(*r));
     r->controller_id = -1;
-    r->rk = connect_client(p, tms, err, errlen);
+    r->rk = connect_client(p, tms, err);
     if (!r->rk)
         return -1;
     rd_kafka_resp_err_t e = rd_kafka_metadata(r->rk, 1, NULL, &r->md, tms);
     if (e) {
         r->md = NULL;
-        snprintf(err, errlen, "metadata request failed: %s", rd_kafka_err2str(e));
-        return -1;
+        return kb_error_set(err, KB_EKAFKA, -1, "metadata request failed: %s", rd_kafka_err2str(e));
     }
     r->controller_id = rd_kafka_controllerid(r->rk, 0);
     return 0;
 }
 
 int kb_admin_create_topic(const kb_props *p, const char *name, int parts, int rf, const kb_props *c, int tms,
-                          char *err, size_t errlen) {
+                          kb_error *err) {
     int ok = 0;
-    rd_kafka_t *rk = connect_client(p, tms, err, errlen);
+    rd_kafka_t *rk = connect_client(p, tms, err);
     rd_kafka_NewTopic_t *nt = NULL;
     rd_kafka_queue_t *q = NULL;
     rd_kafka_AdminOptions_t *o = NULL;
     rd_kafka_event_t *ev = NULL;
     if (!rk)
         goto out;
-    nt = rd_kafka_NewTopic_new(name, parts, rf, err, errlen);
-    if (!nt)
+    char msg[KB_ERRLEN] = "";
+    nt = rd_kafka_NewTopic_new(name, parts, rf, msg, sizeof(msg));
+    if (!nt) {
+        kb_error_set(err, KB_EINVAL, -1, "%s", msg);
         goto out;
+    }
     for (size_t i = 0; i < c->n; i++)
         if (rd_kafka_NewTopic_set_config(nt, c->keys[i], c->vals[i])) {
-            snprintf(err, errlen, "bad topic config %s", c->keys[i]);
+            kb_error_set(err, KB_EINVAL, -1, "bad topic config %s", c->keys[i]);
             goto out;
         }
     q = rd_kafka_queue_new(rk);
     o = admin_options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, tms);
     rd_kafka_CreateTopics(rk, &nt, 1, o, q);
-    ev = wait_result(q, RD_KAFKA_EVENT_CREATETOPICS_RESULT, tms, err, errlen);
+    ev = wait_result(q, RD_KAFKA_EVENT_CREATETOPICS_RESULT, tms, err);
     if (!ev)
         goto out;
-    if (admin_result_error(ev, "create", name, err, errlen) < 0)
+    if (admin_result_error(ev, "create", name, err) < 0)
         goto out;
     if (wait_topic(rk, name, 0, tms) < 0) {
-        snprintf(err, errlen, "topic '%s' was created but its partitions had no leader within %.1f s", name,
+        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' was created but its partitions had no leader within %.1f s", name,
                  tms / 1000.0);
         goto out;
     }
@@ -199,9 +197,9 @@ out:
     return ok ? 0 : -1;
 }
 
-int kb_admin_delete_topic(const kb_props *p, const char *name, int tms, char *err, size_t errlen) {
+int kb_admin_delete_topic(const kb_props *p, const char *name, int tms, kb_error *err) {
     int ok = 0;
-    rd_kafka_t *rk = connect_client(p, tms, err, errlen);
+    rd_kafka_t *rk = connect_client(p, tms, err);
     rd_kafka_DeleteTopic_t *dt = NULL;
     rd_kafka_queue_t *q = NULL;
     rd_kafka_AdminOptions_t *o = NULL;
@@ -212,13 +210,13 @@ int kb_admin_delete_topic(const kb_props *p, const char *name, int tms, char *er
     q = rd_kafka_queue_new(rk);
     o = admin_options(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS, tms);
     rd_kafka_DeleteTopics(rk, &dt, 1, o, q);
-    ev = wait_result(q, RD_KAFKA_EVENT_DELETETOPICS_RESULT, tms, err, errlen);
+    ev = wait_result(q, RD_KAFKA_EVENT_DELETETOPICS_RESULT, tms, err);
     if (!ev)
         goto out;
-    if (admin_result_error(ev, "delete", name, err, errlen) < 0)
+    if (admin_result_error(ev, "delete", name, err) < 0)
         goto out;
     if (wait_topic(rk, name, 1, tms) < 0) {
-        snprintf(err, errlen, "topic '%s' still listed %.1f s after deletion", name, tms / 1000.0);
+        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' still listed %.1f s after deletion", name, tms / 1000.0);
         goto out;
     }
     ok = 1;
@@ -229,19 +227,18 @@ out:
     return ok ? 0 : -1;
 }
 
-int kb_admin_describe_configs(const kb_props *p, const char *name, int tms, kb_admin_result *r, char *err,
-                              size_t errlen) {
+int kb_admin_describe_configs(const kb_props *p, const char *name, int tms, kb_admin_result *r, kb_error *err) {
     memset(r, 0, sizeof(*r));
     r->controller_id = -1;
-    r->rk = connect_client(p, tms, err, errlen);
+    r->rk = connect_client(p, tms, err);
     if (!r->rk)
         return -1;
     r->cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, name);
     r->q = rd_kafka_queue_new(r->rk);
     r->o = admin_options(r->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, tms);
     rd_kafka_DescribeConfigs(r->rk, &r->cr, 1, r->o, r->q);
-    r->ev = wait_result(r->q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, tms, err, errlen);
-    if (!r->ev || admin_result_error(r->ev, "describe configs of", name, err, errlen) < 0)
+    r->ev = wait_result(r->q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, tms, err);
+    if (!r->ev || admin_result_error(r->ev, "describe configs of", name, err) < 0)
         return -1;
     size_t nr = 0;
     const rd_kafka_ConfigResource_t **rs =

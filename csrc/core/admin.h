@@ -30,21 +30,20 @@ typedef struct {
 } kb_admin_result;
 
 /** Cluster metadata of every topic into r->md and r->controller_id; 0, or -1 with err set. */
-int kb_admin_metadata(const kb_props *p, int timeout_ms, kb_admin_result *r, char *err, size_t errlen);
+int kb_admin_metadata(const kb_props *p, int timeout_ms, kb_admin_result *r, kb_error *err);
 
 /**
  * Create topic name with the given topic configs and wait until every partition has a leader;
  * 0, or -1 with the broker's message in err.
  */
 int kb_admin_create_topic(const kb_props *p, const char *name, int partitions, int replication_factor,
-                          const kb_props *configs, int timeout_ms, char *err, size_t errlen);
+                          const kb_props *configs, int timeout_ms, kb_error *err);
 
 /** Delete topic name and wait until the metadata no longer lists it; 0, or -1 with err set. */
-int kb_admin_delete_topic(const kb_props *p, const char *name, int timeout_ms, char *err, size_t errlen);
+int kb_admin_delete_topic(const kb_props *p, const char *name, int timeout_ms, kb_error *err);
 
 /** Every config entry of topic name into r->entries / r->nentries; 0, or -1 with err set. */
-int kb_admin_describe_configs(const kb_props *p, const char *name, int timeout_ms, kb_admin_result *r, char *err,
-                              size_t errlen);
+int kb_admin_describe_configs(const kb_props *p, const char *name, int timeout_ms, kb_admin_result *r, kb_error *err);
 
 /** Destroy everything r holds (safe on a zeroed or partly filled r). */
 void kb_admin_result_free(kb_admin_result *r);

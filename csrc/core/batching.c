@@ -116,28 +116,22 @@ void kb_batching_arrivals(const kb_batching_cfg *cfg, size_t n, double *out) {
 
 int kb_batching_validate(const kb_batching_cfg *c, kb_error *e) {
     if (c->partitions < 1 || c->partitions > 100000) {
-        kb_error_set(e, -1, "partitions must be 1..100000, got %d", c->partitions);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "partitions must be 1..100000, got %d", c->partitions);
     }
     if (c->batch_size < 0 || c->batch_size > (1 << 30)) {
-        kb_error_set(e, -1, "batch.size must be 0..1 GiB, got %lld", (long long)c->batch_size);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "batch.size must be 0..1 GiB, got %lld", (long long)c->batch_size);
     }
     if (!(c->linger_ms >= 0) || c->linger_ms > 1e9) {
-        kb_error_set(e, -1, "linger.ms must be >= 0, got %g", c->linger_ms);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "linger.ms must be >= 0, got %g", c->linger_ms);
     }
     if (!(c->rate > 0) || c->rate > 1e10) {
-        kb_error_set(e, -1, "rate must be > 0 records/s, got %g", c->rate);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "rate must be > 0 records/s, got %g", c->rate);
     }
     if (c->client != KB_CLIENT_JAVA && c->client != KB_CLIENT_LIBRDKAFKA) {
-        kb_error_set(e, -1, "unknown client rules %d", (int)c->client);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "unknown client rules %d", (int)c->client);
     }
     if (c->batch_num_messages < 1 || c->message_max_bytes < 1 || c->sticky_linger_ms < 0) {
-        kb_error_set(e, -1, "batch.num.messages, message.max.bytes must be >= 1 and sticky linger >= 0");
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "batch.num.messages, message.max.bytes must be >= 1 and sticky linger >= 0");
     }
     return 0;
 }
@@ -282,8 +276,7 @@ int kb_batching_run(const kb_batching_cfg *cfg, const kb_recset *recs, kb_codec_
     if (kb_batching_validate(cfg, e) < 0)
         return -1;
     if (recs->n > UINT32_MAX) {
-        kb_error_set(e, -1, "at most %u records per run", UINT32_MAX);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "at most %u records per run", UINT32_MAX);
     }
     int rc = -1;
     model m = {.cfg = cfg, .recs = recs, .ctx = ctx, .sink = sink, .user = user};
@@ -294,7 +287,7 @@ int kb_batching_run(const kb_batching_cfg *cfg, const kb_recset *recs, kb_codec_
     m.parts = calloc((size_t)cfg->partitions, sizeof(part_state));
     double *arr = malloc((recs->n ? recs->n : 1) * sizeof(double));
     if (!m.parts || !arr) {
-        kb_error_set(e, -1, "out of memory for %d partitions", cfg->partitions);
+        kb_error_set(e, KB_ENOMEM, -1, "out of memory for %d partitions", cfg->partitions);
         goto done;
     }
     for (int32_t p = 0; p < cfg->partitions; p++)
@@ -355,7 +348,7 @@ int kb_batching_run(const kb_batching_cfg *cfg, const kb_recset *recs, kb_codec_
         if (kb_bb_append(&ps->bb, &r, e) < 0)
             goto done;
         if (push_idx(ps, (uint32_t)i) < 0) {
-            kb_error_set(e, -1, "out of memory");
+            kb_error_set(e, KB_ENOMEM, -1, "out of memory");
             goto done;
         }
         if (cfg->client == KB_CLIENT_JAVA) {

@@ -12,7 +12,8 @@ static size_t blk_len(const kb_codecbench *b, size_t i) {
     return b->n - off < b->block ? b->n - off : b->block;
 }
 
-int kb_codecbench_init(kb_codecbench *b, const uint8_t *src, size_t n, size_t block, kb_codec_t codec, int level) {
+int kb_codecbench_init(kb_codecbench *b, const uint8_t *src, size_t n, size_t block, kb_codec_t codec, int level,
+                       kb_error *e) {
     memset(b, 0, sizeof(*b));
     b->src = src;
     b->n = n;
@@ -22,20 +23,23 @@ int kb_codecbench_init(kb_codecbench *b, const uint8_t *src, size_t n, size_t bl
     b->nblocks = (n + block - 1) / block;
     b->bound = kb_compress_bound(codec, block);
     if (b->bound == 0 || b->nblocks > SIZE_MAX / b->bound)
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "%zu blocks of %zu bytes overflow the address space", b->nblocks,
+                            b->bound);
     b->cbuf = malloc(b->nblocks * b->bound);
     b->clen = calloc(b->nblocks, sizeof(size_t));
     b->dbuf = malloc(n);
     b->ctx = kb_codec_ctx_new();
-    return (b->cbuf && b->clen && b->dbuf && b->ctx) ? 0 : -1;
+    if (!b->cbuf || !b->clen || !b->dbuf || !b->ctx)
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory for %zu blocks", b->nblocks);
+    return KB_OK;
 }
 
-int kb_codecbench_compress(kb_codecbench *b, long loops, char *err, size_t errlen) {
+int kb_codecbench_compress(kb_codecbench *b, long loops, kb_error *e) {
     for (long l = 0; l < loops; l++) {
         for (size_t i = 0; i < b->nblocks; i++) {
             size_t olen = 0;
             int rc = kb_compress(b->ctx, b->codec, b->level, b->src + i * b->block, blk_len(b, i),
-                                 b->cbuf + i * b->bound, b->bound, &olen, err, errlen);
+                                 b->cbuf + i * b->bound, b->bound, &olen, e);
             if (rc != KB_OK)
                 return rc;
             b->clen[i] = olen;
@@ -44,17 +48,17 @@ int kb_codecbench_compress(kb_codecbench *b, long loops, char *err, size_t errle
     return KB_OK;
 }
 
-int kb_codecbench_decompress(kb_codecbench *b, long loops, char *err, size_t errlen) {
+int kb_codecbench_decompress(kb_codecbench *b, long loops, kb_error *e) {
     for (long l = 0; l < loops; l++) {
         for (size_t i = 0; i < b->nblocks; i++) {
             size_t olen = 0, want = blk_len(b, i);
             int rc = kb_decompress(b->ctx, b->codec, b->cbuf + i * b->bound, b->clen[i], b->dbuf + i * b->block, want,
-                                   &olen, err, errlen);
+                                   &olen, e);
             if (rc != KB_OK)
                 return rc;
             if (olen != want) {
-                snprintf(err, errlen, "block %zu decompressed to %zu bytes, expected %zu", i, olen, want);
-                return KB_ERR;
+                return kb_error_set(e, KB_ERR, -1, "block %zu decompressed to %zu bytes, expected %zu", i, olen,
+                                    want);
             }
         }
     }

@@ -27,16 +27,17 @@ typedef struct {
 } kb_codecbench;
 
 /**
- * Allocate buffers for src[0..n) cut into blocks of block bytes (n, block > 0).  0, or -1 when
- * memory runs out (kb_codecbench_free() still required).
+ * Allocate buffers for src[0..n) cut into blocks of block bytes (n, block > 0).  0, or KB_ENOMEM
+ * with e set when memory runs out (kb_codecbench_free() still required).
  */
-int kb_codecbench_init(kb_codecbench *b, const uint8_t *src, size_t n, size_t block, kb_codec_t codec, int level);
+int kb_codecbench_init(kb_codecbench *b, const uint8_t *src, size_t n, size_t block, kb_codec_t codec, int level,
+                       kb_error *e);
 
-/** Compress every block loops times; KB_OK or an error code with err set. */
-int kb_codecbench_compress(kb_codecbench *b, long loops, char *err, size_t errlen);
+/** Compress every block loops times; KB_OK or a KB_E* code with e set (error.h). */
+int kb_codecbench_compress(kb_codecbench *b, long loops, kb_error *e);
 
-/** Decompress every block loops times (after a compress); KB_OK or an error code with err set. */
-int kb_codecbench_decompress(kb_codecbench *b, long loops, char *err, size_t errlen);
+/** Decompress every block loops times (after a compress); KB_OK or a KB_E* code with e set (error.h). */
+int kb_codecbench_decompress(kb_codecbench *b, long loops, kb_error *e);
 
 /** 1 when the decompressed output equals the input. */
 int kb_codecbench_verify(const kb_codecbench *b);

@@ -4,6 +4,8 @@
  */
 #include "codecs.h"
 
+#include "byteorder.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,15 +47,20 @@ static const uint8_t GZIP_HEADER[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
 /* The Kafka LZ4 frame header for FLG 0x60, BD 0x40: its checksum byte is 0x82. */
 static const uint8_t LZ4_KAFKA_HEADER[7] = {0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82};
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
+/** Fill err (when not NULL) with code and a message; returns code. */
+static int failc(kb_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failc(kb_error *err, int code, const char *fmt, ...) {
+    if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
+        err->code = code;
+        err->offset = -1;
     }
-    return KB_ERR;
+    return code;
 }
+#define fail(err, ...) failc(err, KB_ERR, __VA_ARGS__)
 
 kb_codec_ctx *kb_codec_ctx_new(void) {
     kb_codec_ctx *c = calloc(1, sizeof(*c));
@@ -91,39 +98,39 @@ const char *kb_codec_name(int codec) {
     return codec_names[codec];
 }
 
-int kb_codec_level(kb_codec_t codec, int level, int *out, char *err, size_t errlen) {
+int kb_codec_level(kb_codec_t codec, int level, int *out, kb_error *err) {
     int def = level == KB_LEVEL_DEFAULT;
     switch (codec) {
     case KB_CODEC_NONE:
     case KB_CODEC_SNAPPY:
         if (!def)
-            return fail(err, errlen, "%s takes no level; drop the ':%d'", codec_names[codec], level);
+            return failc(err, KB_EINVAL, "%s takes no level; drop the ':%d'", codec_names[codec], level);
         *out = 0;
         return KB_OK;
     case KB_CODEC_GZIP:
         if (def || level == -1)
             level = 6;
         if (level < 1 || level > 9)
-            return fail(err, errlen, "gzip level %d out of range; use 1..9", level);
+            return failc(err, KB_EINVAL, "gzip level %d out of range; use 1..9", level);
         *out = level;
         return KB_OK;
     case KB_CODEC_LZ4:
         if (def)
             level = 9;
         if (level < 1 || level > 17)
-            return fail(err, errlen, "lz4 level %d out of range; use 1..17 (9 = fast, others LZ4HC)", level);
+            return failc(err, KB_EINVAL, "lz4 level %d out of range; use 1..17 (9 = fast, others LZ4HC)", level);
         *out = level;
         return KB_OK;
     case KB_CODEC_ZSTD:
         if (def)
             level = 3;
         if (level < ZSTD_minCLevel() || level > 22 || level == 0)
-            return fail(err, errlen, "zstd level %d out of range; use %d..-1 or 1..22", level,
+            return failc(err, KB_EINVAL, "zstd level %d out of range; use %d..-1 or 1..22", level,
                         ZSTD_minCLevel());
         *out = level;
         return KB_OK;
     }
-    return fail(err, errlen, "unknown codec id %d", (int)codec);
+    return failc(err, KB_EINVAL, "unknown codec id %d", (int)codec);
 }
 
 static LZ4F_preferences_t lz4_prefs(int level) {
@@ -165,32 +172,10 @@ size_t kb_compress_bound(kb_codec_t codec, size_t n) {
     return 0;
 }
 
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p) {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static void put_le32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_le32(const uint8_t *p) {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 /* ---------------------------------------------------------------- gzip -- */
 
 static int gzip_compress(int level, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                         size_t *outlen, char *err, size_t errlen) {
+                         size_t *outlen, kb_error *err) {
     const size_t step = (size_t)1 << 30; /* zlib counts in uInt */
     z_stream s;
     memset(&s, 0, sizeof(s));
@@ -198,7 +183,7 @@ static int gzip_compress(int level, const uint8_t *src, size_t n, uint8_t *dst, 
         return KB_ETOOSMALL;
     int rc = deflateInit2(&s, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
     if (rc != Z_OK)
-        return fail(err, errlen, "zlib deflateInit2: %s", s.msg ? s.msg : zError(rc));
+        return fail(err, "zlib deflateInit2: %s", s.msg ? s.msg : zError(rc));
     memcpy(dst, GZIP_HEADER, sizeof(GZIP_HEADER));
     uLong crc = crc32(0L, Z_NULL, 0);
     for (size_t off = 0; off < n; off += step)
@@ -219,7 +204,7 @@ static int gzip_compress(int level, const uint8_t *src, size_t n, uint8_t *dst, 
             break;
         if (rc != Z_OK && rc != Z_BUF_ERROR) {
             deflateEnd(&s);
-            return fail(err, errlen, "zlib deflate: %s", s.msg ? s.msg : zError(rc));
+            return fail(err, "zlib deflate: %s", s.msg ? s.msg : zError(rc));
         }
         if (out_off == out_end) {
             deflateEnd(&s);
@@ -227,19 +212,19 @@ static int gzip_compress(int level, const uint8_t *src, size_t n, uint8_t *dst, 
         }
     }
     deflateEnd(&s);
-    put_le32(dst + out_off, (uint32_t)crc);
-    put_le32(dst + out_off + 4, (uint32_t)(n & 0xffffffffu));
+    kb_le32(dst + out_off, (uint32_t)crc);
+    kb_le32(dst + out_off + 4, (uint32_t)(n & 0xffffffffu));
     *outlen = out_off + 8;
     return KB_OK;
 }
 
 static int gzip_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, size_t *outlen,
-                           char *err, size_t errlen) {
+                           kb_error *err) {
     z_stream s;
     memset(&s, 0, sizeof(s));
     int rc = inflateInit2(&s, 15 + 16); /* gzip framing only, like Java */
     if (rc != Z_OK)
-        return fail(err, errlen, "zlib inflateInit2: %s", s.msg ? s.msg : zError(rc));
+        return fail(err, "zlib inflateInit2: %s", s.msg ? s.msg : zError(rc));
     size_t in_off = 0, out_off = 0;
     int members = 0;
     int ret = KB_OK;
@@ -262,7 +247,7 @@ static int gzip_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t ca
                 inflateReset(&s);
                 continue;
             }
-            ret = fail(err, errlen, "gzip: %zu trailing bytes after member %d", n - in_off, members);
+            ret = fail(err, "gzip: %zu trailing bytes after member %d", n - in_off, members);
             break;
         }
         if (rc == Z_OK)
@@ -271,17 +256,17 @@ static int gzip_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t ca
             if (out_off == cap) {
                 ret = KB_ETOOSMALL;
             } else if (in_off == n) {
-                ret = fail(err, errlen, "gzip: truncated input (stream ended after %zu bytes)", n);
+                ret = fail(err, "gzip: truncated input (stream ended after %zu bytes)", n);
             } else {
                 continue;
             }
             break;
         }
-        ret = fail(err, errlen, "zlib inflate: %s", s.msg ? s.msg : zError(rc));
+        ret = fail(err, "zlib inflate: %s", s.msg ? s.msg : zError(rc));
         break;
     }
     if (ret == KB_OK && members == 0)
-        ret = fail(err, errlen, "gzip: empty input");
+        ret = fail(err, "gzip: empty input");
     inflateEnd(&s);
     *outlen = out_off;
     return ret;
@@ -289,20 +274,20 @@ static int gzip_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t ca
 
 /* -------------------------------------------------------------- snappy -- */
 
-static int snappy_status_fail(snappy_status st, char *err, size_t errlen, const char *what) {
+static int snappy_status_fail(snappy_status st, kb_error *err, const char *what) {
     if (st == SNAPPY_BUFFER_TOO_SMALL)
         return KB_ETOOSMALL;
-    return fail(err, errlen, "snappy %s: %s", what,
+    return fail(err, "snappy %s: %s", what,
                 st == SNAPPY_INVALID_INPUT ? "invalid input (SNAPPY_INVALID_INPUT)" : "error");
 }
 
 static int snappy_compress_xerial(const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                                  size_t *outlen, char *err, size_t errlen) {
+                                  size_t *outlen, kb_error *err) {
     if (cap < XERIAL_HEADER_LEN)
         return KB_ETOOSMALL;
     memcpy(dst, XERIAL_MAGIC, 8);
-    put_be32(dst + 8, 1);
-    put_be32(dst + 12, 1);
+    kb_be32(dst + 8, 1);
+    kb_be32(dst + 12, 1);
     size_t o = XERIAL_HEADER_LEN;
     for (size_t off = 0; off < n; off += XERIAL_BLOCK) {
         size_t len = n - off < XERIAL_BLOCK ? n - off : XERIAL_BLOCK;
@@ -311,8 +296,8 @@ static int snappy_compress_xerial(const uint8_t *src, size_t n, uint8_t *dst, si
         size_t clen = cap - o - 4;
         snappy_status st = snappy_compress((const char *)src + off, len, (char *)dst + o + 4, &clen);
         if (st != SNAPPY_OK)
-            return snappy_status_fail(st, err, errlen, "compress");
-        put_be32(dst + o, (uint32_t)clen);
+            return snappy_status_fail(st, err, "compress");
+        kb_be32(dst + o, (uint32_t)clen);
         o += 4 + clen;
     }
     *outlen = o;
@@ -324,30 +309,30 @@ static int is_xerial(const uint8_t *src, size_t n) {
 }
 
 static int snappy_raw(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, size_t *outlen,
-                      char *err, size_t errlen) {
+                      kb_error *err) {
     size_t ulen = 0;
     snappy_status st = snappy_uncompressed_length((const char *)src, n, &ulen);
     if (st != SNAPPY_OK)
-        return snappy_status_fail(st, err, errlen, "uncompressed_length");
+        return snappy_status_fail(st, err, "uncompressed_length");
     if (ulen > cap)
         return KB_ETOOSMALL;
     size_t got = ulen;
     st = snappy_uncompress((const char *)src, n, (char *)dst, &got);
     if (st != SNAPPY_OK)
-        return snappy_status_fail(st, err, errlen, "uncompress");
+        return snappy_status_fail(st, err, "uncompress");
     *outlen = got;
     return KB_OK;
 }
 
 static int snappy_decompress_any(const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                                 size_t *outlen, char *err, size_t errlen) {
+                                 size_t *outlen, kb_error *err) {
     if (!is_xerial(src, n)) /* one raw block, as librdkafka writes */
-        return snappy_raw(src, n, dst, cap, outlen, err, errlen);
+        return snappy_raw(src, n, dst, cap, outlen, err);
     size_t i = XERIAL_HEADER_LEN, o = 0;
     while (i < n) {
         if (n - i < 4)
-            return fail(err, errlen, "snappy: truncated xerial chunk length at byte %zu", i);
-        uint32_t clen = get_be32(src + i);
+            return fail(err, "snappy: truncated xerial chunk length at byte %zu", i);
+        uint32_t clen = kb_rd32(src + i);
         /* A chunk length equal to the magic's head starts a concatenated stream. */
         if (n - i >= XERIAL_HEADER_LEN && memcmp(src + i, XERIAL_MAGIC, 8) == 0) {
             i += XERIAL_HEADER_LEN;
@@ -355,10 +340,10 @@ static int snappy_decompress_any(const uint8_t *src, size_t n, uint8_t *dst, siz
         }
         i += 4;
         if (clen > n - i)
-            return fail(err, errlen, "snappy: xerial chunk of %u bytes at byte %zu overruns the input",
+            return fail(err, "snappy: xerial chunk of %u bytes at byte %zu overruns the input",
                         clen, i - 4);
         size_t got = 0;
-        int rc = snappy_raw(src + i, clen, dst + o, cap - o, &got, err, errlen);
+        int rc = snappy_raw(src + i, clen, dst + o, cap - o, &got, err);
         if (rc != KB_OK)
             return rc;
         o += got;
@@ -377,12 +362,12 @@ static int snappy_decompress_any(const uint8_t *src, size_t n, uint8_t *dst, siz
  * liblz4's frame API with the same preferences, so the frame is the same.
  */
 static int lz4_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n, uint8_t *dst,
-                        size_t cap, size_t *outlen, char *err, size_t errlen) {
+                        size_t cap, size_t *outlen, kb_error *err) {
     if (level == 9) {
         if (!c->lz4_state) {
             c->lz4_state = malloc((size_t)LZ4_sizeofState());
             if (!c->lz4_state)
-                return fail(err, errlen, "lz4: out of memory");
+                return failc(err, KB_ENOMEM, "lz4: out of memory");
         }
         if (cap < sizeof(LZ4_KAFKA_HEADER) + 4)
             return KB_ETOOSMALL;
@@ -399,33 +384,33 @@ static int lz4_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n
             int r = LZ4_compress_fast_extState(c->lz4_state, (const char *)src + off, (char *)dst + o + 4, (int)len,
                                                room, 1);
             if (r <= 0 || (size_t)r >= len) { /* does not shrink: store raw */
-                put_le32(dst + o, (uint32_t)len | 0x80000000u);
+                kb_le32(dst + o, (uint32_t)len | 0x80000000u);
                 memcpy(dst + o + 4, src + off, len);
                 o += 4 + len;
             } else {
-                put_le32(dst + o, (uint32_t)r);
+                kb_le32(dst + o, (uint32_t)r);
                 o += 4 + (size_t)r;
             }
         }
-        put_le32(dst + o, 0); /* end mark */
+        kb_le32(dst + o, 0); /* end mark */
         *outlen = o + 4;
         return KB_OK;
     }
     if (!c->lc) {
         LZ4F_errorCode_t e = LZ4F_createCompressionContext(&c->lc, LZ4F_VERSION);
         if (LZ4F_isError(e))
-            return fail(err, errlen, "lz4 create context: %s", LZ4F_getErrorName(e));
+            return fail(err, "lz4 create context: %s", LZ4F_getErrorName(e));
     }
     LZ4F_preferences_t p = lz4_prefs(level);
     size_t h = LZ4F_compressBegin(c->lc, dst, cap, &p);
     if (LZ4F_isError(h))
-        return fail(err, errlen, "lz4 compressBegin: %s", LZ4F_getErrorName(h));
+        return fail(err, "lz4 compressBegin: %s", LZ4F_getErrorName(h));
     size_t u = LZ4F_compressUpdate(c->lc, dst + h, cap - h, src, n, NULL);
     if (LZ4F_isError(u))
-        return fail(err, errlen, "lz4 compressUpdate: %s", LZ4F_getErrorName(u));
+        return fail(err, "lz4 compressUpdate: %s", LZ4F_getErrorName(u));
     size_t e = LZ4F_compressEnd(c->lc, dst + h + u, cap - h - u, NULL);
     if (LZ4F_isError(e))
-        return fail(err, errlen, "lz4 compressEnd: %s", LZ4F_getErrorName(e));
+        return fail(err, "lz4 compressEnd: %s", LZ4F_getErrorName(e));
     *outlen = h + u + e;
     return KB_OK;
 }
@@ -446,10 +431,10 @@ static uint32_t xxh32(const uint8_t *p, size_t len, uint32_t seed) {
         uint32_t v1 = seed + XXH_P1 + XXH_P2, v2 = seed + XXH_P2, v3 = seed, v4 = seed - XXH_P1;
         const uint8_t *limit = end - 16;
         do {
-            v1 = rotl32(v1 + get_le32(p) * XXH_P2, 13) * XXH_P1;
-            v2 = rotl32(v2 + get_le32(p + 4) * XXH_P2, 13) * XXH_P1;
-            v3 = rotl32(v3 + get_le32(p + 8) * XXH_P2, 13) * XXH_P1;
-            v4 = rotl32(v4 + get_le32(p + 12) * XXH_P2, 13) * XXH_P1;
+            v1 = rotl32(v1 + kb_rdle32(p) * XXH_P2, 13) * XXH_P1;
+            v2 = rotl32(v2 + kb_rdle32(p + 4) * XXH_P2, 13) * XXH_P1;
+            v3 = rotl32(v3 + kb_rdle32(p + 8) * XXH_P2, 13) * XXH_P1;
+            v4 = rotl32(v4 + kb_rdle32(p + 12) * XXH_P2, 13) * XXH_P1;
             p += 16;
         } while (p <= limit);
         h = rotl32(v1, 1) + rotl32(v2, 7) + rotl32(v3, 12) + rotl32(v4, 18);
@@ -458,7 +443,7 @@ static uint32_t xxh32(const uint8_t *p, size_t len, uint32_t seed) {
     }
     h += (uint32_t)len;
     while (p + 4 <= end) {
-        h = rotl32(h + get_le32(p) * XXH_P3, 17) * XXH_P4;
+        h = rotl32(h + kb_rdle32(p) * XXH_P3, 17) * XXH_P4;
         p += 4;
     }
     while (p < end) {
@@ -480,29 +465,29 @@ static uint32_t xxh32(const uint8_t *p, size_t len, uint32_t seed) {
  * verified; exactly one frame.  Blocks decode straight into dst.
  */
 static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                          size_t *outlen, char *err, size_t errlen) {
+                          size_t *outlen, kb_error *err) {
     if (n < 7)
-        return fail(err, errlen, "lz4: truncated frame header (%zu bytes)", n);
-    if (get_le32(src) != 0x184D2204u)
-        return fail(err, errlen, "lz4: bad frame magic 0x%08x (expected 0x184D2204)", get_le32(src));
+        return fail(err, "lz4: truncated frame header (%zu bytes)", n);
+    if (kb_rdle32(src) != 0x184D2204u)
+        return fail(err, "lz4: bad frame magic 0x%08x (expected 0x184D2204)", kb_rdle32(src));
     uint8_t flg = src[4], bd = src[5];
     if ((flg >> 6) != 1)
-        return fail(err, errlen, "lz4: unsupported frame version %d (FLG 0x%02x)", flg >> 6, flg);
+        return fail(err, "lz4: unsupported frame version %d (FLG 0x%02x)", flg >> 6, flg);
     if (flg & 0x03)
-        return fail(err, errlen, "lz4: reserved bit or dictionary id set (FLG 0x%02x), unsupported by Kafka", flg);
+        return fail(err, "lz4: reserved bit or dictionary id set (FLG 0x%02x), unsupported by Kafka", flg);
     if (!(flg & 0x20))
-        return fail(err, errlen, "lz4: dependent block stream is unsupported by Kafka (FLG 0x%02x)", flg);
+        return fail(err, "lz4: dependent block stream is unsupported by Kafka (FLG 0x%02x)", flg);
     int bsid = (bd >> 4) & 7;
     if ((bd & 0x8f) || bsid < 4)
-        return fail(err, errlen, "lz4: bad block descriptor BD 0x%02x", bd);
+        return fail(err, "lz4: bad block descriptor BD 0x%02x", bd);
     size_t maxblock = (size_t)1 << (8 + 2 * bsid);
     int has_bsum = (flg & 0x10) != 0, has_csum = (flg & 0x04) != 0, has_size = (flg & 0x08) != 0;
     size_t hlen = 6 + (has_size ? 8 : 0);
     if (n < hlen + 1)
-        return fail(err, errlen, "lz4: truncated frame header (%zu bytes)", n);
+        return fail(err, "lz4: truncated frame header (%zu bytes)", n);
     uint8_t hc = (uint8_t)((xxh32(src + 4, hlen - 4, 0) >> 8) & 0xff);
     if (src[hlen] != hc)
-        return fail(err, errlen, "lz4: header checksum 0x%02x does not match 0x%02x", src[hlen], hc);
+        return fail(err, "lz4: header checksum 0x%02x does not match 0x%02x", src[hlen], hc);
     uint64_t content_size = 0;
     if (has_size)
         for (int k = 7; k >= 0; k--)
@@ -510,20 +495,20 @@ static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t
     size_t i = hlen + 1, o = 0;
     for (;;) {
         if (n - i < 4)
-            return fail(err, errlen, "lz4: truncated frame: block header missing at byte %zu", i);
-        uint32_t bs = get_le32(src + i);
+            return fail(err, "lz4: truncated frame: block header missing at byte %zu", i);
+        uint32_t bs = kb_rdle32(src + i);
         i += 4;
         if (bs == 0)
             break;
         size_t len = bs & 0x7fffffffu;
         if (len > maxblock)
-            return fail(err, errlen, "lz4: block of %zu bytes at byte %zu exceeds the %zu-byte block size", len, i - 4,
+            return fail(err, "lz4: block of %zu bytes at byte %zu exceeds the %zu-byte block size", len, i - 4,
                         maxblock);
         if (len + (has_bsum ? 4 : 0) > n - i)
-            return fail(err, errlen, "lz4: truncated frame: block at byte %zu needs %zu bytes, %zu left", i - 4, len,
+            return fail(err, "lz4: truncated frame: block at byte %zu needs %zu bytes, %zu left", i - 4, len,
                         n - i);
-        if (has_bsum && xxh32(src + i, len, 0) != get_le32(src + i + len))
-            return fail(err, errlen, "lz4: block checksum mismatch at byte %zu", i - 4);
+        if (has_bsum && xxh32(src + i, len, 0) != kb_rdle32(src + i + len))
+            return fail(err, "lz4: block checksum mismatch at byte %zu", i - 4);
         if (bs & 0x80000000u) { /* stored raw */
             if (len > cap - o)
                 return KB_ETOOSMALL;
@@ -538,12 +523,12 @@ static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t
                     if (!c->lz4_scratch) {
                         c->lz4_scratch = malloc((size_t)4 << 20);
                         if (!c->lz4_scratch)
-                            return fail(err, errlen, "lz4: out of memory");
+                            return failc(err, KB_ENOMEM, "lz4: out of memory");
                     }
                     if (LZ4_decompress_safe((const char *)src + i, (char *)c->lz4_scratch, (int)len, (int)maxblock) >= 0)
                         return KB_ETOOSMALL;
                 }
-                return fail(err, errlen, "lz4: corrupt block at byte %zu (LZ4_decompress_safe returned %d)", i - 4, r);
+                return fail(err, "lz4: corrupt block at byte %zu (LZ4_decompress_safe returned %d)", i - 4, r);
             }
             o += (size_t)r;
         }
@@ -551,15 +536,15 @@ static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t
     }
     if (has_csum) {
         if (n - i < 4)
-            return fail(err, errlen, "lz4: truncated frame: content checksum missing");
-        if (xxh32(dst, o, 0) != get_le32(src + i))
-            return fail(err, errlen, "lz4: content checksum mismatch");
+            return fail(err, "lz4: truncated frame: content checksum missing");
+        if (xxh32(dst, o, 0) != kb_rdle32(src + i))
+            return fail(err, "lz4: content checksum mismatch");
         i += 4;
     }
     if (i != n)
-        return fail(err, errlen, "lz4: %zu trailing bytes after the frame", n - i);
+        return fail(err, "lz4: %zu trailing bytes after the frame", n - i);
     if (has_size && content_size != o)
-        return fail(err, errlen, "lz4: frame declares %llu bytes but holds %zu", (unsigned long long)content_size, o);
+        return fail(err, "lz4: frame declares %llu bytes but holds %zu", (unsigned long long)content_size, o);
     *outlen = o;
     return KB_OK;
 }
@@ -567,24 +552,24 @@ static int lz4_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t
 /* ---------------------------------------------------------------- zstd -- */
 
 static int zstd_compress(kb_codec_ctx *c, int level, const uint8_t *src, size_t n, uint8_t *dst,
-                         size_t cap, size_t *outlen, char *err, size_t errlen) {
+                         size_t cap, size_t *outlen, kb_error *err) {
     size_t r;
     if (!c->zc) {
         c->zc = ZSTD_createCCtx();
         if (!c->zc)
-            return fail(err, errlen, "zstd: out of memory creating a compression context");
+            return failc(err, KB_ENOMEM, "zstd: out of memory creating a compression context");
     }
     ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
     if (c->zc_level != level) {
         r = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, level);
         if (ZSTD_isError(r))
-            return fail(err, errlen, "zstd set level %d: %s", level, ZSTD_getErrorName(r));
+            return fail(err, "zstd set level %d: %s", level, ZSTD_getErrorName(r));
         r = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 0);
         if (ZSTD_isError(r))
-            return fail(err, errlen, "zstd: %s", ZSTD_getErrorName(r));
+            return fail(err, "zstd: %s", ZSTD_getErrorName(r));
         r = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 0);
         if (ZSTD_isError(r))
-            return fail(err, errlen, "zstd: %s", ZSTD_getErrorName(r));
+            return fail(err, "zstd: %s", ZSTD_getErrorName(r));
         c->zc_level = level;
     }
     /*
@@ -611,24 +596,24 @@ zerr:
     ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
     if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
         return KB_ETOOSMALL;
-    return fail(err, errlen, "zstd compress: %s", ZSTD_getErrorName(r));
+    return fail(err, "zstd compress: %s", ZSTD_getErrorName(r));
 }
 
 static int zstd_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                           size_t *outlen, char *err, size_t errlen) {
+                           size_t *outlen, kb_error *err) {
     if (!c->zd) {
         c->zd = ZSTD_createDCtx();
         if (!c->zd)
-            return fail(err, errlen, "zstd: out of memory creating a decompression context");
+            return failc(err, KB_ENOMEM, "zstd: out of memory creating a decompression context");
         /* Kafka's reader (zstd-jni) keeps zstd's default windowLogMax (27). */
     }
     if (n == 0)
-        return fail(err, errlen, "zstd: empty input");
+        return fail(err, "zstd: empty input");
     size_t r = ZSTD_decompressDCtx(c->zd, dst, cap, src, n);
     if (ZSTD_isError(r)) {
         if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
             return KB_ETOOSMALL;
-        return fail(err, errlen, "zstd decompress: %s", ZSTD_getErrorName(r));
+        return fail(err, "zstd decompress: %s", ZSTD_getErrorName(r));
     }
     *outlen = r;
     return KB_OK;
@@ -636,8 +621,8 @@ static int zstd_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_
 
 /* ------------------------------------------------------------- dispatch -- */
 
-int kb_compress(kb_codec_ctx *ctx, kb_codec_t codec, int level, const uint8_t *src, size_t n,
-                uint8_t *dst, size_t cap, size_t *outlen, char *err, size_t errlen) {
+static int compress_any(kb_codec_ctx *ctx, kb_codec_t codec, int level, const uint8_t *src, size_t n,
+                        uint8_t *dst, size_t cap, size_t *outlen, kb_error *err) {
     switch (codec) {
     case KB_CODEC_NONE:
         if (cap < n)
@@ -647,19 +632,19 @@ int kb_compress(kb_codec_ctx *ctx, kb_codec_t codec, int level, const uint8_t *s
         *outlen = n;
         return KB_OK;
     case KB_CODEC_GZIP:
-        return gzip_compress(level, src, n, dst, cap, outlen, err, errlen);
+        return gzip_compress(level, src, n, dst, cap, outlen, err);
     case KB_CODEC_SNAPPY:
-        return snappy_compress_xerial(src, n, dst, cap, outlen, err, errlen);
+        return snappy_compress_xerial(src, n, dst, cap, outlen, err);
     case KB_CODEC_LZ4:
-        return lz4_compress(ctx, level, src, n, dst, cap, outlen, err, errlen);
+        return lz4_compress(ctx, level, src, n, dst, cap, outlen, err);
     case KB_CODEC_ZSTD:
-        return zstd_compress(ctx, level, src, n, dst, cap, outlen, err, errlen);
+        return zstd_compress(ctx, level, src, n, dst, cap, outlen, err);
     }
-    return fail(err, errlen, "unknown codec id %d", (int)codec);
+    return fail(err, "unknown codec id %d", (int)codec);
 }
 
-int kb_decompress(kb_codec_ctx *ctx, kb_codec_t codec, const uint8_t *src, size_t n, uint8_t *dst,
-                  size_t cap, size_t *outlen, char *err, size_t errlen) {
+static int decompress_any(kb_codec_ctx *ctx, kb_codec_t codec, const uint8_t *src, size_t n, uint8_t *dst,
+                          size_t cap, size_t *outlen, kb_error *err) {
     *outlen = 0;
     switch (codec) {
     case KB_CODEC_NONE:
@@ -670,15 +655,31 @@ int kb_decompress(kb_codec_ctx *ctx, kb_codec_t codec, const uint8_t *src, size_
         *outlen = n;
         return KB_OK;
     case KB_CODEC_GZIP:
-        return gzip_decompress(src, n, dst, cap, outlen, err, errlen);
+        return gzip_decompress(src, n, dst, cap, outlen, err);
     case KB_CODEC_SNAPPY:
-        return snappy_decompress_any(src, n, dst, cap, outlen, err, errlen);
+        return snappy_decompress_any(src, n, dst, cap, outlen, err);
     case KB_CODEC_LZ4:
-        return lz4_decompress(ctx, src, n, dst, cap, outlen, err, errlen);
+        return lz4_decompress(ctx, src, n, dst, cap, outlen, err);
     case KB_CODEC_ZSTD:
-        return zstd_decompress(ctx, src, n, dst, cap, outlen, err, errlen);
+        return zstd_decompress(ctx, src, n, dst, cap, outlen, err);
     }
-    return fail(err, errlen, "unknown codec id %d", (int)codec);
+    return fail(err, "unknown codec id %d", (int)codec);
+}
+
+int kb_compress(kb_codec_ctx *ctx, kb_codec_t codec, int level, const uint8_t *src, size_t n,
+                uint8_t *dst, size_t cap, size_t *outlen, kb_error *err) {
+    int rc = compress_any(ctx, codec, level, src, n, dst, cap, outlen, err);
+    if (rc == KB_ETOOSMALL)
+        failc(err, KB_ETOOSMALL, "compressed output exceeded its bound");
+    return rc;
+}
+
+int kb_decompress(kb_codec_ctx *ctx, kb_codec_t codec, const uint8_t *src, size_t n, uint8_t *dst,
+                  size_t cap, size_t *outlen, kb_error *err) {
+    int rc = decompress_any(ctx, codec, src, n, dst, cap, outlen, err);
+    if (rc == KB_ETOOSMALL)
+        failc(err, KB_ETOOSMALL, "%s: decompressed size exceeds the %zu-byte output", codec_names[codec], cap);
+    return rc;
 }
 
 size_t kb_decompress_hint(kb_codec_t codec, const uint8_t *src, size_t n) {
@@ -686,13 +687,13 @@ size_t kb_decompress_hint(kb_codec_t codec, const uint8_t *src, size_t n) {
     case KB_CODEC_NONE:
         return n;
     case KB_CODEC_GZIP:
-        return n >= 18 ? get_le32(src + n - 4) : 0;
+        return n >= 18 ? kb_rdle32(src + n - 4) : 0;
     case KB_CODEC_SNAPPY: {
         size_t ulen = 0, total = 0;
         if (!is_xerial(src, n))
             return snappy_uncompressed_length((const char *)src, n, &ulen) == SNAPPY_OK ? ulen : 0;
         for (size_t i = XERIAL_HEADER_LEN; i + 4 <= n;) {
-            uint32_t clen = get_be32(src + i);
+            uint32_t clen = kb_rd32(src + i);
             i += 4;
             if (clen > n - i)
                 break;
@@ -704,7 +705,7 @@ size_t kb_decompress_hint(kb_codec_t codec, const uint8_t *src, size_t n) {
     }
     case KB_CODEC_LZ4:
         /* FLG bit 3 = content size present, 8 bytes LE after BD. */
-        if (n >= 15 && get_le32(src) == 0x184D2204u && (src[4] & 0x08)) {
+        if (n >= 15 && kb_rdle32(src) == 0x184D2204u && (src[4] & 0x08)) {
             uint64_t v = 0;
             for (int k = 7; k >= 0; k--)
                 v = (v << 8) | src[6 + k];

@@ -16,9 +16,8 @@
  *   zstd   one frame, no checksum, no content size, parameters chosen for an
  *          unknown source size (as zstd-jni's stream and librdkafka do).
  *
- * Every function returns KB_OK (0) on success or a negative KB_E* code; on
- * KB_ERR a NUL-terminated message (the library's own where it has one) is
- * written into err.
+ * Every function that can fail follows error.h: KB_OK (0), or a negative
+ * KB_E* code with err filled (the library's own message where it has one).
  */
 #ifndef KBENCH_CODECS_H
 #define KBENCH_CODECS_H
@@ -26,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { KB_OK = 0, KB_ERR = -1, KB_ETOOSMALL = -2 };
+#include "error.h"
 
 typedef enum {
     KB_CODEC_NONE = 0,
@@ -37,7 +36,6 @@ typedef enum {
 } kb_codec_t;
 
 #define KB_CODEC_COUNT 5
-#define KB_ERRLEN 256
 /* Level value meaning "the codec's Kafka default". */
 #define KB_LEVEL_DEFAULT INT32_MIN
 
@@ -60,7 +58,7 @@ const char *kb_codec_name(int codec);
  * LZ4HC), zstd ZSTD_minCLevel()..22 except 0 (default 3); none and snappy take
  * no level.  Writes the effective level to *out.
  */
-int kb_codec_level(kb_codec_t codec, int level, int *out, char *err, size_t errlen);
+int kb_codec_level(kb_codec_t codec, int level, int *out, kb_error *err);
 
 /** Upper bound of the compressed size of n input bytes (framing included). */
 size_t kb_compress_bound(kb_codec_t codec, size_t n);
@@ -71,7 +69,7 @@ size_t kb_compress_bound(kb_codec_t codec, size_t n);
  */
 int kb_compress(kb_codec_ctx *ctx, kb_codec_t codec, int level,
                 const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                size_t *outlen, char *err, size_t errlen);
+                size_t *outlen, kb_error *err);
 
 /**
  * Decompress src[0..n) into dst[0..cap).  Returns KB_ETOOSMALL when the
@@ -80,7 +78,7 @@ int kb_compress(kb_codec_ctx *ctx, kb_codec_t codec, int level,
  */
 int kb_decompress(kb_codec_ctx *ctx, kb_codec_t codec,
                   const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
-                  size_t *outlen, char *err, size_t errlen);
+                  size_t *outlen, kb_error *err);
 
 /**
  * A hint for the decompressed size, read from the frame where it says so

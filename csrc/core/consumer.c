@@ -12,18 +12,19 @@
 #include "clock.h"
 #include "wire.h"
 
-/** Assign all partitions of c->topic at their high watermarks; 0 or -1 with err.  *out = the assignment. */
-static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out) {
+/** Assign all partitions of c->topic at their high watermarks; 0 or < 0 with err set.  *out = the assignment. */
+static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out,
+                         kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
     rd_kafka_topic_destroy(rkt);
     if (e || md->topic_cnt != 1 || md->topics[0].err) {
-        snprintf(c->err, sizeof(c->err), "topic '%s' not available (%s); create it first", c->topic,
-                 e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
+        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' not available (%s); create it first", c->topic,
+                     e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
         if (md)
             rd_kafka_metadata_destroy(md);
-        return -1;
+        return KB_EKAFKA;
     }
     int np = md->topics[0].partition_cnt;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
@@ -37,8 +38,7 @@ static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic
                kb_now_ns() < until && !atomic_load(&c->stop))
             rd_kafka_poll(rk, 100);
         if (e) {
-            snprintf(c->err, sizeof(c->err), "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
-            rc = -1;
+            rc = kb_error_set(err, KB_EKAFKA, -1, "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
             break;
         }
         rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = hi;
@@ -47,8 +47,7 @@ static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic
     if (rc == 0) {
         e = rd_kafka_assign(rk, l);
         if (e) {
-            snprintf(c->err, sizeof(c->err), "assign %s: %s", c->topic, rd_kafka_err2str(e));
-            rc = -1;
+            rc = kb_error_set(err, KB_EKAFKA, -1, "assign %s: %s", c->topic, rd_kafka_err2str(e));
         }
     }
     c->partitions = np;
@@ -79,9 +78,10 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     kb_errcount_add(&c->errors, err);
 }
 
-int kb_consumer_run(kb_consumer *c) {
-    char err[KB_KERRLEN] = "";
-    c->err[0] = 0;
+int kb_consumer_run(kb_consumer *c, kb_error *e) {
+    kb_error local = KB_ERROR_INIT;
+    kb_error *err = e ? e : &local;
+    kb_error_clear(err);
     c->stored_records = -1;
     uint8_t *seen = NULL;
     int64_t hs = c->header_sample;
@@ -89,15 +89,14 @@ int kb_consumer_run(kb_consumer *c) {
     if (c->samples_expected > 0) {
         seen = calloc((size_t)(c->samples_expected + 7) / 8, 1);
         if (!seen) {
-            snprintf(c->err, sizeof(c->err), "out of memory for %lld sequence numbers", (long long)c->samples_expected);
-            return -1;
+            return kb_error_set(err, KB_ENOMEM, -1, "out of memory for %lld sequence numbers",
+                                (long long)c->samples_expected);
         }
     }
-    rd_kafka_conf_t *conf = kb_conf_new(&c->props, err, sizeof(err));
+    rd_kafka_conf_t *conf = kb_conf_new(&c->props, err);
     if (!conf) {
-        snprintf(c->err, sizeof(c->err), "%s", err);
         free(seen);
-        return -1;
+        return err->code;
     }
     char gid[64];
     snprintf(gid, sizeof(gid), "kbench-%016llx", (unsigned long long)c->run_id);
@@ -107,20 +106,17 @@ int kb_consumer_run(kb_consumer *c) {
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err);
     if (!rk) {
-        snprintf(c->err, sizeof(c->err), "%s", err);
         free(seen);
-        return -1;
+        return err->code;
     }
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *start = NULL;
     int tms = (int)(c->connect_timeout_s * 1000);
-    if (kb_wait_reachable(rk, kb_props_get(&c->props, "bootstrap.servers"), tms, err, sizeof(err)) < 0) {
-        snprintf(c->err, sizeof(c->err), "%s", err);
+    if (kb_wait_reachable(rk, kb_props_get(&c->props, "bootstrap.servers"), tms, err) < 0)
         goto out;
-    }
-    if (assign_at_end(rk, c, tms, &start) < 0)
+    if (assign_at_end(rk, c, tms, &start, err) < 0)
         goto out;
     atomic_store(&c->ready, 1);
     c->t_start = kb_now_ns();
@@ -162,9 +158,9 @@ int kb_consumer_run(kb_consumer *c) {
         size_t hsz = 0;
         int64_t t = -1, seq = -1, run = 0;
         if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
-            t = kb_get_be64((const uint8_t *)hv + KB_HDR_TIME_OFF);
-            seq = kb_get_be64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
-            run = kb_get_be64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+            t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
+            seq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
+            run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
         }
         if (t >= 0 && seq >= 0 && c->run_id && (uint64_t)run != c->run_id) {
             c->foreign++; /* a sampled record of another run: not ours */
@@ -208,5 +204,5 @@ out:
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     free(seen);
-    return c->err[0] ? -1 : 0;
+    return err->code;
 }

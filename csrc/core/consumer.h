@@ -36,7 +36,6 @@ typedef struct {
     int32_t partitions;
     int timed_out, stopped;
     kb_errcount errors;
-    char err[KB_KERRLEN];
 } kb_consumer;
 
 /**
@@ -47,9 +46,9 @@ typedef struct {
  * them too), max_records were read, timeout_s passed or stop was set.
  * duplicates = max(records - expected, duplicated samples), unique = records -
  * duplicates.  0 on success (timing out is not an error: lost = expected -
- * unique, or the missing samples if more), -1 with c->err set when the client
+ * unique, or the missing samples if more), < 0 with e set (error.h) when the client
  * cannot be created, reached or assigned.
  */
-int kb_consumer_run(kb_consumer *c);
+int kb_consumer_run(kb_consumer *c, kb_error *e);
 
 #endif

@@ -76,12 +76,12 @@ double kb_hist_mean(const kb_hist *h) {
     return h->total ? h->sum / (double)h->total : 0.0;
 }
 
-double kb_hist_record_cost_ns(int64_t n, int with_clock) {
+int kb_hist_record_cost_ns(int64_t n, int with_clock, double *ns, kb_error *e) {
+    if (n <= 0)
+        return kb_error_set(e, KB_EINVAL, -1, "n must be > 0, got %lld", (long long)n);
     kb_hist *h = malloc(sizeof(kb_hist));
-    if (!h || n <= 0) {
-        free(h);
-        return -1.0;
-    }
+    if (!h)
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory for a histogram");
     kb_hist_reset(h);
     uint64_t x = 88172645463325252ULL;
     int64_t t0 = kb_now_ns();
@@ -103,7 +103,10 @@ double kb_hist_record_cost_ns(int64_t n, int with_clock) {
         }
     }
     int64_t dt = kb_now_ns() - t0;
-    int ok = h->total + h->overflow == n;
+    int64_t got = h->total + h->overflow;
     free(h);
-    return ok ? (double)dt / (double)n : -1.0;
+    if (got != n)
+        return kb_error_set(e, KB_ERR, -1, "recorded %lld samples, not %lld", (long long)got, (long long)n);
+    *ns = (double)dt / (double)n;
+    return KB_OK;
 }

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 #define KB_HIST_SUB_BITS 11 /* 2048 sub-buckets */
 #define KB_HIST_SUB_HALF_BITS (KB_HIST_SUB_BITS - 1)
 #define KB_HIST_SUB_HALF (1 << KB_HIST_SUB_HALF_BITS)
@@ -83,8 +85,9 @@ double kb_hist_mean(const kb_hist *h);
 
 /**
  * Average cost in ns of recording one sample (n samples of varied values),
- * and, when with_clock, of reading the monotonic clock plus recording.
+ * and, when with_clock, of reading the monotonic clock plus recording, into
+ * *ns.  0, or < 0 with e set (error.h): KB_EINVAL for n <= 0, KB_ENOMEM.
  */
-double kb_hist_record_cost_ns(int64_t n, int with_clock);
+int kb_hist_record_cost_ns(int64_t n, int with_clock, double *ns, kb_error *e);
 
 #endif

@@ -57,19 +57,19 @@ void kb_props_scrub(const kb_props *p, char *s, size_t cap) {
             kb_scrub_value(s, cap, p->vals[i]);
 }
 
-rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen) {
+rd_kafka_conf_t *kb_conf_new(const kb_props *p, kb_error *err) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf) {
-        snprintf(err, errlen, "out of memory creating librdkafka conf");
+        kb_error_set(err, KB_ENOMEM, -1, "out of memory creating librdkafka conf");
         return NULL;
     }
     /* quiet by default (librdkafka logs to stderr); the caller's properties may raise it */
     rd_kafka_conf_set(conf, "log_level", "2", NULL, 0);
     for (size_t i = 0; i < p->n; i++) {
-        char e[KB_KERRLEN] = "";
+        char e[KB_ERRLEN] = "";
         if (rd_kafka_conf_set(conf, p->keys[i], p->vals[i], e, sizeof(e)) != RD_KAFKA_CONF_OK) {
             kb_props_scrub(p, e, sizeof(e));
-            snprintf(err, errlen, "%s", e);
+            kb_error_set(err, KB_EINVAL, -1, "%s", e);
             rd_kafka_conf_destroy(conf);
             return NULL;
         }
@@ -77,17 +77,17 @@ rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen) {
     return conf;
 }
 
-rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *err, size_t errlen) {
-    char e[KB_KERRLEN] = "";
+rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, kb_error *err) {
+    char e[KB_ERRLEN] = "";
     rd_kafka_t *rk = rd_kafka_new(type, conf, e, sizeof(e));
     if (!rk) {
         rd_kafka_conf_destroy(conf);
-        snprintf(err, errlen, "%s", e);
+        kb_error_set(err, KB_EKAFKA, -1, "%s", e);
     }
     return rk;
 }
 
-int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, char *err, size_t errlen) {
+int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
     int64_t deadline = kb_now_ns() + (int64_t)timeout_ms * 1000000;
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
@@ -107,21 +107,22 @@ int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, cha
         if (e == RD_KAFKA_RESP_ERR__TRANSPORT)
             rd_kafka_poll(rk, 100); /* a failed connect answers at once: pace the retries */
     }
-    snprintf(err, errlen,
-             "no Kafka broker reachable at '%s' within %.1f s (%s); check that the cluster is up "
-             "(kbench cluster status) and bootstrap.servers is right",
-             bootstrap ? bootstrap : "?", timeout_ms / 1000.0, rd_kafka_err2str(e));
-    return -1;
+    return kb_error_set(err, KB_EKAFKA, -1,
+                        "no Kafka broker reachable at '%s' within %.1f s (%s); check that the cluster is up "
+                        "(kbench cluster status) and bootstrap.servers is right",
+                        bootstrap ? bootstrap : "?", timeout_ms / 1000.0, rd_kafka_err2str(e));
 }
 
-int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen) {
+int kb_client_level_range(const char *codec, int *lo, int *hi, kb_error *err) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return kb_error_set(err, KB_ENOMEM, -1, "out of memory");
     }
-    int rc = -1;
-    if (rd_kafka_conf_set(conf, "compression.codec", codec, err, errlen) == RD_KAFKA_CONF_OK) {
+    int rc = KB_EINVAL;
+    char e[KB_ERRLEN] = "";
+    if (rd_kafka_conf_set(conf, "compression.codec", codec, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
+        kb_error_set(err, KB_EINVAL, -1, "%s", e);
+    } else {
         *lo = 1;
         *hi = 0;
         char v[16];
@@ -133,9 +134,9 @@ int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t
                 *lo = level;
             *hi = level;
         }
-        rc = *lo <= *hi ? 0 : -1;
+        rc = *lo <= *hi ? KB_OK : KB_EINVAL;
         if (rc < 0)
-            snprintf(err, errlen, "librdkafka accepts no compression.level for codec %s", codec);
+            kb_error_set(err, KB_EINVAL, -1, "librdkafka accepts no compression.level for codec %s", codec);
     }
     rd_kafka_conf_destroy(conf);
     return rc;
@@ -145,7 +146,7 @@ int kb_client_property_known(const char *name) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf)
         return -1;
-    char e[KB_KERRLEN] = "";
+    char e[KB_ERRLEN] = "";
     /* an empty value: a known name is refused as INVALID (or taken), never as UNKNOWN */
     rd_kafka_conf_res_t r = rd_kafka_conf_set(conf, name, "", e, sizeof(e));
     rd_kafka_conf_destroy(conf);

@@ -9,7 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#define KB_KERRLEN 512
+#include "error.h"
 
 /** An owned list of librdkafka properties (NUL-terminated strings). */
 typedef struct {
@@ -38,27 +38,27 @@ void kb_props_scrub(const kb_props *p, char *s, size_t cap);
  * failure returns NULL with librdkafka's message in err (secret values
  * scrubbed by kb_props_scrub()).
  */
-rd_kafka_conf_t *kb_conf_new(const kb_props *p, char *err, size_t errlen);
+rd_kafka_conf_t *kb_conf_new(const kb_props *p, kb_error *err);
 
 /**
  * Create a client of the given type from p (NULL on failure, message in err).
  * The conf is consumed on success and destroyed on failure.
  */
-rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *err, size_t errlen);
+rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, kb_error *err);
 
 /**
  * Block until a broker answers a metadata request or timeout_ms passes;
- * 0 on success, else -1 with a one-line message naming the bootstrap servers.
+ * 0 on success, else KB_EKAFKA with a one-line message naming the bootstrap servers.
  */
-int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, char *err, size_t errlen);
+int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, kb_error *err);
 
 /**
  * The compression.level values the linked librdkafka accepts with
  * compression.codec = codec, asked of librdkafka itself (rd_kafka_conf_set on
- * a throw-away conf, levels -100..100): 0 with [*lo, *hi], or -1 with
+ * a throw-away conf, levels -100..100): 0 with [*lo, *hi], or KB_EINVAL with
  * librdkafka's message in err when it refuses the codec or every level.
  */
-int kb_client_level_range(const char *codec, int *lo, int *hi, char *err, size_t errlen);
+int kb_client_level_range(const char *codec, int *lo, int *hi, kb_error *err);
 
 /**
  * Whether the linked librdkafka knows the property name (global or topic

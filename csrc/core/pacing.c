@@ -39,3 +39,22 @@ int64_t kb_pace_wake(const kb_pace *p, int64_t next_seq, int64_t prev_wake) {
     int64_t grid = prev_wake > INT64_MAX - p->tick_ns ? INT64_MAX : prev_wake + p->tick_ns;
     return due > grid ? due : grid;
 }
+
+int64_t kb_pace_run(const kb_pace *p, const kb_pace_ops *ops, int64_t *wakes) {
+    int64_t seq = 0, wake = p->t0;
+    int halt = 0;
+    *wakes = 0;
+    while (!halt && !ops->stopped(ops->user) && !kb_pace_done(p, seq)) {
+        int64_t now = ops->wait(ops->user, wake);
+        (*wakes)++;
+        int64_t upto = kb_pace_due_by(p, seq, now);
+        while (seq < upto && !halt) {
+            halt = ops->send(ops->user, seq, kb_pace_due(p, seq));
+            seq++;
+        }
+        if (ops->after_wake)
+            ops->after_wake(ops->user);
+        wake = kb_pace_wake(p, seq, wake);
+    }
+    return seq;
+}

@@ -6,7 +6,8 @@
  * sleeps until the next wake time, sends every message due by then, and
  * sleeps again.  Wakes are at least tick_ns apart, so at high rates a wake
  * sends a burst of due messages and at low rates a wake is a message's own due
- * time.  No function here reads a clock: a test drives them with a fake one.
+ * time.  No function here reads a clock: the producer's loop is kb_pace_run()
+ * over its real clock and client, and a test drives the same loop with a fake one.
  */
 #ifndef KBENCH_PACING_H
 #define KBENCH_PACING_H
@@ -40,5 +41,29 @@ int64_t kb_pace_due_by(const kb_pace *p, int64_t seq, int64_t now);
  * and prev_wake + tick_ns.  INT64_MAX when the run has no message left.
  */
 int64_t kb_pace_wake(const kb_pace *p, int64_t next_seq, int64_t prev_wake);
+
+/**
+ * What the fixed-rate loop does at its clock and its client, for kb_pace_run():
+ * the producer passes the real ones (csrc/core/producer.c), a test a fake clock.
+ */
+typedef struct {
+    void *user;
+    /** Sleep until wake (ns); returns the clock reading once awake (never before wake for a real clock). */
+    int64_t (*wait)(void *user, int64_t wake);
+    /** Send message seq, due at due; non-zero ends the run after it (out of memory, stop requested). */
+    int (*send)(void *user, int64_t seq, int64_t due);
+    /** Non-zero when the run must stop before the next wake (checked before each wake). */
+    int (*stopped)(void *user);
+    /** After the messages of one wake were sent (the producer serves delivery reports); may be NULL. */
+    void (*after_wake)(void *user);
+} kb_pace_ops;
+
+/**
+ * The fixed-rate loop: from wake = t0, sleep until the wake time, send every
+ * message due by the clock reading then (kb_pace_due_by), compute the next wake
+ * (kb_pace_wake); until the run is done, send asks to halt or stopped is set.
+ * Returns the number of messages handed to send; *wakes receives the wakes.
+ */
+int64_t kb_pace_run(const kb_pace *p, const kb_pace_ops *ops, int64_t *wakes);
 
 #endif

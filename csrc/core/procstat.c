@@ -17,13 +17,14 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "error.h"
 
 static double tick_s(void) {
     long t = sysconf(_SC_CLK_TCK);
     return 1.0 / (double)(t > 0 ? t : 100);
 }
 
-int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r) {
+int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r, kb_error *e) {
     char path[96], buf[1024];
     memset(r, 0, sizeof(*r));
     r->pid = pid;
@@ -34,14 +35,14 @@ int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r) {
         snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     FILE *f = fopen(path, "r");
     if (!f)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot open %s: %s", path, strerror(errno));
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = 0;
     /* comm is in parentheses and may contain spaces or ')': the last ')' ends it */
     char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
     if (!lp || !rp || rp < lp)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "%s: no (comm) field", path);
     size_t cl = (size_t)(rp - lp - 1);
     if (cl >= sizeof(r->comm))
         cl = sizeof(r->comm) - 1;
@@ -51,9 +52,9 @@ int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r) {
     char state;
     unsigned long long ut, st;
     if (sscanf(rp + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &ut, &st) != 3)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "%s: cannot parse utime/stime", path);
     if (state == 'Z' || state == 'X') /* a zombie's counters are frozen: treat as gone */
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "%s: the task is a zombie (%c)", path, state);
     double t = tick_s();
     r->utime_s = (double)ut * t;
     r->stime_s = (double)st * t;
@@ -61,17 +62,17 @@ int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r) {
     return 0;
 }
 
-int kb_read_sys_cpu(kb_sys_cpu *s) {
+int kb_read_sys_cpu(kb_sys_cpu *s, kb_error *e) {
     memset(s, 0, sizeof(*s));
     FILE *f = fopen("/proc/stat", "r");
     if (!f)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot open /proc/stat: %s", strerror(errno));
     unsigned long long v[8] = {0};
     int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
                    &v[7]);
     fclose(f);
     if (n < 8)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "/proc/stat: cannot parse the cpu line");
     double t = tick_s();
     s->user = v[0] * t;
     s->nice = v[1] * t;
@@ -86,14 +87,14 @@ int kb_read_sys_cpu(kb_sys_cpu *s) {
     return 0;
 }
 
-int kb_read_task_cpu(int pid, kb_cpu_rec **out, size_t *n) {
+int kb_read_task_cpu(int pid, kb_cpu_rec **out, size_t *n, kb_error *e) {
     *out = NULL;
     *n = 0;
     char dpath[64];
     snprintf(dpath, sizeof(dpath), "/proc/%d/task", pid);
     DIR *d = opendir(dpath);
     if (!d)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot list %s: %s", dpath, strerror(errno));
     size_t cap = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -108,12 +109,12 @@ int kb_read_task_cpu(int pid, kb_cpu_rec **out, size_t *n) {
                 *out = NULL;
                 *n = 0;
                 closedir(d);
-                return -1;
+                return kb_error_set(e, KB_ENOMEM, -1, "out of memory for %zu threads", nc);
             }
             *out = r;
             cap = nc;
         }
-        kb_read_pid_cpu(pid, tid, &(*out)[*n]);
+        kb_read_pid_cpu(pid, tid, &(*out)[*n], NULL);
         if ((*out)[*n].ok) /* a thread that ended between readdir and read is left out */
             (*n)++;
     }
@@ -140,9 +141,9 @@ static void take_sample(kb_sampler *o) {
         o->cap = nc;
     }
     o->heads[o->n].t = kb_now_ns();
-    kb_read_sys_cpu(&o->heads[o->n].sys);
+    kb_read_sys_cpu(&o->heads[o->n].sys, NULL); /* unreadable: ok = 0 in the sample (data) */
     for (size_t i = 0; i < o->npids; i++)
-        kb_read_pid_cpu(o->pids[i], 0, &o->recs[o->n * o->npids + i]);
+        kb_read_pid_cpu(o->pids[i], 0, &o->recs[o->n * o->npids + i], NULL);
     o->n++;
 }
 
@@ -181,12 +182,13 @@ void kb_sampler_init(kb_sampler *s, int *pids, size_t npids, double interval_s, 
     pthread_cond_init(&s->cv, NULL);
 }
 
-int kb_sampler_start(kb_sampler *s) {
+int kb_sampler_start(kb_sampler *s, kb_error *e) {
     atomic_store(&s->stop, 0);
     int rc = pthread_create(&s->thread, NULL, sampler_main, s);
-    if (!rc)
-        s->started = 1;
-    return rc;
+    if (rc)
+        return kb_error_set(e, KB_EIO, -1, "cannot start the sampler thread: %s", strerror(rc));
+    s->started = 1;
+    return KB_OK;
 }
 
 void kb_sampler_join(kb_sampler *s) {

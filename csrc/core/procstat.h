@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** One process's or thread's CPU counters; ok = 0 when it vanished or was unreadable. */
+#include "error.h"
+
+/** One process's or thread's CPU counters; ok = 0 when it vanished or was unreadable (a per-row
+ *  status: data, not a failure of the caller). */
 typedef struct {
     int pid, tid; /* tid 0 = the whole process */
     int ok;
@@ -26,18 +29,18 @@ typedef struct {
     double user, nice, system, idle, iowait, irq, softirq, steal, total;
 } kb_sys_cpu;
 
-/** Read /proc/<pid>/stat (tid 0) or /proc/<pid>/task/<tid>/stat into r; 0 or -1 (r->ok = 0). */
-int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r);
+/** Read /proc/<pid>/stat (tid 0) or /proc/<pid>/task/<tid>/stat into r; 0, or KB_EIO with e set (r->ok = 0). */
+int kb_read_pid_cpu(int pid, int tid, kb_cpu_rec *r, kb_error *e);
 
-/** Read the first line of /proc/stat into s; 0 or -1 (s->ok = 0). */
-int kb_read_sys_cpu(kb_sys_cpu *s);
+/** Read the first line of /proc/stat into s; 0, or KB_EIO with e set (s->ok = 0). */
+int kb_read_sys_cpu(kb_sys_cpu *s, kb_error *e);
 
 /**
  * Read the counters of every thread of pid (/proc/<pid>/task/<tid>/stat) into a malloc'd array
- * (*out, *n; free() it); threads that end meanwhile are left out.  0, or -1 when the task
- * directory cannot be listed or memory runs out (*out NULL, *n 0).
+ * (*out, *n; free() it); threads that end meanwhile are left out.  0, or < 0 with e set when the
+ * task directory cannot be listed or memory runs out (*out NULL, *n 0).
  */
-int kb_read_task_cpu(int pid, kb_cpu_rec **out, size_t *n);
+int kb_read_task_cpu(int pid, kb_cpu_rec **out, size_t *n, kb_error *e);
 
 /** Time and system counters of one sampler sample. */
 typedef struct {
@@ -64,8 +67,8 @@ typedef struct {
 /** Set up s for pids (taken over: freed by kb_sampler_free) without starting it. */
 void kb_sampler_init(kb_sampler *s, int *pids, size_t npids, double interval_s, size_t max_samples);
 
-/** Start the thread; 0, or the pthread_create error number. */
-int kb_sampler_start(kb_sampler *s);
+/** Start the thread; 0, or KB_EIO with e set (pthread_create's reason). */
+int kb_sampler_start(kb_sampler *s, kb_error *e);
 
 /** Stop the thread (woken at once) and join it; no-op when not running.  Blocks: release the GIL. */
 void kb_sampler_join(kb_sampler *s);

@@ -106,9 +106,9 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     kb_producer *p = opaque;
     kb_errcount_add(&p->client_errors, err);
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char buf[200];
+        char buf[KB_ERRLEN];
         rd_kafka_fatal_error(rk, buf, sizeof(buf));
-        snprintf(p->err, sizeof(p->err), "fatal librdkafka error: %s (%.250s)", buf, reason);
+        kb_error_set(p->run_err, KB_EKAFKA, -1, "fatal librdkafka error: %s (%.250s)", buf, reason);
         atomic_store(&p->stop, 1);
     }
 }
@@ -116,9 +116,9 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
 /** Build the kbench header for one message (one allocation for the list, one for the header). */
 static rd_kafka_headers_t *make_headers(int64_t sent, int64_t seq, uint64_t run_id) {
     uint8_t b[KB_HDR_LEN];
-    kb_put_be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
-    kb_put_be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
-    kb_put_be64(b + KB_HDR_RUN_OFF, run_id);
+    kb_be64(b + KB_HDR_TIME_OFF, (uint64_t)sent);
+    kb_be64(b + KB_HDR_SEQ_OFF, (uint64_t)seq);
+    kb_be64(b + KB_HDR_RUN_OFF, run_id);
     rd_kafka_headers_t *h = rd_kafka_headers_new(1);
     rd_kafka_header_add(h, KB_HDR_NAME, KB_HDR_NAME_LEN, b, KB_HDR_LEN);
     return h;
@@ -165,23 +165,22 @@ static void wait_until(rd_kafka_t *rk, int efd, int64_t t) {
 /** Take the per-thread CPU sample that opens the window, once, when due. */
 static inline void cpu_mark(kb_producer *p, int64_t now) {
     if (p->cpu_skip_s >= 0 && !p->cpu_start.ok && now >= p->t0 + (int64_t)(p->cpu_skip_s * 1e9))
-        kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_start);
+        kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_start, NULL);
 }
 
-/** Check the topic exists (metadata); 0 or -1 with err set. */
-static int check_topic(rd_kafka_t *rk, const char *topic, int tms, char *err, size_t errlen) {
+/** Check the topic exists (metadata); 0 or < 0 with err set. */
+static int check_topic(rd_kafka_t *rk, const char *topic, int tms, kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
     rd_kafka_topic_destroy(rkt);
     int rc = 0;
     if (e) {
-        snprintf(err, errlen, "metadata for topic '%s': %s", topic, rd_kafka_err2str(e));
-        rc = -1;
+        rc = kb_error_set(err, KB_EKAFKA, -1, "metadata for topic '%s': %s", topic, rd_kafka_err2str(e));
     } else if (md->topic_cnt != 1 || md->topics[0].err) {
-        snprintf(err, errlen, "topic '%s' not available (%s); create it first (kbench.admin.create_topic)", topic,
-                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent");
-        rc = -1;
+        rc = kb_error_set(err, KB_EKAFKA, -1,
+                          "topic '%s' not available (%s); create it first (kbench.admin.create_topic)", topic,
+                          md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent");
     }
     if (md)
         rd_kafka_metadata_destroy(md);
@@ -223,7 +222,7 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
         sent = kb_now_ns();
         int32_t slot = slot_take(p, seq, sent);
         if (slot < 0) {
-            snprintf(p->err, sizeof(p->err), "out of memory for in-flight message slots");
+            kb_error_set(p->run_err, KB_ENOMEM, -1, "out of memory for in-flight message slots");
             return 1;
         }
         if (with_header) {
@@ -266,43 +265,82 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
     return 0;
 }
 
-int kb_producer_run(kb_producer *p) {
-    char err[KB_KERRLEN] = "";
-    p->err[0] = 0;
+/** The fixed-rate loop's clock and client (kb_pace_ops over this producer). */
+typedef struct {
+    kb_producer *p;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    int efd;
+    char **keys;
+    uint64_t *rnd;
+    size_t *rec;
+} fixed_loop;
+
+static int64_t fixed_wait(void *user, int64_t wake) {
+    fixed_loop *l = user;
+    wait_until(l->rk, l->efd, wake);
+    int64_t now = kb_now_ns();
+    cpu_mark(l->p, now);
+    return now;
+}
+
+static int fixed_send(void *user, int64_t seq, int64_t due) {
+    fixed_loop *l = user;
+    kb_producer *p = l->p;
+    size_t klen;
+    const char *key = key_of(p, l->keys, seq, l->rnd, &klen);
+    int halt = send_one(p, l->rk, l->rkt, seq, due, *l->rec, key, klen) ||
+               atomic_load_explicit(&p->stop, memory_order_relaxed);
+    if (++*l->rec == p->nrec)
+        *l->rec = 0;
+    if (((seq + 1) & 63) == 0)
+        rd_kafka_poll(l->rk, 0);
+    return halt;
+}
+
+static int fixed_stopped(void *user) {
+    fixed_loop *l = user;
+    return atomic_load_explicit(&l->p->stop, memory_order_relaxed);
+}
+
+static void fixed_after_wake(void *user) {
+    fixed_loop *l = user;
+    rd_kafka_poll(l->rk, 0); /* delivery reports between ticks */
+}
+
+int kb_producer_run(kb_producer *p, kb_error *e) {
+    kb_error local = KB_ERROR_INIT;
+    kb_error *err = e ? e : &local;
+    kb_error_clear(err);
+    p->run_err = err;
     if (p->nrec == 0 || !p->topic || (p->count <= 0 && p->duration_s <= 0) || p->header_sample < 0 ||
-        (p->mode == KB_MODE_FIXED_RATE && !(p->rate > 0))) {
-        snprintf(p->err, sizeof(p->err), "bad producer arguments (records, count/duration, rate or header sample)");
-        return -1;
-    }
-    rd_kafka_conf_t *conf = kb_conf_new(&p->props, err, sizeof(err));
-    if (!conf) {
-        snprintf(p->err, sizeof(p->err), "%s", err);
-        return -1;
-    }
+        (p->mode == KB_MODE_FIXED_RATE && !(p->rate > 0)))
+        return kb_error_set(err, KB_EINVAL, -1,
+                            "bad producer arguments (records, count/duration, rate or header sample)");
+    rd_kafka_conf_t *conf = kb_conf_new(&p->props, err);
+    if (!conf)
+        return err->code;
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_error);
     if (p->stats_path) {
         FILE *f = fopen(p->stats_path, "w");
         if (!f) {
-            snprintf(p->err, sizeof(p->err), "cannot write statistics file %s: %s", p->stats_path, strerror(errno));
+            kb_error_set(err, KB_EIO, -1, "cannot write statistics file %s: %s", p->stats_path, strerror(errno));
             rd_kafka_conf_destroy(conf);
-            return -1;
+            return err->code;
         }
         fclose(f);
         rd_kafka_conf_set_stats_cb(conf, on_stats);
     }
-    rd_kafka_t *rk = kb_client_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    if (!rk) {
-        snprintf(p->err, sizeof(p->err), "%s", err);
-        return -1;
-    }
+    rd_kafka_t *rk = kb_client_new(RD_KAFKA_PRODUCER, conf, err);
+    if (!rk)
+        return err->code;
     int tms = (int)(p->connect_timeout_s * 1000);
-    if (kb_wait_reachable(rk, kb_props_get(&p->props, "bootstrap.servers"), tms, err, sizeof(err)) < 0 ||
-        check_topic(rk, p->topic, tms, err, sizeof(err)) < 0) {
-        snprintf(p->err, sizeof(p->err), "%s", err);
+    if (kb_wait_reachable(rk, kb_props_get(&p->props, "bootstrap.servers"), tms, err) < 0 ||
+        check_topic(rk, p->topic, tms, err) < 0) {
         rd_kafka_destroy(rk);
-        return -1;
+        return err->code;
     }
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, p->topic, NULL);
 
@@ -344,27 +382,13 @@ int kb_producer_run(kb_producer *p) {
             close(efd);
             efd = -1;
         }
-        int64_t wake = p->t0;
-        while (!halt && !atomic_load_explicit(&p->stop, memory_order_relaxed) && !kb_pace_done(&pace, seq)) {
-            wait_until(rk, efd, wake);
-            p->wakes++;
-            int64_t now = kb_now_ns();
-            cpu_mark(p, now);
-            int64_t upto = kb_pace_due_by(&pace, seq, now);
-            while (seq < upto && !halt) {
-                size_t klen;
-                const char *key = key_of(p, keys, seq, &rnd, &klen);
-                halt = send_one(p, rk, rkt, seq, kb_pace_due(&pace, seq), rec, key, klen) ||
-                       atomic_load_explicit(&p->stop, memory_order_relaxed);
-                seq++;
-                if (++rec == p->nrec)
-                    rec = 0;
-                if ((seq & 63) == 0)
-                    rd_kafka_poll(rk, 0);
-            }
-            rd_kafka_poll(rk, 0); /* delivery reports between ticks */
-            wake = kb_pace_wake(&pace, seq, wake);
-        }
+        fixed_loop fl = {.p = p, .rk = rk, .rkt = rkt, .efd = efd, .keys = keys, .rnd = &rnd, .rec = &rec};
+        kb_pace_ops ops = {.user = &fl,
+                           .wait = fixed_wait,
+                           .send = fixed_send,
+                           .stopped = fixed_stopped,
+                           .after_wake = fixed_after_wake};
+        seq = kb_pace_run(&pace, &ops, &p->wakes);
         if (mainq) {
             rd_kafka_queue_io_event_enable(mainq, -1, NULL, 0);
             rd_kafka_queue_destroy(mainq);
@@ -402,7 +426,7 @@ int kb_producer_run(kb_producer *p) {
     p->t_end = kb_now_ns();
     /* close the CPU window while the client's threads are still alive to be read */
     if (p->cpu_start.ok)
-        kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_end);
+        kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_end, NULL);
     p->undelivered = p->sent - p->delivered - p->dr_failed;
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
@@ -418,5 +442,6 @@ int kb_producer_run(kb_producer *p) {
     p->slot_seq = p->slot_sent = NULL;
     p->slot_free = NULL;
     p->slot_cap = p->slot_nfree = 0;
-    return p->err[0] ? -1 : 0;
+    p->run_err = NULL;
+    return err->code;
 }

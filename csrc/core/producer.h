@@ -60,21 +60,21 @@ typedef struct {
     int stopped;             /* 1 when stop was requested */
     kb_errcount dr_errors;   /* delivery errors by code */
     kb_errcount client_errors; /* error_cb events by code */
-    char err[KB_KERRLEN];
-    /* private: in-flight message slots (seq and send time), indexed by the message opaque */
+    /* private: the run's error (set by callbacks too), in-flight message slots (seq and send time), indexed by the message opaque */
     int64_t *slot_seq, *slot_sent;
     int32_t *slot_free;
     int32_t slot_cap, slot_nfree;
+    kb_error *run_err;
 } kb_producer;
 
 /**
  * Run the loop to completion (count/duration reached, or stop set), flush
  * (bounded by flush_timeout_s; what is left is purged and counted as
- * undelivered) and destroy the client.  0 on success, -1 with p->err set when
+ * undelivered) and destroy the client.  0 on success, or < 0 with e set (error.h) when
  * the client could not be created, no broker answered within
  * connect_timeout_s, the topic does not exist, or a fatal error occurred.
  * Histograms must be allocated by the caller.
  */
-int kb_producer_run(kb_producer *p);
+int kb_producer_run(kb_producer *p, kb_error *e);
 
 #endif

@@ -11,6 +11,7 @@
 #include <snappy-c.h>
 
 #include "crc32c.h"
+#include "byteorder.h"
 #include "varint.h"
 
 int kb_buf_reserve(kb_buf *b, size_t more) {
@@ -39,16 +40,6 @@ void kb_buf_free(kb_buf *b) {
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
-}
-
-void kb_error_set(kb_error *e, int64_t offset, const char *fmt, ...) {
-    if (!e)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-    e->offset = offset;
 }
 
 kb_batch_meta kb_batch_meta_default(int librdkafka) {
@@ -105,30 +96,25 @@ static uint8_t *put_bytes(uint8_t *p, const uint8_t *src, int32_t len) {
 
 int kb_bb_append(kb_batch_builder *b, const kb_record *r, kb_error *e) {
     if (b->count == INT32_MAX) {
-        kb_error_set(e, -1, "batch holds too many records");
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "batch holds too many records");
     }
     for (uint32_t i = 0; i < r->header_count; i++) {
         if (r->headers[i].key_len < 0) {
-            kb_error_set(e, -1, "header %u has a null key; Kafka header keys must be strings", i);
-            return -1;
+            return kb_error_set(e, KB_ERR, -1, "header %u has a null key; Kafka header keys must be strings", i);
         }
     }
     if (r->header_count > INT32_MAX) {
-        kb_error_set(e, -1, "too many headers");
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "too many headers");
     }
     if (b->count == 0)
         b->base_ts = b->max_ts = r->timestamp;
     int64_t tsd = kb_sub_wrap(r->timestamp, b->base_ts);
     size_t body = record_body_size(b->count, tsd, r);
     if (body > INT32_MAX) {
-        kb_error_set(e, -1, "record of %zu bytes is too large for a batch", body);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "record of %zu bytes is too large for a batch", body);
     }
     if (kb_buf_reserve(&b->raw, body + KB_VARINT_MAX) < 0) {
-        kb_error_set(e, -1, "out of memory growing a batch to %zu bytes", b->raw.len + body);
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory growing a batch to %zu bytes", b->raw.len + body);
     }
     uint8_t *p = b->raw.p + b->raw.len;
     p += kb_varint_put(p, (int32_t)body);
@@ -170,8 +156,7 @@ static void write_header(uint8_t *h, const kb_batch_builder *b, int codec, size_
 int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int level, int librdkafka,
                  kb_buf *out, int *stored_codec, kb_error *e) {
     if (b->count == 0) {
-        kb_error_set(e, -1, "a batch needs at least one record");
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "a batch needs at least one record");
     }
     size_t raw = b->raw.len;
     size_t cap = codec == KB_CODEC_NONE ? raw : kb_compress_bound(codec, raw);
@@ -179,12 +164,10 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
     if (raw_snappy && snappy_max_compressed_length(raw) > cap)
         cap = snappy_max_compressed_length(raw);
     if (cap > (size_t)INT32_MAX - KB_BATCH_OVERHEAD) {
-        kb_error_set(e, -1, "batch of %zu bytes exceeds Kafka's 2 GiB limit", raw);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "batch of %zu bytes exceeds Kafka's 2 GiB limit", raw);
     }
     if (kb_buf_reserve(out, KB_BATCH_OVERHEAD + cap) < 0) {
-        kb_error_set(e, -1, "out of memory for a %zu-byte batch", KB_BATCH_OVERHEAD + cap);
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory for a %zu-byte batch", KB_BATCH_OVERHEAD + cap);
     }
     uint8_t *h = out->p + out->len;
     uint8_t *region = h + KB_BATCH_OVERHEAD;
@@ -195,8 +178,7 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
     } else if (raw_snappy) {
         rlen = cap;
         if (snappy_compress((const char *)b->raw.p, raw, (char *)region, &rlen) != SNAPPY_OK) {
-            kb_error_set(e, -1, "snappy: raw compression failed");
-            return -1;
+            return kb_error_set(e, KB_ERR, -1, "snappy: raw compression failed");
         }
         if (rlen > raw) {
             memcpy(region, b->raw.p, raw);
@@ -204,12 +186,11 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
             used = KB_CODEC_NONE;
         }
     } else {
-        char err[KB_ERRLEN] = "";
-        int rc = kb_compress(ctx, codec, level, b->raw.p, raw, region, cap, &rlen, err, sizeof(err));
-        if (rc != KB_OK) {
-            kb_error_set(e, -1, "%s: %s", kb_codec_name(codec), rc == KB_ETOOSMALL ? "output exceeded its bound" : err);
-            return -1;
-        }
+        kb_error ce = KB_ERROR_INIT;
+        int rc = kb_compress(ctx, codec, level, b->raw.p, raw, region, cap, &rlen, &ce);
+        if (rc != KB_OK)
+            return kb_error_set(e, rc, -1, "%s: %s", kb_codec_name(codec),
+                                rc == KB_ETOOSMALL ? "output exceeded its bound" : ce.msg);
         if (librdkafka && rlen > raw) {
             memcpy(region, b->raw.p, raw);
             rlen = raw;
@@ -225,8 +206,7 @@ int kb_bb_finish(kb_batch_builder *b, kb_codec_ctx *ctx, kb_codec_t codec, int l
 
 int kb_batch_header_read(const uint8_t *buf, size_t n, kb_batch_header *h, kb_error *e) {
     if (n < KB_BATCH_OVERHEAD) {
-        kb_error_set(e, (int64_t)n, "truncated batch header: %zu bytes, a v2 header needs 61", n);
-        return -1;
+        return kb_error_set(e, KB_ERR, (int64_t)n, "truncated batch header: %zu bytes, a v2 header needs 61", n);
     }
     h->base_offset = (int64_t)kb_rd64(buf);
     h->batch_length = (int32_t)kb_rd32(buf + 8);
@@ -242,26 +222,22 @@ int kb_batch_header_read(const uint8_t *buf, size_t n, kb_batch_header *h, kb_er
     h->base_sequence = (int32_t)kb_rd32(buf + 53);
     h->records_count = (int32_t)kb_rd32(buf + 57);
     if (h->magic != 2) {
-        kb_error_set(e, 16, "unsupported magic %d; kbench reads RecordBatch v2 (magic 2) only", h->magic);
-        return -1;
+        return kb_error_set(e, KB_ERR, 16, "unsupported magic %d; kbench reads RecordBatch v2 (magic 2) only",
+                            h->magic);
     }
     if (h->batch_length < KB_BATCH_MIN_LENGTH) {
-        kb_error_set(e, 8, "batchLength %d is below the v2 minimum of 49", h->batch_length);
-        return -1;
+        return kb_error_set(e, KB_ERR, 8, "batchLength %d is below the v2 minimum of 49", h->batch_length);
     }
     if ((size_t)h->batch_length > n - KB_LOG_OVERHEAD) {
-        kb_error_set(e, (int64_t)n, "truncated batch: batchLength %d needs %lld bytes, only %zu present",
-                     h->batch_length, (long long)h->batch_length + KB_LOG_OVERHEAD, n);
-        return -1;
+        return kb_error_set(e, KB_ERR, (int64_t)n, "truncated batch: batchLength %d needs %lld bytes, only %zu present",
+                            h->batch_length, (long long)h->batch_length + KB_LOG_OVERHEAD, n);
     }
     int codec = h->attributes & KB_ATTR_CODEC_MASK;
     if (codec >= KB_CODEC_COUNT) {
-        kb_error_set(e, 22, "unknown compression type id %d in attributes", codec);
-        return -1;
+        return kb_error_set(e, KB_ERR, 22, "unknown compression type id %d in attributes", codec);
     }
     if (h->records_count < 0) {
-        kb_error_set(e, 57, "negative recordsCount %d", h->records_count);
-        return -1;
+        return kb_error_set(e, KB_ERR, 57, "negative recordsCount %d", h->records_count);
     }
     return 0;
 }
@@ -280,9 +256,8 @@ int kb_batch_open(kb_codec_ctx *ctx, const uint8_t *buf, size_t n, int verify_cr
     if (verify_crc) {
         v->crc_computed = kb_batch_crc_compute(buf, &v->h);
         if (v->crc_computed != v->h.crc) {
-            kb_error_set(e, 17, "CRC mismatch: stored 0x%08x, computed 0x%08x over bytes [21, %zu)", v->h.crc,
-                         v->crc_computed, v->size);
-            return -1;
+            return kb_error_set(e, KB_ERR, 17, "CRC mismatch: stored 0x%08x, computed 0x%08x over bytes [21, %zu)",
+                                v->h.crc, v->crc_computed, v->size);
         }
     }
     const uint8_t *region = buf + KB_BATCH_OVERHEAD;
@@ -293,8 +268,8 @@ int kb_batch_open(kb_codec_ctx *ctx, const uint8_t *buf, size_t n, int verify_cr
         return 0;
     }
     if (!ctx) {
-        kb_error_set(e, KB_BATCH_OVERHEAD, "no codec context to decompress a %s batch", kb_codec_name(v->codec));
-        return -1;
+        return kb_error_set(e, KB_ERR, KB_BATCH_OVERHEAD, "no codec context to decompress a %s batch",
+                            kb_codec_name(v->codec));
     }
     size_t hint = kb_decompress_hint((kb_codec_t)v->codec, region, rlen);
     size_t cap = hint ? hint : (rlen < 1024 ? 4096 : rlen * 4);
@@ -305,12 +280,11 @@ int kb_batch_open(kb_codec_ctx *ctx, const uint8_t *buf, size_t n, int verify_cr
     for (;;) {
         scratch->len = 0;
         if (kb_buf_reserve(scratch, cap) < 0) {
-            kb_error_set(e, KB_BATCH_OVERHEAD, "out of memory for %zu decompressed bytes", cap);
-            return -1;
+            return kb_error_set(e, KB_ENOMEM, KB_BATCH_OVERHEAD, "out of memory for %zu decompressed bytes", cap);
         }
-        char err[KB_ERRLEN] = "";
+        kb_error de = KB_ERROR_INIT;
         size_t olen = 0;
-        int rc = kb_decompress(ctx, (kb_codec_t)v->codec, region, rlen, scratch->p, cap, &olen, err, sizeof(err));
+        int rc = kb_decompress(ctx, (kb_codec_t)v->codec, region, rlen, scratch->p, cap, &olen, &de);
         if (rc == KB_OK) {
             v->records = scratch->p;
             v->records_len = olen;
@@ -321,14 +295,14 @@ int kb_batch_open(kb_codec_ctx *ctx, const uint8_t *buf, size_t n, int verify_cr
             continue;
         }
         if (rc == KB_ETOOSMALL)
-            kb_error_set(e, KB_BATCH_OVERHEAD,
+            kb_error_set(e, KB_ERR, KB_BATCH_OVERHEAD,
                          "%s records region decompresses to more than the %zu-byte limit; raise max_uncompressed if "
                          "the input is trusted",
                          kb_codec_name(v->codec), max_uncompressed);
         else
-            kb_error_set(e, KB_BATCH_OVERHEAD, "%s records region does not decompress: %s",
-                         kb_codec_name(v->codec), err);
-        return -1;
+            kb_error_set(e, KB_ERR, KB_BATCH_OVERHEAD, "%s records region does not decompress: %s",
+                         kb_codec_name(v->codec), de.msg);
+        return KB_ERR;
     }
 }
 
@@ -338,9 +312,9 @@ int kb_batch_open(kb_codec_ctx *ctx, const uint8_t *buf, size_t n, int verify_cr
         char m_[KB_ERRLEN];                                                                                    \
         snprintf(m_, sizeof(m_), __VA_ARGS__);                                                                 \
         if (compressed)                                                                                        \
-            kb_error_set(e, base_off, "%s (byte %zu of the decompressed records)", m_, (size_t)(at));         \
+            kb_error_set(e, KB_ERR, base_off, "%s (byte %zu of the decompressed records)", m_, (size_t)(at));         \
         else                                                                                                   \
-            kb_error_set(e, (base_off) + (int64_t)(at), "%s", m_);                                             \
+            kb_error_set(e, KB_ERR, (base_off) + (int64_t)(at), "%s", m_);                                             \
     } while (0)
 
 static int read_len_bytes(const uint8_t *p, size_t end, size_t *pos, int allow_null, int32_t *len,

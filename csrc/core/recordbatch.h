@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "codecs.h"
+#include "error.h"
 
 #define KB_BATCH_OVERHEAD 61 /* RECORD_BATCH_OVERHEAD */
 #define KB_LOG_OVERHEAD 12   /* baseOffset + batchLength */
@@ -33,14 +34,6 @@ typedef struct {
 /** Make room for `more` bytes after len; 0, or -1 on out of memory / overflow. */
 int kb_buf_reserve(kb_buf *b, size_t more);
 void kb_buf_free(kb_buf *b);
-
-/** An error: message and byte offset in the input (-1 when not about input). */
-typedef struct {
-    char msg[KB_ERRLEN];
-    int64_t offset;
-} kb_error;
-
-void kb_error_set(kb_error *e, int64_t offset, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 typedef struct {
     const uint8_t *key;

@@ -37,33 +37,33 @@ static size_t put(kb_sample *s, const void *p, size_t n) {
     return off;
 }
 
-/** Assign every partition at its low watermark; fills lo[] and hi[] (start and end offsets); 0 or -1. */
-static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **lo_out, int64_t **hi_out) {
+/** Assign every partition at its low watermark; fills lo[] and hi[] (start and end offsets); 0 or < 0 with err set. */
+static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **lo_out, int64_t **hi_out,
+                             kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, s->topic, NULL);
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
     rd_kafka_topic_destroy(rkt);
     if (e || md->topic_cnt != 1 || md->topics[0].err) {
-        snprintf(s->err, sizeof(s->err), "topic '%s' not available (%s); check --topic", s->topic,
-                 e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
+        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' not available (%s); check --topic", s->topic,
+                     e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
         if (md)
             rd_kafka_metadata_destroy(md);
-        return -1;
+        return KB_EKAFKA;
     }
     int np = md->topics[0].partition_cnt;
     int64_t *hi = calloc((size_t)(np > 0 ? np : 1), sizeof(*hi));
     int64_t *los = calloc((size_t)(np > 0 ? np : 1), sizeof(*los));
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
-    int rc = (hi && los) ? 0 : -1;
+    int rc = KB_OK;
     if (!hi || !los)
-        snprintf(s->err, sizeof(s->err), "out of memory for %d partitions", np);
+        rc = kb_error_set(err, KB_ENOMEM, -1, "out of memory for %d partitions", np);
     for (int i = 0; rc == 0 && i < np; i++) {
         int32_t pid = md->topics[0].partitions[i].id;
         int64_t lo = 0, h = 0;
         e = rd_kafka_query_watermark_offsets(rk, s->topic, pid, &lo, &h, tms);
         if (e) {
-            snprintf(s->err, sizeof(s->err), "watermarks of %s [%d]: %s", s->topic, pid, rd_kafka_err2str(e));
-            rc = -1;
+            rc = kb_error_set(err, KB_EKAFKA, -1, "watermarks of %s [%d]: %s", s->topic, pid, rd_kafka_err2str(e));
             break;
         }
         if (pid >= 0 && pid < np) {
@@ -76,29 +76,27 @@ static int assign_from_start(rd_kafka_t *rk, kb_sample *s, int tms, int64_t **lo
     }
     rd_kafka_metadata_destroy(md);
     if (rc == 0 && l->cnt > 0 && (e = rd_kafka_assign(rk, l)) != 0) {
-        snprintf(s->err, sizeof(s->err), "assign %s: %s", s->topic, rd_kafka_err2str(e));
-        rc = -1;
+        rc = kb_error_set(err, KB_EKAFKA, -1, "assign %s: %s", s->topic, rd_kafka_err2str(e));
     }
     s->partitions = np;
     rd_kafka_topic_partition_list_destroy(l);
     if (rc < 0) {
         free(hi);
         free(los);
-        return -1;
+        return rc;
     }
     *hi_out = hi;
     *lo_out = los;
     return 0;
 }
 
-int kb_sample_run(kb_sample *s) {
-    char err[KB_KERRLEN] = "";
-    s->err[0] = 0;
-    rd_kafka_conf_t *conf = kb_conf_new(&s->props, err, sizeof(err));
-    if (!conf) {
-        snprintf(s->err, sizeof(s->err), "%s", err);
-        return -1;
-    }
+int kb_sample_run(kb_sample *s, kb_error *e) {
+    kb_error local = KB_ERROR_INIT;
+    kb_error *err = e ? e : &local;
+    kb_error_clear(err);
+    rd_kafka_conf_t *conf = kb_conf_new(&s->props, err);
+    if (!conf)
+        return err->code;
     if (!kb_props_get(&s->props, "group.id"))
         rd_kafka_conf_set(conf, "group.id", "kbench-corpus-sample", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
@@ -106,20 +104,17 @@ int kb_sample_run(kb_sample *s) {
     /* end of partition events: a compacted or transactional partition ends below its last offset */
     rd_kafka_conf_set(conf, "enable.partition.eof", "true", NULL, 0);
     rd_kafka_conf_set_error_cb(conf, quiet_error);
-    rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-    if (!rk) {
-        snprintf(s->err, sizeof(s->err), "%s", err);
-        return -1;
-    }
+    rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err);
+    if (!rk)
+        return err->code;
     rd_kafka_poll_set_consumer(rk);
     int tms = (int)(s->timeout_s * 1000);
     int64_t *hi = NULL, *next = NULL;
-    int rc = -1;
-    if (kb_wait_reachable(rk, kb_props_get(&s->props, "bootstrap.servers"), tms, err, sizeof(err)) < 0) {
-        snprintf(s->err, sizeof(s->err), "%s", err);
+    int rc = kb_wait_reachable(rk, kb_props_get(&s->props, "bootstrap.servers"), tms, err);
+    if (rc < 0)
         goto out;
-    }
-    if (assign_from_start(rk, s, tms, &next, &hi) < 0)
+    rc = assign_from_start(rk, s, tms, &next, &hi, err);
+    if (rc < 0)
         goto out;
     int np = s->partitions; /* next[p] starts at the low watermark: the next offset expected */
     int64_t deadline = kb_now_ns() + (int64_t)(s->timeout_s * 1e9);
@@ -162,7 +157,7 @@ int kb_sample_run(kb_sample *s) {
             kb_sample_rec *r = realloc(s->recs, cap * sizeof(*r));
             if (!r) {
                 rd_kafka_message_destroy(m);
-                snprintf(s->err, sizeof(s->err), "out of memory after %zu records", s->n);
+                rc = kb_error_set(err, KB_ENOMEM, -1, "out of memory after %zu records", s->n);
                 goto out;
             }
             s->recs = r;
@@ -177,7 +172,7 @@ int kb_sample_run(kb_sample *s) {
         r->value_off = put(s, m->payload, vlen);
         rd_kafka_message_destroy(m);
         if (r->key_off == SIZE_MAX || r->value_off == SIZE_MAX) {
-            snprintf(s->err, sizeof(s->err), "out of memory after %zu records", s->n);
+            rc = kb_error_set(err, KB_ENOMEM, -1, "out of memory after %zu records", s->n);
             goto out;
         }
         s->n++;

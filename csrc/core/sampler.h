@@ -36,11 +36,10 @@ typedef struct {
     int64_t available; /* sum of high - low watermarks at the start */
     int truncated;     /* stopped at max_bytes */
     int timed_out;
-    char err[KB_KERRLEN];
 } kb_sample;
 
-/** Run the sample; 0, or -1 with s->err set.  Free with kb_sample_free(). */
-int kb_sample_run(kb_sample *s);
+/** Run the sample; 0, or < 0 with e set (error.h).  Free with kb_sample_free(). */
+int kb_sample_run(kb_sample *s, kb_error *e);
 
 /** Free what kb_sample_run() allocated (not the props). */
 void kb_sample_free(kb_sample *s);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "byteorder.h"
 #include "varint.h"
 
 const char *const kb_seg_status_names[] = {"ok", "bad_crc", "truncated", "corrupt", "legacy"};
@@ -150,12 +151,11 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
     size_t cap_rows = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        kb_error_set(e, -1, "cannot open %s: %s", path, strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot open %s: %s", path, strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
-        kb_error_set(e, -1, "cannot stat %s: %s", path, strerror(errno));
+        kb_error_set(e, KB_EIO, -1, "cannot stat %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
@@ -168,7 +168,7 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
     size_t filled = 0, pos = 0;
     int eof = 0, rc = -1;
     if (!buf) {
-        kb_error_set(e, -1, "out of memory");
+        kb_error_set(e, KB_ENOMEM, -1, "out of memory");
         goto done;
     }
     for (;;) {
@@ -190,7 +190,7 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
                 if (nc > cap) {
                     uint8_t *nb = realloc(buf, nc);
                     if (!nb) {
-                        kb_error_set(e, -1, "out of memory for a %zu-byte batch", nc);
+                        kb_error_set(e, KB_ENOMEM, -1, "out of memory for a %zu-byte batch", nc);
                         goto done;
                     }
                     buf = nb;
@@ -202,7 +202,7 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
                 if (k < 0) {
                     if (errno == EINTR)
                         continue;
-                    kb_error_set(e, -1, "read %s: %s", path, strerror(errno));
+                    kb_error_set(e, KB_EIO, -1, "read %s: %s", path, strerror(errno));
                     goto done;
                 }
                 if (k == 0) {
@@ -231,7 +231,7 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
                     break;
             }
             if (push_row(rows, nrows, &cap_rows) < 0) {
-                kb_error_set(e, -1, "out of memory");
+                kb_error_set(e, KB_ENOMEM, -1, "out of memory");
                 goto done;
             }
             if (!kb_seg_next(&r, ctx, verify_crc, decompress, max_uncompressed, &scratch, &(*rows)[*nrows]))
@@ -262,8 +262,7 @@ done:
 int kb_seg_writer_open(kb_seg_writer *w, const char *path, int64_t base_offset, int32_t leader_epoch, kb_error *e) {
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0) {
-        kb_error_set(e, -1, "cannot create segment %s: %s", path, strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot create segment %s: %s", path, strerror(errno));
     }
     w->next_offset = base_offset;
     w->size = 0;
@@ -283,8 +282,7 @@ int kb_seg_writer_append(kb_seg_writer *w, uint8_t *batch, size_t n, uint64_t *p
         if (k < 0) {
             if (errno == EINTR)
                 continue;
-            kb_error_set(e, -1, "segment write failed: %s", strerror(errno));
-            return -1;
+            return kb_error_set(e, KB_EIO, -1, "segment write failed: %s", strerror(errno));
         }
         done += (size_t)k;
     }
@@ -301,8 +299,7 @@ int kb_seg_writer_close(kb_seg_writer *w, kb_error *e) {
     int rc = close(w->fd);
     w->fd = -1;
     if (rc < 0) {
-        kb_error_set(e, -1, "segment close failed: %s", strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "segment close failed: %s", strerror(errno));
     }
     return 0;
 }

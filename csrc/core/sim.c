@@ -143,8 +143,7 @@ static int producer_sink(void *user, const kb_batch_info *info, uint32_t **idx, 
     sim *s = user;
     item *it = calloc(1, sizeof(*it));
     if (!it) {
-        kb_error_set(e, -1, "out of memory");
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory");
     }
     it->info = *info;
     it->idx = *idx;
@@ -158,8 +157,7 @@ static int producer_sink(void *user, const kb_batch_info *info, uint32_t **idx, 
     s->res->raw_batch_bytes += KB_BATCH_OVERHEAD + info->raw_bytes;
     if (q_push(&s->q1, it) < 0) {
         item_free(it); /* the item owns idx and bytes now */
-        kb_error_set(e, -1, "run aborted");
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "run aborted");
     }
     return 0;
 }
@@ -167,10 +165,10 @@ static int producer_sink(void *user, const kb_batch_info *info, uint32_t **idx, 
 static void *producer_main(void *arg) {
     sim *s = arg;
     int64_t c0 = kb_thread_cpu_ns(), w0 = kb_now_ns();
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     kb_codec_ctx *ctx = kb_codec_ctx_new();
     if (!ctx) {
-        kb_error_set(&e, -1, "out of memory");
+        kb_error_set(&e, KB_ENOMEM, -1, "out of memory");
         fail(s, &e);
     } else if (kb_batching_run(&s->cfg->batching, s->recs, ctx, producer_sink, s, &e) < 0) {
         if (!__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))
@@ -188,8 +186,7 @@ static void *producer_main(void *arg) {
 
 static int mkdir_p1(const char *path, kb_error *e) {
     if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-        kb_error_set(e, -1, "cannot create %s: %s", path, strerror(errno));
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot create %s: %s", path, strerror(errno));
     }
     return 0;
 }
@@ -223,8 +220,7 @@ static int recompress(const kb_batch_view *v, kb_codec_ctx *ctx, int codec, int 
         if ((size_t)r.header_count > hv->cap) {
             kb_header *nh = realloc(hv->h, (size_t)r.header_count * sizeof(kb_header));
             if (!nh) {
-                kb_error_set(e, -1, "out of memory");
-                return -1;
+                return kb_error_set(e, KB_ENOMEM, -1, "out of memory");
             }
             hv->h = nh;
             hv->cap = (size_t)r.header_count;
@@ -264,7 +260,7 @@ static void *broker_main(void *arg) {
     sim *s = arg;
     const kb_sim_cfg *cfg = s->cfg;
     int64_t c0 = kb_thread_cpu_ns(), w0 = kb_now_ns();
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     kb_codec_ctx *ctx = kb_codec_ctx_new();
     kb_seg_writer *w = calloc((size_t)cfg->batching.partitions, sizeof(kb_seg_writer));
     kb_buf scratch = {0}, rebuilt = {0};
@@ -273,7 +269,7 @@ static void *broker_main(void *arg) {
     hdrvec hv = {0};
     kb_stage_stats *st = &s->res->broker;
     if (!ctx || !w) {
-        kb_error_set(&e, -1, "out of memory");
+        kb_error_set(&e, KB_ENOMEM, -1, "out of memory");
         fail(s, &e);
         goto out;
     }
@@ -292,7 +288,7 @@ static void *broker_main(void *arg) {
             break;
         }
         if (v.h.base_offset != 0 || v.h.last_offset_delta + 1 != v.h.records_count) {
-            kb_error_set(&e, 0, "broker: batch baseOffset %lld / lastOffsetDelta %d / count %d invalid",
+            kb_error_set(&e, KB_ERR, 0, "broker: batch baseOffset %lld / lastOffsetDelta %d / count %d invalid",
                          (long long)v.h.base_offset, v.h.last_offset_delta, v.h.records_count);
             fail(s, &e);
             item_free(it);
@@ -317,7 +313,7 @@ static void *broker_main(void *arg) {
                 seg_path(cfg, p, path, sizeof(path), 0) < 0 ||
                 kb_seg_writer_open(&w[p], path, 0, cfg->leader_epoch, &e) < 0) {
                 if (e.msg[0] == 0)
-                    kb_error_set(&e, -1, "segment path too long");
+                    kb_error_set(&e, KB_ERR, -1, "segment path too long");
                 fail(s, &e);
                 item_free(it);
                 break;
@@ -340,7 +336,7 @@ static void *broker_main(void *arg) {
                            .stored_bytes = slen,
                            .stored_codec = scodec};
         if (result_push(s, &rb) < 0) {
-            kb_error_set(&e, -1, "out of memory");
+            kb_error_set(&e, KB_ENOMEM, -1, "out of memory");
             fail(s, &e);
             item_free(it);
             break;
@@ -379,13 +375,13 @@ static void *consumer_main(void *arg) {
     sim *s = arg;
     const kb_sim_cfg *cfg = s->cfg;
     int64_t c0 = kb_thread_cpu_ns(), w0 = kb_now_ns();
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     kb_codec_ctx *ctx = kb_codec_ctx_new();
     int *fds = malloc((size_t)cfg->batching.partitions * sizeof(int));
     kb_buf buf = {0}, scratch = {0};
     kb_stage_stats *st = &s->res->consumer;
     if (!ctx || !fds) {
-        kb_error_set(&e, -1, "out of memory");
+        kb_error_set(&e, KB_ENOMEM, -1, "out of memory");
         fail(s, &e);
         goto out;
     }
@@ -397,7 +393,7 @@ static void *consumer_main(void *arg) {
         int32_t p = it->info.partition;
         if (fds[p] < 0) {
             if (seg_path(cfg, p, path, sizeof(path), 0) < 0 || (fds[p] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-                kb_error_set(&e, -1, "consumer cannot open %s: %s", path, strerror(errno));
+                kb_error_set(&e, KB_EIO, -1, "consumer cannot open %s: %s", path, strerror(errno));
                 fail(s, &e);
                 item_free(it);
                 break;
@@ -405,14 +401,14 @@ static void *consumer_main(void *arg) {
         }
         buf.len = 0;
         if (kb_buf_reserve(&buf, it->len) < 0) {
-            kb_error_set(&e, -1, "out of memory");
+            kb_error_set(&e, KB_ENOMEM, -1, "out of memory");
             fail(s, &e);
             item_free(it);
             break;
         }
         ssize_t got = pread(fds[p], buf.p, it->len, (off_t)it->position);
         if (got != (ssize_t)it->len) {
-            kb_error_set(&e, -1, "consumer: short read of partition %d at %llu", p,
+            kb_error_set(&e, KB_EIO, -1, "consumer: short read of partition %d at %llu", p,
                          (unsigned long long)it->position);
             fail(s, &e);
             item_free(it);
@@ -474,16 +470,14 @@ int kb_sim_run(const kb_sim_cfg *cfg, const kb_recset *recs, kb_sim_result *res,
     if (kb_batching_validate(&cfg->batching, e) < 0)
         return -1;
     if (cfg->topic_codec >= KB_CODEC_COUNT) {
-        kb_error_set(e, -1, "unknown topic codec %d", cfg->topic_codec);
-        return -1;
+        return kb_error_set(e, KB_ERR, -1, "unknown topic codec %d", cfg->topic_codec);
     }
     if (mkdir_p1(cfg->dir, e) < 0)
         return -1;
     sim s = {.cfg = cfg, .recs = recs, .res = res};
     double *arr = malloc((recs->n ? recs->n : 1) * sizeof(double));
     if (!arr) {
-        kb_error_set(e, -1, "out of memory");
-        return -1;
+        return kb_error_set(e, KB_ENOMEM, -1, "out of memory");
     }
     kb_batching_arrivals(&cfg->batching, recs->n, arr);
     s.arrivals = arr;
@@ -503,7 +497,7 @@ int kb_sim_run(const kb_sim_cfg *cfg, const kb_recset *recs, kb_sim_result *res,
         }
     }
     if (started != 7) {
-        kb_error_set(&s.err, -1, "cannot start the stage threads");
+        kb_error_set(&s.err, KB_EIO, -1, "cannot start the stage threads");
         s.failed = 1;
         q_close(&s.q1);
         q_close(&s.q2);

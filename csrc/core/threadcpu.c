@@ -5,6 +5,7 @@
 #include "threadcpu.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static int read_comm(const char *path, char *buf, size_t len) {
     return 0;
 }
 
-int kb_thread_cpu_read(int loop_tid, const char *client_prefix, kb_thread_cpu *out) {
+int kb_thread_cpu_read(int loop_tid, const char *client_prefix, kb_thread_cpu *out, kb_error *e) {
     memset(out, 0, sizeof(*out));
     out->t_ns = kb_now_ns();
     double tick = (double)sysconf(_SC_CLK_TCK);
@@ -56,19 +57,19 @@ int kb_thread_cpu_read(int loop_tid, const char *client_prefix, kb_thread_cpu *o
         tick = 100;
     unsigned long long ut, st;
     if (read_stat("/proc/self/stat", &ut, &st) < 0)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot read /proc/self/stat");
     out->proc_usr = (double)ut / tick;
     out->proc_sys = (double)st / tick;
     DIR *d = opendir("/proc/self/task");
     if (!d)
-        return -1;
+        return kb_error_set(e, KB_EIO, -1, "cannot list /proc/self/task: %s", strerror(errno));
     size_t plen = client_prefix ? strlen(client_prefix) : 0;
-    struct dirent *e;
+    struct dirent *de;
     char path[96], comm[64];
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
             continue;
-        int tid = atoi(e->d_name);
+        int tid = atoi(de->d_name);
         snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
         if (read_stat(path, &ut, &st) < 0)
             continue; /* the thread exited meanwhile */

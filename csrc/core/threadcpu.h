@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "error.h"
+
 /** Cumulative CPU seconds (usr, sys) at one instant; ok = 0 when /proc was unreadable. */
 typedef struct {
     int ok;
@@ -25,9 +27,9 @@ int kb_gettid(void);
 
 /**
  * Read the counters now.  loop_tid: the load generator's thread (0 = none);
- * client_prefix: comm prefix of the client library's threads.  0, or -1 with
- * out->ok = 0 when /proc/self could not be read.
+ * client_prefix: comm prefix of the client library's threads.  0, or KB_EIO
+ * with e set (and out->ok = 0) when /proc/self could not be read.
  */
-int kb_thread_cpu_read(int loop_tid, const char *client_prefix, kb_thread_cpu *out);
+int kb_thread_cpu_read(int loop_tid, const char *client_prefix, kb_thread_cpu *out, kb_error *e);
 
 #endif

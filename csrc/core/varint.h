@@ -89,27 +89,6 @@ static inline int kb_varlong_get(const uint8_t *p, size_t n, size_t *pos, int64_
 static inline int64_t kb_add_wrap(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline int64_t kb_sub_wrap(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 
-/* Big-endian fixed-width helpers. */
-static inline void kb_be16(uint8_t *p, uint16_t v) {
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-static inline void kb_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-static inline void kb_be64(uint8_t *p, uint64_t v) {
-    kb_be32(p, (uint32_t)(v >> 32));
-    kb_be32(p + 4, (uint32_t)v);
-}
-static inline uint16_t kb_rd16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
-static inline uint32_t kb_rd32(const uint8_t *p) {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-static inline uint64_t kb_rd64(const uint8_t *p) { return ((uint64_t)kb_rd32(p) << 32) | kb_rd32(p + 4); }
-
 /** Encode v into p (10 bytes room) and return its length; for the C tests. */
 size_t kb_varlong_encode(uint8_t *p, int64_t v);
 

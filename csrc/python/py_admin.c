@@ -37,15 +37,15 @@ static PyObject *py_metadata(PyObject *self, PyObject *args, PyObject *kw) {
     kb_props p = {0};
     kb_admin_result r = {0};
     PyObject *out = NULL;
-    char err[KB_KERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     int rc = -1;
     if (kb_py_props(pd, &p) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_admin_metadata(&p, tms, &r, err, sizeof(err));
+    rc = kb_admin_metadata(&p, tms, &r, &err);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        kb_py_kafka_error(&p, err);
+        kb_py_kafka_error(&p, &err);
         goto done;
     }
     const struct rd_kafka_metadata *md = r.md;
@@ -130,15 +130,15 @@ static PyObject *py_create_topic(PyObject *self, PyObject *args, PyObject *kw) {
     }
     kb_props p = {0}, c = {0};
     PyObject *ret = NULL;
-    char err[KB_KERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     int rc = -1;
     if (kb_py_props(pd, &p) < 0 || kb_py_props(cd, &c) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_admin_create_topic(&p, name, parts, rf, &c, tms, err, sizeof(err));
+    rc = kb_admin_create_topic(&p, name, parts, rf, &c, tms, &err);
     Py_END_ALLOW_THREADS
     if (rc < 0)
-        kb_py_kafka_error(&p, err);
+        kb_py_kafka_error(&p, &err);
     else
         ret = Py_NewRef(Py_None);
 done:
@@ -163,17 +163,17 @@ static PyObject *py_delete_topic(PyObject *self, PyObject *args, PyObject *kw) {
     if (tms < 0)
         return NULL;
     kb_props p = {0};
-    char err[KB_KERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     int rc;
     if (kb_py_props(pd, &p) < 0) {
         kb_props_free(&p);
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_admin_delete_topic(&p, name, tms, err, sizeof(err));
+    rc = kb_admin_delete_topic(&p, name, tms, &err);
     Py_END_ALLOW_THREADS
     if (rc < 0)
-        kb_py_kafka_error(&p, err);
+        kb_py_kafka_error(&p, &err);
     kb_props_free(&p);
     if (rc < 0)
         return NULL;
@@ -200,16 +200,16 @@ static PyObject *py_describe(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     kb_props p = {0};
     kb_admin_result r = {0};
-    char err[KB_KERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     PyObject *out = NULL;
     int rc = -1;
     if (kb_py_props(pd, &p) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_admin_describe_configs(&p, name, tms, &r, err, sizeof(err));
+    rc = kb_admin_describe_configs(&p, name, tms, &r, &err);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        kb_py_kafka_error(&p, err);
+        kb_py_kafka_error(&p, &err);
         goto done;
     }
     out = PyDict_New();

@@ -12,30 +12,10 @@
 #include "codecs.h"
 #include "crc32c.h"
 #include "py_codecs.h"
+#include "py_error.h"
 #include "segment.h"
 
 PyObject *kb_BatchError = NULL;
-
-void kb_py_batch_error(const kb_error *e) {
-    PyObject *exc;
-    PyObject *msg = e->offset >= 0 ? PyUnicode_FromFormat("%s (at byte %lld)", e->msg, (long long)e->offset)
-                                   : PyUnicode_FromString(e->msg);
-    if (!msg)
-        return;
-    exc = PyObject_CallOneArg(kb_BatchError, msg);
-    Py_DECREF(msg);
-    if (!exc)
-        return;
-    PyObject *off = PyLong_FromLongLong(e->offset);
-    if (!off || PyObject_SetAttrString(exc, "offset", off) < 0) {
-        Py_XDECREF(off);
-        Py_DECREF(exc);
-        return;
-    }
-    Py_DECREF(off);
-    PyErr_SetObject(kb_BatchError, exc);
-    Py_DECREF(exc);
-}
 
 /* ---- crc32c ---------------------------------------------------------- */
 
@@ -239,7 +219,7 @@ static PyObject *py_batch_encode(PyObject *self, PyObject *args) {
                           .producer_epoch = (int16_t)epoch,
                           .base_sequence = seq,
                           .transactional = txn};
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     int rc = 0, stored = 0;
     Py_BEGIN_ALLOW_THREADS
     kb_bb_reset(&b, &meta);
@@ -249,7 +229,7 @@ static PyObject *py_batch_encode(PyObject *self, PyObject *args) {
         rc = kb_bb_finish(&b, ctx, (kb_codec_t)codec, lv, rdk, &out, &stored, &e);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        kb_py_batch_error(&e);
+        kb_py_raise(kb_BatchError, &e);
         goto done;
     }
     result = Py_BuildValue("(y#s)", (const char *)out.p, (Py_ssize_t)out.len, kb_codec_name(stored));
@@ -297,7 +277,7 @@ static PyObject *py_batch_decode(PyObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     kb_batch_view v;
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     int rc;
     size_t n = (size_t)in.len;
     Py_BEGIN_ALLOW_THREADS
@@ -305,13 +285,13 @@ static PyObject *py_batch_decode(PyObject *self, PyObject *args, PyObject *kw) {
     if (rc == 0)
         rc = kb_batch_check_records(&v, &e);
     if (rc == 0 && v.size != n) {
-        kb_error_set(&e, (int64_t)v.size, "%zu trailing bytes after the batch; decode one batch at a time",
+        kb_error_set(&e, KB_ERR, (int64_t)v.size, "%zu trailing bytes after the batch; decode one batch at a time",
                      n - v.size);
         rc = -1;
     }
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        kb_py_batch_error(&e);
+        kb_py_raise(kb_BatchError, &e);
         goto done;
     }
     const kb_batch_header *h = &v.h;
@@ -331,7 +311,7 @@ static PyObject *py_batch_decode(PyObject *self, PyObject *args, PyObject *kw) {
     for (int32_t k = 0; k < h->records_count; k++) {
         kb_record_view r;
         if (kb_record_read(v.records, v.records_len, &pos, &r, KB_BATCH_OVERHEAD, v.codec != 0, &e) < 0) {
-            kb_py_batch_error(&e); /* cannot happen: checked above */
+            kb_py_raise(kb_BatchError, &e); /* cannot happen: checked above */
             goto done;
         }
         PyObject *hl = PyList_New(r.header_count);
@@ -412,7 +392,7 @@ static PyObject *py_segment_scan_file(PyObject *self, PyObject *args, PyObject *
     PyObject *list = NULL;
     kb_seg_batch *rows = NULL;
     size_t n = 0;
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     int rc = -1;
     kb_codec_ctx *ctx = kb_codec_ctx_new();
     if (!ctx) {
@@ -424,7 +404,7 @@ static PyObject *py_segment_scan_file(PyObject *self, PyObject *args, PyObject *
     rc = kb_seg_scan_file(path, ctx, verify, decompress, (size_t)(maxu < 0 ? 0 : maxu), &rows, &n, &e);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_SetString(PyExc_OSError, e.msg);
+        kb_py_raise(PyExc_OSError, &e);
         goto done;
     }
     list = rows_to_list(rows, n);

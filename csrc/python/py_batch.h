@@ -7,12 +7,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "py_error.h"
 #include "recordbatch.h"
 
 extern PyObject *kb_BatchError;
-
-/** Raise kbench.BatchError from e (message "... at byte N", attribute .offset). */
-void kb_py_batch_error(const kb_error *e);
+/** kbench.BatchError; raised from a kb_error with kb_py_raise(kb_BatchError, e) (py_error.h). */
 
 /** Register crc32c/batch/segment functions and BatchError on module m; 0 or -1. */
 int kb_py_batch_init(PyObject *m);

@@ -14,6 +14,7 @@
 #include "codecbench.h"
 #include "codecs.h"
 #include "py_codecs.h"
+#include "py_error.h"
 
 typedef struct {
     PyObject_HEAD
@@ -21,11 +22,6 @@ typedef struct {
     int have_in;
     kb_codecbench b;
 } CodecBench;
-
-static int set_error(int rc, const char *err) {
-    PyErr_SetString(kb_CodecError, rc == KB_ETOOSMALL ? "output buffer too small" : err);
-    return -1;
-}
 
 static int cb_init(CodecBench *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"data", "block_size", "codec", "level", NULL};
@@ -50,21 +46,24 @@ static int cb_init(CodecBench *self, PyObject *args, PyObject *kw) {
     int codec, lvl;
     if (kb_py_codec_arg(name, level, &codec, &lvl) < 0)
         return -1;
-    if (kb_codecbench_init(&self->b, self->in.buf, (size_t)self->in.len, (size_t)block, (kb_codec_t)codec, lvl) < 0) {
-        PyErr_NoMemory();
+    kb_error err = KB_ERROR_INIT;
+    if (kb_codecbench_init(&self->b, self->in.buf, (size_t)self->in.len, (size_t)block, (kb_codec_t)codec, lvl,
+                           &err) < 0) {
+        kb_py_raise(kb_CodecError, &err);
         return -1;
     }
-    char err[KB_ERRLEN] = "";
     int rc, same = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_codecbench_compress(&self->b, 1, err, sizeof(err));
+    rc = kb_codecbench_compress(&self->b, 1, &err);
     if (rc == KB_OK)
-        rc = kb_codecbench_decompress(&self->b, 1, err, sizeof(err));
+        rc = kb_codecbench_decompress(&self->b, 1, &err);
     if (rc == KB_OK)
         same = kb_codecbench_verify(&self->b);
     Py_END_ALLOW_THREADS
-    if (rc != KB_OK)
-        return set_error(rc, err);
+    if (rc != KB_OK) {
+        kb_py_raise(kb_CodecError, &err);
+        return -1;
+    }
     if (!same) {
         PyErr_SetString(kb_CodecError, "round trip mismatch: decompressed data differs from the input");
         return -1;
@@ -102,18 +101,16 @@ static PyObject *cb_compress(CodecBench *self, PyObject *arg) {
     long loops;
     if (ready(self) < 0 || parse_loops(arg, &loops) < 0)
         return NULL;
-    char err[KB_ERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     int rc;
     int64_t t0, t1;
     Py_BEGIN_ALLOW_THREADS
     t0 = kb_now_ns();
-    rc = kb_codecbench_compress(&self->b, loops, err, sizeof(err));
+    rc = kb_codecbench_compress(&self->b, loops, &err);
     t1 = kb_now_ns();
     Py_END_ALLOW_THREADS
-    if (rc != KB_OK) {
-        set_error(rc, err);
-        return NULL;
-    }
+    if (rc != KB_OK)
+        return kb_py_raise(kb_CodecError, &err);
     return PyLong_FromLongLong(t1 - t0);
 }
 
@@ -121,21 +118,19 @@ static PyObject *cb_decompress(CodecBench *self, PyObject *arg) {
     long loops;
     if (ready(self) < 0 || parse_loops(arg, &loops) < 0)
         return NULL;
-    char err[KB_ERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     int rc, same = 0;
     int64_t t0, t1;
     memset(self->b.dbuf, 0, self->b.n);
     Py_BEGIN_ALLOW_THREADS
     t0 = kb_now_ns();
-    rc = kb_codecbench_decompress(&self->b, loops, err, sizeof(err));
+    rc = kb_codecbench_decompress(&self->b, loops, &err);
     t1 = kb_now_ns();
     if (rc == KB_OK)
         same = kb_codecbench_verify(&self->b);
     Py_END_ALLOW_THREADS
-    if (rc != KB_OK) {
-        set_error(rc, err);
-        return NULL;
-    }
+    if (rc != KB_OK)
+        return kb_py_raise(kb_CodecError, &err);
     if (!same) {
         PyErr_SetString(kb_CodecError, "round trip mismatch: decompressed data differs from the input");
         return NULL;

@@ -11,12 +11,13 @@
 #include <string.h>
 
 #include "codecs.h"
+#include "py_error.h"
 
 PyObject *kb_CodecError = NULL;
 
 int kb_py_codec_arg(const char *name, PyObject *level, int *codec, int *eff_level) {
     kb_codec_t c;
-    char err[KB_ERRLEN];
+    kb_error err = KB_ERROR_INIT;
     if (kb_codec_parse(name, &c) != KB_OK) {
         PyErr_Format(kb_CodecError, "unknown codec '%s'; use one of none, gzip, snappy, lz4, zstd", name);
         return -1;
@@ -35,8 +36,8 @@ int kb_py_codec_arg(const char *name, PyObject *level, int *codec, int *eff_leve
         }
         lv = (int)v;
     }
-    if (kb_codec_level(c, lv, eff_level, err, sizeof(err)) != KB_OK) {
-        PyErr_SetString(kb_CodecError, err);
+    if (kb_codec_level(c, lv, eff_level, &err) != KB_OK) {
+        kb_py_raise(kb_CodecError, &err);
         return -1;
     }
     *codec = (int)c;
@@ -71,16 +72,16 @@ static PyObject *py_compress(PyObject *self, PyObject *args, PyObject *kw) {
             PyErr_NoMemory();
         goto done;
     }
-    char err[KB_ERRLEN] = "";
+    kb_error err = KB_ERROR_INIT;
     size_t olen = 0;
     int rc;
     uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_compress(ctx, (kb_codec_t)codec, lv, in.buf, n, dst, cap, &olen, err, sizeof(err));
+    rc = kb_compress(ctx, (kb_codec_t)codec, lv, in.buf, n, dst, cap, &olen, &err);
     Py_END_ALLOW_THREADS
     if (rc != KB_OK) {
         Py_CLEAR(out);
-        PyErr_SetString(kb_CodecError, rc == KB_ETOOSMALL ? "compressed output exceeded its bound" : err);
+        kb_py_raise(kb_CodecError, &err);
         goto done;
     }
     if (_PyBytes_Resize(&out, (Py_ssize_t)olen) < 0)
@@ -127,12 +128,12 @@ static PyObject *py_decompress(PyObject *self, PyObject *args, PyObject *kw) {
         out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)cap);
         if (!out)
             goto done;
-        char err[KB_ERRLEN] = "";
+        kb_error err = KB_ERROR_INIT;
         size_t olen = 0;
         int rc;
         uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
         Py_BEGIN_ALLOW_THREADS
-        rc = kb_decompress(ctx, (kb_codec_t)codec, in.buf, n, dst, cap, &olen, err, sizeof(err));
+        rc = kb_decompress(ctx, (kb_codec_t)codec, in.buf, n, dst, cap, &olen, &err);
         Py_END_ALLOW_THREADS
         if (rc == KB_OK) {
             if (_PyBytes_Resize(&out, (Py_ssize_t)olen) < 0)
@@ -144,12 +145,11 @@ static PyObject *py_decompress(PyObject *self, PyObject *args, PyObject *kw) {
             cap = cap > maxs / 4 ? maxs : cap * 4;
             continue;
         }
-        if (rc == KB_ETOOSMALL)
-            PyErr_Format(kb_CodecError,
-                         "%s: decompressed size exceeds max_size=%zd; raise max_size if the input is trusted",
-                         name, max_size);
-        else
-            PyErr_SetString(kb_CodecError, err);
+        if (rc == KB_ETOOSMALL) /* the core knows the buffer, the binding the caller's max_size */
+            kb_error_set(&err, KB_ETOOSMALL, -1,
+                         "%s: decompressed size exceeds max_size=%zd; raise max_size if the input is trusted", name,
+                         max_size);
+        kb_py_raise(kb_CodecError, &err);
         goto done;
     }
 done:

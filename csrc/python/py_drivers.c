@@ -219,12 +219,12 @@ static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
     }
     kb_producer *p = o->p;
     int rc;
+    kb_error err = KB_ERROR_INIT;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_producer_run(p);
+    rc = kb_producer_run(p, &err);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        return kb_py_kafka_error(&p->props, p->err);
-    }
+    if (rc < 0)
+        return kb_py_kafka_error(&p->props, &err);
     PyObject *cpu = thread_cpu_window(&p->cpu_start, &p->cpu_end);
     if (!cpu)
         return NULL;
@@ -336,12 +336,12 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
     }
     kb_consumer *c = o->c;
     int rc;
+    kb_error err = KB_ERROR_INIT;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_consumer_run(c);
+    rc = kb_consumer_run(c, &err);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        return kb_py_kafka_error(&c->props, c->err);
-    }
+    if (rc < 0)
+        return kb_py_kafka_error(&c->props, &err);
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}",
                          "sampled", (long long)c->sampled, "samples_expected", (long long)c->samples_expected,
                          "samples_missing", (long long)c->samples_missing, "sample_duplicates",
@@ -399,11 +399,9 @@ static PyObject *py_client_level_range(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "s:client_level_range", &codec))
         return NULL;
     int lo = 0, hi = 0;
-    char err[KB_KERRLEN] = "";
-    if (kb_client_level_range(codec, &lo, &hi, err, sizeof(err)) < 0) {
-        PyErr_SetString(PyExc_ValueError, err);
-        return NULL;
-    }
+    kb_error err = KB_ERROR_INIT;
+    if (kb_client_level_range(codec, &lo, &hi, &err) < 0)
+        return kb_py_raise(PyExc_ValueError, &err);
     return Py_BuildValue("(ii)", lo, hi);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "py_error.h"
 
 typedef struct {
     PyObject_HEAD kb_hist *h;
@@ -292,12 +293,14 @@ static PyObject *py_cost(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_ValueError, "n must be > 0");
         return NULL;
     }
-    double r;
+    double r = 0;
+    int rc;
+    kb_error err = KB_ERROR_INIT;
     Py_BEGIN_ALLOW_THREADS
-    r = kb_hist_record_cost_ns((int64_t)n, wc);
+    rc = kb_hist_record_cost_ns((int64_t)n, wc, &r, &err);
     Py_END_ALLOW_THREADS
-    if (r < 0)
-        return PyErr_NoMemory();
+    if (rc < 0)
+        return kb_py_raise(PyExc_RuntimeError, &err);
     return PyFloat_FromDouble(r);
 }
 

@@ -40,13 +40,11 @@ int kb_py_props(PyObject *dict, kb_props *p) {
     return 0;
 }
 
-PyObject *kb_py_kafka_error(const kb_props *p, const char *msg) {
-    char buf[KB_KERRLEN];
-    snprintf(buf, sizeof(buf), "%s", msg);
+PyObject *kb_py_kafka_error(const kb_props *p, const kb_error *e) {
+    kb_error scrubbed = *e;
     if (p)
-        kb_props_scrub(p, buf, sizeof(buf));
-    PyErr_SetString(kb_KafkaError, buf);
-    return NULL;
+        kb_props_scrub(p, scrubbed.msg, sizeof(scrubbed.msg));
+    return kb_py_raise(kb_KafkaError, &scrubbed);
 }
 
 int kb_py_kafka_util_init(PyObject *m) {

@@ -9,6 +9,7 @@
 #include <Python.h>
 
 #include "kafka_conf.h"
+#include "py_error.h"
 
 /** kbench.KafkaError (a RuntimeError); borrowed reference, set by kb_py_kafka_util_init(). */
 extern PyObject *kb_KafkaError;
@@ -21,10 +22,10 @@ extern PyObject *kb_KafkaError;
 int kb_py_props(PyObject *dict, kb_props *p);
 
 /**
- * Raise KafkaError with msg, every secret value of p (kb_props_scrub) replaced first; returns
- * NULL.  Every librdkafka message reaching Python goes through here.
+ * Raise KafkaError from e (kb_py_raise), every secret value of p (kb_props_scrub) replaced in
+ * the message first; returns NULL.  Every librdkafka message reaching Python goes through here.
  */
-PyObject *kb_py_kafka_error(const kb_props *p, const char *msg);
+PyObject *kb_py_kafka_error(const kb_props *p, const kb_error *e);
 
 /** Create KafkaError and add it to module m; 0 or -1. */
 int kb_py_kafka_util_init(PyObject *m);

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "procstat.h"
+#include "py_error.h"
 
 /** Python dict of a system sample, or None when not ok. */
 static PyObject *sys_obj(const kb_sys_cpu *s) {
@@ -76,10 +77,10 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *recs = PyList_New(0);
     kb_sys_cpu sys;
     int64_t t = kb_now_ns();
-    kb_read_sys_cpu(&sys);
+    kb_read_sys_cpu(&sys, NULL); /* unreadable: ok = 0, reported as data (None) */
     for (Py_ssize_t i = 0; recs && i < n; i++) {
         kb_cpu_rec r;
-        kb_read_pid_cpu(pa[i], 0, &r);
+        kb_read_pid_cpu(pa[i], 0, &r, NULL); /* vanished: ok = 0, reported as data */
         PyObject *o = rec_obj(&r);
         if (!o || PyList_Append(recs, o) < 0)
             Py_CLEAR(recs);
@@ -88,7 +89,7 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args, PyObject *kw) {
             continue;
         kb_cpu_rec *tr = NULL;
         size_t nt = 0;
-        kb_read_task_cpu(pa[i], &tr, &nt);
+        kb_read_task_cpu(pa[i], &tr, &nt, NULL); /* unlistable: no thread rows */
         for (size_t k = 0; recs && k < nt; k++) {
             PyObject *to = rec_obj(&tr[k]);
             if (!to || PyList_Append(recs, to) < 0)
@@ -158,11 +159,9 @@ static PyObject *sampler_start(SamplerObject *o, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "a ProcSampler starts once");
         return NULL;
     }
-    int rc = kb_sampler_start(&o->s);
-    if (rc) {
-        PyErr_Format(PyExc_OSError, "cannot start the sampler thread: %s", strerror(rc));
-        return NULL;
-    }
+    kb_error err = KB_ERROR_INIT;
+    if (kb_sampler_start(&o->s, &err) < 0)
+        return kb_py_raise(PyExc_OSError, &err);
     Py_RETURN_NONE;
 }
 

@@ -52,12 +52,13 @@ static PyObject *py_sample_records(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     int rc;
+    kb_error err = KB_ERROR_INIT;
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_sample_run(&s);
+    rc = kb_sample_run(&s, &err);
     Py_END_ALLOW_THREADS
     PyObject *out = NULL, *list = NULL;
     if (rc < 0) {
-        PyErr_SetString(kb_KafkaError, s.err);
+        kb_py_kafka_error(&s.props, &err);
         goto done;
     }
     list = PyList_New((Py_ssize_t)s.n);

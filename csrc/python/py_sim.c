@@ -127,13 +127,13 @@ static PyObject *py_sim_run(PyObject *self, PyObject *args) {
     cfg.leader_epoch = 0;
     cfg.queue_depth = 64;
     kb_recset rs = {.payload = payload.buf, .offs = o, .n = n};
-    kb_error e = {.offset = -1};
+    kb_error e = KB_ERROR_INIT;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = kb_sim_run(&cfg, &rs, &res, &e);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        kb_py_batch_error(&e);
+        kb_py_raise(kb_BatchError, &e);
         goto done;
     }
     PyObject *bl = PyList_New((Py_ssize_t)res.nbatches);

@@ -53,8 +53,8 @@ static int decode(kb_codec_ctx *ctx, kb_codec_t c, const uint8_t *src, size_t n,
     uint8_t *dst = malloc(cap ? cap : 1);
     memcpy(src_copy, src, n);
     size_t olen = 0;
-    char err[KB_ERRLEN];
-    int rc = kb_decompress(ctx, c, src_copy, n, dst, cap, &olen, err, sizeof(err));
+    kb_error err = KB_ERROR_INIT;
+    int rc = kb_decompress(ctx, c, src_copy, n, dst, cap, &olen, &err);
     if (rc == KB_OK && olen > cap)
         rc = 99;
     free(dst);
@@ -68,7 +68,7 @@ int main(void) {
     size_t maxn = 4u << 20;
     uint8_t *in = malloc(maxn), *out = malloc(maxn + 1);
     fill_text(in, maxn);
-    char err[KB_ERRLEN];
+    kb_error err = KB_ERROR_INIT;
 
     for (int c = 0; c < KB_CODEC_COUNT; c++) {
         int levels[3] = {KB_LEVEL_DEFAULT, KB_LEVEL_DEFAULT, KB_LEVEL_DEFAULT};
@@ -77,7 +77,7 @@ int main(void) {
         if (c == KB_CODEC_ZSTD) { levels[1] = -5; levels[2] = 19; }
         for (int li = 0; li < 3; li++) {
             int lv;
-            CHECK(kb_codec_level((kb_codec_t)c, levels[li], &lv, err, sizeof(err)) == KB_OK, "level %s", err);
+            CHECK(kb_codec_level((kb_codec_t)c, levels[li], &lv, &err) == KB_OK, "level %s", err.msg);
             for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
                 size_t n = sizes[si];
                 if (n > 100000 && li != 0)
@@ -85,12 +85,12 @@ int main(void) {
                 size_t cap = kb_compress_bound((kb_codec_t)c, n);
                 uint8_t *comp = malloc(cap ? cap : 1);
                 size_t clen = 0, dlen = 0;
-                int rc = kb_compress(ctx, (kb_codec_t)c, lv, in, n, comp, cap, &clen, err, sizeof(err));
-                CHECK(rc == KB_OK, "compress %s n=%zu: %s", kb_codec_name(c), n, err);
-                rc = kb_decompress(ctx, (kb_codec_t)c, comp, clen, out, n, &dlen, err, sizeof(err));
+                int rc = kb_compress(ctx, (kb_codec_t)c, lv, in, n, comp, cap, &clen, &err);
+                CHECK(rc == KB_OK, "compress %s n=%zu: %s", kb_codec_name(c), n, err.msg);
+                rc = kb_decompress(ctx, (kb_codec_t)c, comp, clen, out, n, &dlen, &err);
                 CHECK(rc == KB_OK && dlen == n && memcmp(in, out, n) == 0, "round trip %s n=%zu rc=%d", kb_codec_name(c), n, rc);
                 if (n > 0) {
-                    rc = kb_decompress(ctx, (kb_codec_t)c, comp, clen, out, n - 1, &dlen, err, sizeof(err));
+                    rc = kb_decompress(ctx, (kb_codec_t)c, comp, clen, out, n - 1, &dlen, &err);
                     CHECK(rc == KB_ETOOSMALL, "%s n=%zu cap n-1 must be ETOOSMALL, got %d", kb_codec_name(c), n, rc);
                 }
                 free(comp);
@@ -103,8 +103,8 @@ int main(void) {
         size_t n = 3000, cap = kb_compress_bound((kb_codec_t)c, n), clen = 0;
         uint8_t *comp = malloc(cap);
         int lv;
-        kb_codec_level((kb_codec_t)c, KB_LEVEL_DEFAULT, &lv, err, sizeof(err));
-        kb_compress(ctx, (kb_codec_t)c, lv, in, n, comp, cap, &clen, err, sizeof(err));
+        kb_codec_level((kb_codec_t)c, KB_LEVEL_DEFAULT, &lv, &err);
+        kb_compress(ctx, (kb_codec_t)c, lv, in, n, comp, cap, &clen, &err);
         int bad = 0;
         for (size_t t = 0; t < clen; t++) {
             int rc = decode(ctx, (kb_codec_t)c, comp, t, n);

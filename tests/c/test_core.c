@@ -15,6 +15,7 @@
 #include "codecs.h"
 #include "crc32c.h"
 #include "entropy.h"
+#include "error.h"
 #include "recordbatch.h"
 #include "secret.h"
 #include "segment.h"
@@ -122,8 +123,8 @@ static void test_batch(void) {
     /* compressed round trip for every codec */
     for (int c = 0; c < KB_CODEC_COUNT; c++) {
         int lv;
-        char err[KB_ERRLEN];
-        CHECK(kb_codec_level((kb_codec_t)c, KB_LEVEL_DEFAULT, &lv, err, sizeof(err)) == 0);
+        kb_error err = KB_ERROR_INIT;
+        CHECK(kb_codec_level((kb_codec_t)c, KB_LEVEL_DEFAULT, &lv, &err) == 0);
         kb_bb_reset(&bb, &m);
         for (int i = 0; i < 100; i++)
             CHECK(kb_bb_append(&bb, &r, &e) == 0);
@@ -246,15 +247,40 @@ static void test_entropy_and_codecbench(void) {
         buf[i] = (uint8_t)i;
     CHECK(kb_entropy(buf, sizeof(buf)) == 8.0);
     kb_codecbench b;
-    char err[KB_ERRLEN];
-    CHECK(kb_codecbench_init(&b, buf, sizeof(buf) - 5, 1000, KB_CODEC_ZSTD, 3) == 0 && b.nblocks == 5);
-    CHECK(kb_codecbench_compress(&b, 2, err, sizeof(err)) == KB_OK);
-    CHECK(kb_codecbench_decompress(&b, 2, err, sizeof(err)) == KB_OK && kb_codecbench_verify(&b));
+    kb_error err = KB_ERROR_INIT;
+    CHECK(kb_codecbench_init(&b, buf, sizeof(buf) - 5, 1000, KB_CODEC_ZSTD, 3, &err) == 0 && b.nblocks == 5);
+    CHECK(kb_codecbench_compress(&b, 2, &err) == KB_OK);
+    CHECK(kb_codecbench_decompress(&b, 2, &err) == KB_OK && kb_codecbench_verify(&b));
     CHECK(kb_codecbench_compressed_size(&b) > 0);
     kb_codecbench_free(&b);
 }
 
+/* error.h: a failure fills code, message and offset; kb_strerror names every code. */
+static void test_error_convention(void) {
+    kb_error e = KB_ERROR_INIT;
+    CHECK(e.code == KB_OK && e.msg[0] == 0 && e.offset == -1);
+    CHECK(kb_error_set(&e, KB_EINVAL, 7, "bad %s", "thing") == KB_EINVAL);
+    CHECK(e.code == KB_EINVAL && e.offset == 7 && strcmp(e.msg, "bad thing") == 0);
+    CHECK(kb_error_set(NULL, KB_ENOMEM, -1, "ignored") == KB_ENOMEM);
+    kb_error_clear(&e);
+    CHECK(e.code == KB_OK && e.msg[0] == 0 && e.offset == -1);
+    CHECK(strcmp(kb_strerror(KB_ENOMEM), "out of memory") == 0 && strcmp(kb_strerror(12345), "unknown error code") == 0);
+    /* a level out of range is the caller's argument: KB_EINVAL with the codec's message */
+    int lv = 0;
+    CHECK(kb_codec_level(KB_CODEC_GZIP, 10, &lv, &e) == KB_EINVAL && e.code == KB_EINVAL &&
+          strstr(e.msg, "gzip level 10 out of range") != NULL);
+    /* a too-small output buffer is KB_ETOOSMALL with a message, not an empty one */
+    uint8_t src[64] = {0}, dst[8];
+    size_t olen = 0;
+    CHECK(kb_decompress(NULL, KB_CODEC_NONE, src, sizeof(src), dst, sizeof(dst), &olen, &e) == KB_ETOOSMALL &&
+          e.code == KB_ETOOSMALL && e.msg[0] != 0);
+    /* a malformed batch names the byte offset */
+    kb_batch_header h;
+    CHECK(kb_batch_header_read(src, sizeof(src), &h, &e) < 0 && e.code == KB_ERR && e.offset >= 0);
+}
+
 int main(void) {
+    test_error_convention();
     test_crc();
     test_varint();
     test_batch();

@@ -39,8 +39,9 @@ static kb_hist *hist(void) {
 
 static void *consume(void *arg) {
     kb_consumer *c = arg;
-    if (kb_consumer_run(c) != 0)
-        fprintf(stderr, "consumer: %s\n", c->err);
+    kb_error e = KB_ERROR_INIT;
+    if (kb_consumer_run(c, &e) != 0)
+        fprintf(stderr, "consumer: %s\n", e.msg);
     return NULL;
 }
 
@@ -104,9 +105,10 @@ int main(int argc, char **argv) {
     for (int waited = 0; !atomic_load(&c.ready) && waited < 6000; waited++)
         nanosleep(&tick, NULL); /* until the consumer is assigned (it starts at the end offsets) */
     CHECK(atomic_load(&c.ready));
-    int rc = kb_producer_run(&p);
+    kb_error e = KB_ERROR_INIT;
+    int rc = kb_producer_run(&p, &e);
     if (rc != 0)
-        fprintf(stderr, "producer: %s\n", p.err);
+        fprintf(stderr, "producer: %s\n", e.msg);
     CHECK(rc == 0);
     CHECK(pthread_join(th, NULL) == 0);
 

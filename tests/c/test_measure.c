@@ -113,12 +113,12 @@ static void test_histogram(void) {
 
 static double spin(double seconds_of_cpu) {
     kb_cpu_rec a, b;
-    kb_read_pid_cpu(getpid(), (int)syscall(SYS_gettid), &a);
+    kb_read_pid_cpu(getpid(), (int)syscall(SYS_gettid), &a, NULL);
     volatile double x = 0; /* volatile: the loop is not optimised away */
     for (;;) {
         for (int i = 0; i < 200000; i++)
             x += (double)i * 1e-9;
-        kb_read_pid_cpu(getpid(), (int)syscall(SYS_gettid), &b);
+        kb_read_pid_cpu(getpid(), (int)syscall(SYS_gettid), &b, NULL);
         if (!a.ok || !b.ok || x < 0)
             return -1;
         if (b.utime_s + b.stime_s - a.utime_s - a.stime_s >= seconds_of_cpu)
@@ -141,15 +141,15 @@ static void *worker(void *p) {
 
 static void test_procstat(void) {
     kb_cpu_rec r;
-    CHECK(kb_read_pid_cpu(getpid(), 0, &r) == 0 && r.ok && r.pid == getpid() && r.tid == 0);
+    CHECK(kb_read_pid_cpu(getpid(), 0, &r, NULL) == 0 && r.ok && r.pid == getpid() && r.tid == 0);
     CHECK(strcmp(r.comm, "test_measure") == 0 || strncmp(r.comm, "test_measure", 15) == 0);
     CHECK(r.utime_s >= 0 && r.stime_s >= 0);
     /* this thread's counters move with its own CPU */
     double used = spin(0.05);
     CHECK(used >= 0.05 && used < 5.0);
     /* a pid that does not exist is not ok, never zero seconds */
-    CHECK(kb_read_pid_cpu(0x3ffffff0, 0, &r) == -1 && r.ok == 0);
-    CHECK(kb_read_pid_cpu(getpid(), 0x3ffffff0, &r) == -1 && r.ok == 0);
+    CHECK(kb_read_pid_cpu(0x3ffffff0, 0, &r, NULL) == KB_EIO && r.ok == 0);
+    CHECK(kb_read_pid_cpu(getpid(), 0x3ffffff0, &r, NULL) == KB_EIO && r.ok == 0);
     /* a zombie's counters are frozen: treated as gone */
     pid_t child = fork();
     if (child == 0)
@@ -160,15 +160,15 @@ static void test_procstat(void) {
         memset(&si, 0, sizeof(si));
         /* wait until it has exited, but leave it a zombie (WNOWAIT) */
         CHECK(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT) == 0);
-        CHECK(kb_read_pid_cpu(child, 0, &r) == -1 && r.ok == 0);
+        CHECK(kb_read_pid_cpu(child, 0, &r, NULL) == KB_EIO && r.ok == 0);
         CHECK(waitpid(child, NULL, 0) == child);
     }
     kb_sys_cpu s0, s1;
-    CHECK(kb_read_sys_cpu(&s0) == 0 && s0.ok);
+    CHECK(kb_read_sys_cpu(&s0, NULL) == 0 && s0.ok);
     CHECK(s0.total > 0 && s0.steal >= 0 && s0.idle >= 0);
     CHECK(s0.total + 1e-6 >= s0.user + s0.nice + s0.system + s0.idle + s0.iowait + s0.irq + s0.softirq + s0.steal);
     spin(0.02);
-    CHECK(kb_read_sys_cpu(&s1) == 0 && s1.total >= s0.total && s1.user + s1.system >= s0.user + s0.system);
+    CHECK(kb_read_sys_cpu(&s1, NULL) == 0 && s1.total >= s0.total && s1.user + s1.system >= s0.user + s0.system);
 }
 
 static void test_threads(void) {

@@ -1,8 +1,9 @@
 /*
  * test_pacing.c - the fixed-rate schedule (csrc/core/pacing.c) driven by a
- * fake clock, built with ASan+UBSan by tests/test_c_asan.py.  The loop below
- * is the producer's: sleep until the wake time (the fake clock jumps there,
- * plus a wake-up lateness), send every message due, compute the next wake.
+ * fake clock, built with ASan+UBSan by tests/test_c_asan.py.  The loop is the
+ * producer's own, kb_pace_run(): sleep until the wake time (the fake clock
+ * jumps there, plus a wake-up lateness), send every message due, compute the
+ * next wake.
  * Prints "N checks, 0 failed" and exits 0 on success.
  */
 #include <stdint.h>
@@ -26,37 +27,72 @@ typedef struct {
     int order_ok, early;
 } sim_result;
 
-/* Run the schedule on a fake clock; lateness(i) is how late wake i happens (ns). */
-static sim_result simulate(const kb_pace *p, int64_t (*lateness)(int64_t)) {
-    sim_result r = {.min_gap = INT64_MAX, .last_wake = -1, .last_seq_sent = -1, .order_ok = 1};
-    int64_t now = p->t0 - 5000, seq = 0, wake = p->t0, prev_actual = -1;
-    while (!kb_pace_done(p, seq)) {
-        if (wake == INT64_MAX)
-            break;
-        if (wake > now)
-            now = wake; /* the sleep */
-        now += lateness(r.wakes);
-        if (prev_actual >= 0 && now - prev_actual < r.min_gap)
-            r.min_gap = now - prev_actual;
-        prev_actual = now;
-        r.wakes++;
-        int64_t upto = kb_pace_due_by(p, seq, now);
-        for (; seq < upto; seq++) {
-            int64_t due = kb_pace_due(p, seq);
-            if (due > now)
-                r.early++;
-            if (now - due > r.max_delay)
-                r.max_delay = now - due;
-            if (seq != r.last_seq_sent + 1)
-                r.order_ok = 0;
-            r.last_seq_sent = seq;
-            r.sent++;
-            now += 300; /* each send takes 300 ns of fake time */
-        }
-        wake = kb_pace_wake(p, seq, wake);
-    }
-    return r;
+/* The fake clock and client under kb_pace_run(), the producer's own loop. */
+typedef struct {
+    sim_result r;
+    int64_t now, prev_actual, nwait;
+    int64_t (*lateness)(int64_t);
+    int64_t stop_after; /* stopped() turns true once this many messages were sent (-1 = never) */
+    int64_t halt_at;    /* send() asks to halt at this seq (-1 = never) */
+    int64_t after_wakes;
+} fake;
+
+static int64_t fake_wait(void *user, int64_t wake) {
+    fake *f = user;
+    if (wake > f->now)
+        f->now = wake; /* the sleep */
+    f->now += f->lateness(f->nwait++);
+    if (f->prev_actual >= 0 && f->now - f->prev_actual < f->r.min_gap)
+        f->r.min_gap = f->now - f->prev_actual;
+    f->prev_actual = f->now;
+    return f->now;
 }
+
+static int fake_send(void *user, int64_t seq, int64_t due) {
+    fake *f = user;
+    if (due > f->now)
+        f->r.early++;
+    if (f->now - due > f->r.max_delay)
+        f->r.max_delay = f->now - due;
+    if (seq != f->r.last_seq_sent + 1)
+        f->r.order_ok = 0;
+    f->r.last_seq_sent = seq;
+    f->r.sent++;
+    f->now += 300; /* each send takes 300 ns of fake time */
+    return seq == f->halt_at;
+}
+
+/* No simulated run here needs more wakes than this: a loop that never ends is a failure, not a hang. */
+#define MAX_WAKES 1000000
+
+static int fake_stopped(void *user) {
+    fake *f = user;
+    return (f->stop_after >= 0 && f->r.sent >= f->stop_after) || f->nwait >= MAX_WAKES;
+}
+
+static void fake_after_wake(void *user) {
+    ((fake *)user)->after_wakes++;
+}
+
+/* Run the producer's loop (kb_pace_run) on a fake clock; lateness(i) is how late wake i happens (ns). */
+static sim_result simulate_with(const kb_pace *p, int64_t (*lateness)(int64_t), int64_t stop_after, int64_t halt_at) {
+    fake f = {.r = {.min_gap = INT64_MAX, .last_wake = -1, .last_seq_sent = -1, .order_ok = 1},
+              .now = p->t0 - 5000,
+              .prev_actual = -1,
+              .lateness = lateness,
+              .stop_after = stop_after,
+              .halt_at = halt_at};
+    kb_pace_ops ops = {
+        .user = &f, .wait = fake_wait, .send = fake_send, .stopped = fake_stopped, .after_wake = fake_after_wake};
+    int64_t n = kb_pace_run(p, &ops, &f.r.wakes);
+    CHECK(n == f.r.sent);                 /* the loop counts what it handed to send */
+    CHECK(f.after_wakes == f.r.wakes);    /* delivery reports are served after every wake */
+    CHECK(f.nwait == f.r.wakes);
+    CHECK(f.nwait < MAX_WAKES); /* the run ended by itself */
+    return f.r;
+}
+
+static sim_result simulate(const kb_pace *p, int64_t (*lateness)(int64_t)) { return simulate_with(p, lateness, -1, -1); }
 
 static int64_t on_time(int64_t i) {
     (void)i;
@@ -137,6 +173,15 @@ static void test_simulated_runs(void) {
     kb_pace d = {.t0 = 0, .rate = 50000.0, .tick_ns = 200000, .count = 0, .end_ns = 2000000000LL};
     r = simulate(&d, jittery);
     CHECK(r.sent == 100000 && r.last_seq_sent == 99999);
+    /* send asking to halt ends the run right after that message; stop ends it before the next wake */
+    r = simulate_with(&p, on_time, -1, 41);
+    CHECK(r.sent == 42 && r.last_seq_sent == 41 && r.order_ok && r.early == 0);
+    /* the wake that passes 30 sent messages still sends all its due ones (a burst is at most ~21 here) */
+    r = simulate_with(&p, on_time, 30, -1);
+    CHECK(r.sent >= 30 && r.sent <= 30 + 21 && r.order_ok);
+    /* a stop already set: no wake at all */
+    r = simulate_with(&p, on_time, 0, -1);
+    CHECK(r.sent == 0 && r.wakes == 0);
 }
 
 int main(void) {

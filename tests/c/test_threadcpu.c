@@ -46,14 +46,14 @@ static void *client(void *arg) {
 
 int main(void) {
     kb_thread_cpu a, b;
-    CHECK(kb_thread_cpu_read(kb_gettid(), "rdk:", &a) == 0 && a.ok);
+    CHECK(kb_thread_cpu_read(kb_gettid(), "rdk:", &a, NULL) == 0 && a.ok);
     CHECK(a.client_threads == 0);
     pthread_barrier_init(&done, NULL, 2);
     pthread_t t;
     pthread_create(&t, NULL, client, NULL);
     burn(150000000);
     pthread_barrier_wait(&done);
-    CHECK(kb_thread_cpu_read(kb_gettid(), "rdk:", &b) == 0 && b.ok);
+    CHECK(kb_thread_cpu_read(kb_gettid(), "rdk:", &b, NULL) == 0 && b.ok);
     pthread_barrier_wait(&done);
     pthread_join(t, NULL);
     pthread_barrier_destroy(&done);

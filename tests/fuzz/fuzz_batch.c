@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "codecs.h"
 #include "crc32c.h"
 #include "recordbatch.h"

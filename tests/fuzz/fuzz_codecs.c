@@ -32,25 +32,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!dst)
         return 0;
     size_t outlen = 0;
-    char err[KB_ERRLEN];
-    err[0] = '\0';
-    int rc = kb_decompress(ctx, codec, src, n, dst, cap, &outlen, err, sizeof err);
-    if (rc == KB_ERR && err[0] == '\0')
-        abort(); /* every failure carries a message */
+    kb_error err = KB_ERROR_INIT;
+    int rc = kb_decompress(ctx, codec, src, n, dst, cap, &outlen, &err);
+    if (rc != KB_OK && (err.code != rc || err.msg[0] == '\0'))
+        abort(); /* every failure carries its code and a message (error.h) */
     if (rc == KB_OK) {
         if (outlen > cap)
             abort();
         int level;
-        if (kb_codec_level(codec, KB_LEVEL_DEFAULT, &level, err, sizeof err) != KB_OK)
+        if (kb_codec_level(codec, KB_LEVEL_DEFAULT, &level, &err) != KB_OK)
             abort();
         size_t bound = kb_compress_bound(codec, outlen);
         uint8_t *z = malloc(bound ? bound : 1);
         uint8_t *back = malloc(outlen ? outlen : 1);
         size_t zlen = 0, blen = 0;
         if (z && back) {
-            if (kb_compress(ctx, codec, level, dst, outlen, z, bound, &zlen, err, sizeof err) != KB_OK)
+            if (kb_compress(ctx, codec, level, dst, outlen, z, bound, &zlen, &err) != KB_OK)
                 abort();
-            if (kb_decompress(ctx, codec, z, zlen, back, outlen ? outlen : 1, &blen, err, sizeof err) != KB_OK)
+            if (kb_decompress(ctx, codec, z, zlen, back, outlen ? outlen : 1, &blen, &err) != KB_OK)
                 abort();
             if (blen != outlen || memcmp(back, dst, outlen) != 0)
                 abort();
