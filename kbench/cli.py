@@ -29,10 +29,6 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-class UserError(Exception):
-    """Bad input from the user: printed as one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block): ``kbench: error: ...; see kbench CMD --help``."""
 
@@ -96,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kbench: interrupted", file=sys.stderr)
         return 130
-    except (UserError, ValueError) as e:
+    except ValueError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a path that cannot be read or written: one line, not a traceback

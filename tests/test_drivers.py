@@ -100,7 +100,7 @@ def test_every_driver_process_starts_with_the_driver_env(
     """Both places that start a driver (the local runner, a Dask worker) pass the driver env."""
     import subprocess
 
-    from kbench.engine import remote
+    from kbench.engine import dask_tasks
     from kbench.engine.transports import local_pool as transport
 
     seen: list[dict[str, str]] = []
@@ -119,5 +119,5 @@ def test_every_driver_process_starts_with_the_driver_env(
         if where == "local":
             transport.spawn("producer", {}, tmp_path / "err")
         else:
-            remote._Driver({}, abort=None)
+            dask_tasks._Driver({}, abort=None)
     assert len(seen) == 1 and not set(DASK_ENV) & set(seen[0]), sorted(set(DASK_ENV) & set(seen[0]))

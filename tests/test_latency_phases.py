@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench.kafka import stats
+from kbench.kafka import rdstats as stats
 
 ROOT = Path(__file__).resolve().parent.parent
 

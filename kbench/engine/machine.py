@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import kbench
-from kbench.model import codecs
+from kbench.model import codecs, cpuinfo
 
 __all__ = ["Machine", "describe", "java_version", "librdkafka_version", "versions"]
 
@@ -41,32 +41,7 @@ class Machine:
 
 
 def _cpuinfo(proc: Path) -> tuple[str, int | None]:
-    try:
-        text = (proc / "cpuinfo").read_text()
-    except OSError:
-        return "unknown", None
-    model = "unknown"
-    cores: set[tuple[str, str]] = set()
-    phys = core = None
-    for line in text.splitlines() + [""]:
-        k, _, v = line.partition(":")
-        k, v = k.strip(), v.strip()
-        if k in ("model name", "Model", "cpu model") and model == "unknown":
-            model = v
-        elif k == "physical id":
-            phys = v
-        elif k == "core id":
-            core = v
-        elif not line.strip():
-            if core is not None:
-                cores.add((phys or "0", core))
-            phys = core = None
-    if model == "unknown":  # aarch64 often lacks "model name"
-        impl = re.search(r"CPU implementer\s*:\s*(\S+)", text)
-        part = re.search(r"CPU part\s*:\s*(\S+)", text)
-        if impl and part:
-            model = f"implementer {impl.group(1)} part {part.group(1)}"
-    return model, (len(cores) or None)
+    return cpuinfo.read_cpuinfo(proc)
 
 
 def _affinity() -> list[int]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from kbench.model.paths import cache_dir
+
 __all__ = [
     "JMX_EXPORTER_VERSION",
     "KAFKA_VERSION",
@@ -50,8 +52,8 @@ class KafkaDist:
 
 
 def cache_root() -> Path:
-    """kbench's cache directory (``$KBENCH_CACHE`` or ``~/.cache/kbench``)."""
-    return Path(os.environ.get("KBENCH_CACHE", Path.home() / ".cache" / "kbench"))
+    """kbench's cache directory (:func:`kbench.model.paths.cache_dir`)."""
+    return cache_dir()
 
 
 def require_tool(tool: str, package: str) -> str:

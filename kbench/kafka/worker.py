@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench.kafka import drivers, procstat, stats
+from kbench.kafka import drivers, procstat, rdstats
 from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
@@ -108,8 +108,8 @@ def _window(start_ns: int, end_ns: int) -> dict[str, int]:
 
 def _client_stats(path: str | None, topic: str) -> dict[str, Any]:
     """Bytes on the wire and batch fill from librdkafka's last statistics line."""
-    st = (stats.last_stats(Path(path)) if path else None) or {}
-    fill = stats.batch_fill(st, topic)
+    st = (rdstats.last_stats(Path(path)) if path else None) or {}
+    fill = rdstats.batch_fill(st, topic)
     return {"wire_bytes": int(st["tx_bytes"]) if "tx_bytes" in st else None, "batch_fill": fill, "raw": {}}
 
 

@@ -45,8 +45,6 @@ __all__ = [
     "write_lenprefixed",
 ]
 
-#: Entropy of uniformly random printable ASCII (95 symbols), bits per byte.
-RANDOM_PRINTABLE_ENTROPY = 6.57
 #: Above this many bits per byte a corpus is treated as "near random" and warned about.
 NEAR_RANDOM_BITS = 6.3
 

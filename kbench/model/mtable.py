@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.model import codecs as codecs_mod
-from kbench.model import microbench
+from kbench.model import cpuinfo, microbench
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import Corpus
+from kbench.model.paths import cache_dir
 
 __all__ = ["M_BLOCKS", "MTable", "default_cache_dir", "m_corpus", "measure_m"]
 
@@ -52,20 +53,13 @@ class MTable:
 
 
 def _machine_key() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpuinfo.cpu_model()
     libs = ",".join(f"{k}={v}" for k, v in sorted(codecs_mod.library_versions().items()))
     return f"{platform.machine()}|{model}|{libs}"
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kbench"
+    return cache_dir()
 
 
 def m_corpus(corpus: Corpus, size: int = M_CORPUS) -> Corpus:

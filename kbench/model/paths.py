@@ -146,3 +146,12 @@ def atomic_write(path: Path | str, data: bytes) -> Path:
     finally:
         os.close(dfd)
     return p
+
+
+def cache_dir() -> Path:
+    """kbench's cache directory, the one rule: ``$KBENCH_CACHE``, else ``$XDG_CACHE_HOME/kbench``,
+    else ``~/.cache/kbench`` (Kafka's jars, the Java and Go drivers, experiment M's speed tables)."""
+    if os.environ.get("KBENCH_CACHE"):
+        return Path(os.environ["KBENCH_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kbench"

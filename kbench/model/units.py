@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_size", "format_bytes"]
+__all__ = ["parse_size"]
 
 _UNITS = {
     "": 1,
@@ -28,10 +28,3 @@ def parse_size(text: str) -> int:
         raise ValueError(f"bad size '{text}'; write bytes or a number with KiB/MiB/GiB (or kB/MB/GB), e.g. 16KiB")
     num, mult = m.group(1), _UNITS[m.group(2).lower()]
     return int(num) * mult if "." not in num else int(float(num) * mult)
-
-
-def format_bytes(n: float) -> str:
-    for unit, div in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(n) >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{n:.0f} B"

@@ -167,7 +167,7 @@ class RunResult:
     client_fill: BatchFill | None = None  # the producer's own view (librdkafka statistics, last interval)
     histograms: Mapping[str, str] = field(default_factory=dict)  # name -> base64 of Histogram.encode()
     #: Where producer latency goes (µs medians): queue (linger/batch-fill wait), compress, request
-    #: (transmit queue + round trip); kbench.kafka.stats.  Empty when not measured.
+    #: (transmit queue + round trip); kbench.kafka.rdstats.  Empty when not measured.
     latency_phases: Mapping[str, float | None] = field(default_factory=dict)
     #: Why end-to-end latency is NA although a consumer ran (e.g. a worker's clock is not
     #: synchronised, docs/distributed.md); '' when it stands or was not measured.

@@ -21,12 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbench.engine.remote import clock_now, host_facts, run_driver
+from kbench.engine.dask_tasks import clock_now, host_facts, run_driver
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.window import Schedule
-from kbench.kafka import merge
-from kbench.kafka import stats as rdstats
+from kbench.kafka import merge, rdstats
 
 __all__ = ["CLOCK_LIMIT_S", "ClockReading", "DaskPool", "e2e_invalid_reason", "place"]
 

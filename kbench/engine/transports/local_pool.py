@@ -24,7 +24,7 @@ from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, driver_fill
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import clients
-from kbench.kafka import stats as stats_mod
+from kbench.kafka import rdstats as stats_mod
 from kbench.model.corpus import Corpus, write_lenprefixed
 
 __all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "schedule_fields", "spawn"]

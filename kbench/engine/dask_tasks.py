@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.machine import describe
-from kbench.kafka import clients, procstat
-from kbench.kafka import stats as rdstats
+from kbench.kafka import clients, procstat, rdstats
 
 __all__ = ["clock_now", "host_facts", "run_driver"]
 
