@@ -210,6 +210,64 @@ def _banana(w: dict[str, Path], tmp: Path) -> None:
         wr.writerows(rows)
 
 
+def _edit_c(w: dict[str, Path], tmp: Path, edit: Callable[[list[dict[str, str]]], list[dict[str, str]]]) -> None:
+    c = copy_run(w, tmp)
+    rows = list(csv.DictReader((c / "C.csv").open()))
+    fields = list(rows[0])
+    rows = edit(rows)
+    with (c / "C.csv").open("w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        wr.writeheader()
+        wr.writerows(rows)
+
+
+def _set_first(col: str, value: str) -> Callable[[dict[str, Path], Path], None]:
+    def setup(w: dict[str, Path], tmp: Path) -> None:
+        def edit(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+            ok = next(r for r in rows if r["status"] == "OK")
+            ok[col] = value
+            return rows
+
+        _edit_c(w, tmp, edit)
+
+    return setup
+
+
+def _duplicate_row(w: dict[str, Path], tmp: Path) -> None:
+    _edit_c(w, tmp, lambda rows: [*rows, dict(rows[0])])
+
+
+def _excluded_listed(fragment: str) -> Callable[[dict[str, Path], Path], None]:
+    def after(w: dict[str, Path], tmp: Path) -> None:
+        md = (tmp / "rep" / "report.md").read_text()
+        excluded = md.split("## Excluded data points", 1)[1].split("\n## ", 1)[0]
+        assert fragment in excluded, excluded
+
+    return after
+
+
+def _foreign_header(w: dict[str, Path], tmp: Path) -> None:
+    """An interrupted run whose C.csv another command replaced (e.g. codecs bench --csv RUN/C.csv)."""
+    _make_interrupted(w, tmp)
+    c = tmp / "copy"
+    (c / "C.csv").write_text("codec,level,block_size,corpus,ratio\nlz4,,16384,json,2.5\n")
+    (tmp / "before.hash").write_text(tree_hash(c))
+
+
+def _foreign_header_untouched(w: dict[str, Path], tmp: Path) -> None:
+    assert tree_hash(tmp / "copy") == (tmp / "before.hash").read_text(), "the refused resume changed the run"
+
+
+def _other_transport(w: dict[str, Path], tmp: Path) -> None:
+    c = copy_run(w, tmp)
+    other = tmp / "other-kind"
+    shutil.copytree(c, other)
+    m = json.loads((other / "manifest.json").read_text())
+    m["transport"]["kind"] = "sim" if m["transport"].get("kind") != "sim" else "dry"
+    m["run_id"] = "another-run"
+    (other / "manifest.json").write_text(json.dumps(m))
+
+
 def _banana_row_only(w: dict[str, Path], tmp: Path) -> None:
     md = (tmp / "rep" / "report.md").read_text()
     assert "ratio: 'banana' is not a number" in md
@@ -699,6 +757,61 @@ CASES: list[Case] = [
     Case("report-o-file", ["report", "{run}", "-o", "{afile}", "--no-plots"], 2, "exists and is not a directory"),
     Case("report-nonutf8-run", ["report", "{nonutf8_run}", "-o", "{tmp}/rep", "--no-plots"], 0, "wrote"),
     Case("report-not-a-run", ["report", "{adir}", "-o", "{out}", "--no-plots"], 2, "no manifest.json"),
+    # --- reports that would accept nonsense
+    Case(
+        "report-unknown-status",
+        ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
+        2,
+        "has status 'MAYBE', which kbench never writes",
+        setup=_set_first("status", "MAYBE"),
+    ),
+    Case(
+        "report-duplicated-row",
+        ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
+        2,
+        "repeats row 1 (same cell_id, rep, attempt)",
+        setup=_duplicate_row,
+    ),
+    Case(
+        "report-ratio-inf",
+        ["report", "{tmp}/copy", "-o", "{tmp}/rep", "--no-plots", "--verify"],
+        0,
+        "wrote",
+        setup=_set_first("ratio", "inf"),
+        after=_excluded_listed("ratio: 'inf' is not a finite number in an OK row"),
+    ),
+    Case(
+        "report-ratio-nan",
+        ["report", "{tmp}/copy", "-o", "{tmp}/rep", "--no-plots", "--verify"],
+        0,
+        "wrote",
+        setup=_set_first("ratio", "nan"),
+        after=_excluded_listed("ratio: 'nan' is not a finite number in an OK row"),
+    ),
+    Case(
+        "report-ratio-negative",
+        ["report", "{tmp}/copy", "-o", "{tmp}/rep", "--no-plots", "--verify"],
+        0,
+        "wrote",
+        setup=_set_first("ratio", "-1"),
+        after=_excluded_listed("ratio: -1 is negative in an OK row"),
+    ),
+    Case(
+        "report-two-transports",
+        ["report", "{tmp}/copy", "{tmp}/other-kind", "-o", "{out}", "--no-plots"],
+        2,
+        "a figure pooled over them would mix measurements of different kinds",
+        setup=_other_transport,
+    ),
+    Case(
+        "resume-foreign-header",
+        ["run", "--resume", "{tmp}/copy", "--gate-sample-s", "0"],
+        2,
+        "its header is not this kbench's C.csv header",
+        setup=_foreign_header,
+        after=_foreign_header_untouched,
+        must_not_exist=(),
+    ),
 ]
 
 

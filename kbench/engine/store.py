@@ -182,6 +182,32 @@ def _csv_keys(path: Path) -> tuple[bytes, list[tuple[bytes, tuple[str, int, int]
     return header, out, int(truncated)
 
 
+class HeaderError(ValueError):
+    """A CSV of a run directory whose header is not its experiment's (docs/csv-schema.md)."""
+
+
+def _check_header(path: Path, header: bytes, want: Sequence[str]) -> None:
+    """Refuse to resume into a CSV another command or version wrote: rows appended under a
+    foreign header would make one file of two schemas."""
+    got = next(csv.reader([header.decode("utf-8", "replace")]), []) if header else list(want)
+    if got != list(want):
+        extra = [c for c in got if c not in want][:3]
+        missing = [c for c in want if c not in got][:3]
+        detail = "; ".join(
+            x
+            for x in (
+                f"columns kbench does not write: {', '.join(extra)}" if extra else "",
+                f"missing: {', '.join(missing)}" if missing else "",
+                "the same columns in another order" if not extra and not missing else "",
+            )
+            if x
+        )
+        raise HeaderError(
+            f"{path}: its header is not this kbench's {path.name} header ({detail}); it was written by another "
+            "command or version: restore the run's own file, or start a new run directory"
+        )
+
+
 def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None) -> Reconciled:
     """Make a run directory's journal agree with its CSVs, which are the record.
 
@@ -196,6 +222,7 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
         path = run_dir / f"{exp}.csv"
         if path.exists():
             parsed[exp] = _csv_keys(path)
+            _check_header(path, parsed[exp][0], registry.columns(exp))
     present: dict[str, dict[tuple[str, int, int], str]] = {
         exp: {k: st for _, k, st in rows if k is not None} for exp, (_, rows, _) in parsed.items()
     }

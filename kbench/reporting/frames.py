@@ -83,6 +83,17 @@ def _check_same_run_and_plan(runs: Sequence[Run]) -> None:
             raise LoadError(f"{r.path} and {by_id[str(rid)].path} hold the same run (run_id {rid}); give it once")
         if rid:
             by_id[str(rid)] = r
+    kinds: dict[str, Run] = {}
+    for r in runs:
+        t = r.manifest.get("transport")
+        kind = str(t.get("kind", "")) if isinstance(t, Mapping) else ""
+        kinds.setdefault(kind, r)
+    if len(kinds) > 1:
+        (ka, ra), (kb, rb) = sorted(kinds.items())[:2]
+        raise LoadError(
+            f"{ra.path} ran on the {ka or 'unknown'} transport and {rb.path} on the {kb or 'unknown'} transport; "
+            "a figure pooled over them would mix measurements of different kinds: report each transport's runs separately"
+        )
     with_cells = [r for r in runs if isinstance(r.manifest.get("cells"), Mapping)]
     if not with_cells:
         return
