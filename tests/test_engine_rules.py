@@ -74,11 +74,14 @@ def test_rate_off_by_more_than_2_percent_is_rejected(achieved: float, status: st
 
 
 def test_saturated_rows_are_flagged() -> None:
-    out = rows(cell(("B",), rate="saturated"), result(target=None, achieved=50_000.0))
+    # 1000 messages delivered at 1000 msgs/s: a 1 s span, 10^9 bytes -> 1000 MB/s; the sends ended
+    # after 0.5 s (librdkafka's queue took them), which must not double the figure.
+    out = rows(cell(("B",), rate="saturated"), result(target=None, achieved=1000.0, elapsed_s=0.5))
     b = out["B"][0]
     assert b["latency_flag"] == rules.SATURATED_FLAG
     assert b["status"] == "OK" and b["target_rate_msgs"] is None
     assert b["payload_mb_per_s"] == pytest.approx(1000.0)
+    assert b["producer_wire_mb_per_s"] == pytest.approx(100.0)
 
 
 def test_cpu_per_role_normalised_per_gb() -> None:
