@@ -229,3 +229,42 @@ def test_consumer_byte_count_against_kcat(tmp_path: Path, keeping_broker: object
     assert len(sizes) == n
     assert sum(sizes) == cycled_bytes(records, n)
     assert res["consumer"]["bytes"] == pytest.approx(sum(sizes), rel=REL), res["consumer"]
+
+
+@pytest.mark.parametrize("client", ["java", "librdkafka"])
+def test_sim_bytes_against_its_segment_files(tmp_path: Path, client: str) -> None:
+    """``kbench sim --out``: the simulated transport's payload, stored and uncompressed batch bytes
+    and both ratios against the segment files it wrote (DumpLogSegments, struct + the Python
+    codec bindings) and the corpus (each record once)."""
+    records = write_corpus(tmp_path / "corpus.txt", n=3000, seed=31)
+    codecs = ["none", "lz4", "zstd:3"]
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "sim", "--corpus", str(tmp_path / "corpus.txt"), "--partitions", "3"]
+        + [x for c in codecs for x in ("--codec", c)]
+        + ["--client", client, "--out", str(tmp_path / "out"), "--csv", str(tmp_path / "sim.csv")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+        cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    with (tmp_path / "sim.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["codec"] for r in rows] == codecs
+    for i, r in enumerate(rows):
+        logs = sorted((tmp_path / "out" / f"run{i:03d}").glob("*/*.log"))
+        assert len(logs) == 3, logs
+        on_disk = sum(f.stat().st_size for f in logs)
+        dump = dump_totals(dump_log_segments(logs))
+        parsed = [b for f in logs for b in parse_log(f)]
+        assert dump["stored"] == on_disk and dump["records"] == dump["count"] == len(records)
+        payload = sum(map(len, records))
+        assert dump["values"] == payload
+        unc = sum(b[1] for b in parsed)
+        assert int(r["records"]) == len(records) and int(r["batches"]) == len(parsed), r
+        assert int(r["payload_bytes"]) == pytest.approx(payload, rel=REL), r
+        assert int(r["stored_bytes"]) == pytest.approx(on_disk, rel=REL), r
+        assert int(r["raw_batch_bytes"]) == pytest.approx(unc, rel=REL), r
+        assert float(r["payload_ratio"]) == pytest.approx(payload / on_disk, rel=REL), r
+        assert float(r["stored_ratio"]) == pytest.approx(unc / on_disk, rel=REL), r
