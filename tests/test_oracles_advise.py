@@ -118,3 +118,48 @@ def test_consumer_groups_and_prices_enter_once_each() -> None:
     assert two.cpu_usd_month == pytest.approx((0.09 + 0.5875 + 0.044) * 730 * 0.10, rel=REL)
     net = 0.0026 * 2 / 3 + 0.0025 * 2 + 0.0025 * 2 * 2 / 3
     assert two.network_gb_month == pytest.approx(net * 730 * 3600, rel=REL)
+
+
+def test_non_unit_prices_percentiles_and_the_budget_boundary() -> None:
+    """Every coefficient away from 1 (so a product cannot pass for a quotient), 200 records (so
+    the p99 is not the maximum), and a p99 budget exactly at the candidate's added p99."""
+    waits = tuple(float(i) for i in range(200))  # 0..199 ms
+    raws = tuple(float(RAW) if i < 199 else float(2 * RAW) for i in range(200))  # the last in a 128 KiB batch
+    sh = adv.Shape(0.25, 0.26, float(RAW), 65.0, 150.0, waits, raws, False)
+    m = MTable(speeds={("zstd:3", RAW): (500.0, 1000.0)})
+    prices = adv.Prices(broker_cpu_s_per_gb=2.0, cross_zone_replication=0.5, cross_zone_produce=0.25)
+    c = adv.price(parse_spec("zstd:3"), RAW, 5.0, sh, 10_000 * 1_000.0, WORK, prices, m)
+    # the candidate says what it is
+    assert (c.codec, c.level, c.batch_size, c.linger_ms, c.steady) == ("zstd", 3, RAW, 5.0, False)
+    assert (c.stored_per_payload, c.produced_per_payload, c.raw_batch_p50) == (0.25, 0.26, float(RAW))
+    assert (c.records_per_batch_p50, c.compress_mb_s, c.decompress_mb_s) == (65.0, 500.0, 1000.0)
+    # broker: 0.01 (leader decompression) + 0.57 + 3 replicas x 0.0025 GB/s x 2 s/GB
+    assert c.broker_cores == pytest.approx(0.01 + 0.57 + 0.015, rel=REL)
+    # network: produce 0.0026 x 1/4, replication 0.0025 x 2 x 1/2, consume 0.0025 x 2/3
+    assert c.network_gb_month == pytest.approx((0.0026 / 4 + 0.0025 + 0.0025 * 2 / 3) * 730 * 3600, rel=REL)
+    # p99 of 200 values is the 199th smallest (index 198), not the largest
+    assert c.wait_p99_ms == 198.0 and c.wait_p50_ms == 100.0
+    small = RAW / 500e6 * 1e3 + RAW / 1000e6 * 1e3  # a 64 KiB batch: compress + decompress, ms
+    assert c.compress_ms_p99 == pytest.approx(RAW / 500e6 * 1e3, rel=REL)  # index 198 sits in a 64 KiB batch
+    assert c.decompress_ms_p99 == pytest.approx(RAW / 1000e6 * 1e3, rel=REL)
+    assert c.added_p99_ms == pytest.approx(198.0 + small, rel=REL)  # not the maximum (199 ms + a 128 KiB batch)
+    assert c.within_budget is True  # no budget
+    at = adv.price(
+        parse_spec("zstd:3"),
+        RAW,
+        5.0,
+        sh,
+        1e7,
+        adv.Workload(10_000, 6, 3, 24.0, p99_budget_ms=c.added_p99_ms),
+        prices,
+        m,
+    )
+    assert at.within_budget is True  # the budget is inclusive
+    under = adv.Workload(10_000, 6, 3, 24.0, p99_budget_ms=c.added_p99_ms * 0.999)
+    assert adv.price(parse_spec("zstd:3"), RAW, 5.0, sh, 1e7, under, prices, m).within_budget is False
+
+
+def test_a_shape_without_records_adds_no_wait() -> None:
+    empty = adv.Shape(0.25, 0.26, float(RAW), 0.0, 0.0, (), (), False)
+    c = priced(sh=empty)
+    assert (c.wait_p50_ms, c.wait_p99_ms, c.added_p99_ms, c.compress_ms_p99) == (0.0, 0.0, 0.0, 0.0)
