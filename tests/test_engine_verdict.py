@@ -112,3 +112,32 @@ def test_report_verdicts_use_the_same_rule() -> None:
     assert overlap_verdict(stat(10, 20, 3), stat(30, 40, 3)) == "higher"  # b above a
     assert overlap_verdict(stat(30, 40, 3), stat(10, 20, 3)) == "lower"
     assert overlap_verdict(empty_stat(ledger, "m"), stat(10, 20, 3)) == verdict.NO_OK
+
+
+def test_headline_prints_every_metric_in_its_column_and_only_the_pairs_differing_in_codec() -> None:
+    """The whole console table, checked by hand: medians and ranges per metric (p50 = p99 / 2,
+    p99.9 = 2 x p99 here), the label columns that vary (codec, corpus), n, and one verdict: a vs
+    b differ in the codec only; c differs from a in the corpus and from b in both, so is not paired."""
+
+    def full(cell: str, codec: str, vals: list[float], corpus: str = "json") -> list[dict[str, str]]:
+        return [
+            dict(r, corpus=corpus, corrected_p50_us=str(v / 2), corrected_p999_us=str(v * 2))
+            for r, v in zip(rows(cell, codec, vals), vals)
+        ]
+
+    text = verdict.headline(
+        "A",
+        full("a", "none", [10, 11, 12]) + full("b", "zstd:3", [20, 21, 23]) + full("c", "none", [5, 6, 7], "random"),
+    )
+    assert text.splitlines() == [
+        "cell  codec   corpus  n  corrected_p50_us (µs)  corrected_p99_us (µs)  corrected_p999_us (µs)",
+        "----  ------  ------  -  ---------------------  ---------------------  ----------------------",
+        "a     none    json    3  5.50 [5.00–6.00]       11.00 [10.00–12.00]    22.00 [20.00–24.00]   ",
+        "b     zstd:3  json    3  10.50 [10.00–11.50]    21.00 [20.00–23.00]    42.00 [40.00–46.00]   ",
+        "c     none    random  3  3.00 [2.50–3.50]       6.00 [5.00–7.00]       12.00 [10.00–14.00]   ",
+        "",
+        "verdicts on corrected_p99_us:",
+        "cell  vs cell  a     b       verdict    ",
+        "----  -------  ----  ------  -----------",
+        "a     b        none  zstd:3  none better",
+    ]
