@@ -141,3 +141,32 @@ def test_headline_prints_every_metric_in_its_column_and_only_the_pairs_differing
         "----  -------  ----  ------  -----------",
         "a     b        none  zstd:3  none better",
     ]
+
+
+@pytest.mark.parametrize("side", range(6))
+def test_range_verdict_one_missing_bound_or_no_ok_repetition_is_not_comparable(side: int) -> None:
+    args: list[float | int | None] = [3, 10.0, 20.0, 3, 30.0, 40.0]
+    args[side] = 0 if side in (0, 3) else None
+    assert verdict.range_verdict(*args).text == verdict.NO_OK  # type: ignore[arg-type]
+
+
+def test_range_verdict_two_repetitions_are_enough_one_is_too_few() -> None:
+    assert verdict.range_verdict(2, 10, 20, 2, 30, 40) == verdict.RangeVerdict("apart", True)
+    assert verdict.range_verdict(1, 10, 20, 2, 30, 40).text == verdict.TOO_FEW
+    assert verdict.range_verdict(2, 10, 20, 1, 30, 40).text == verdict.TOO_FEW
+
+
+def test_range_verdict_touching_from_either_side_is_no_difference() -> None:
+    assert verdict.range_verdict(3, 20, 30, 3, 10, 20).text == verdict.NO_DIFF  # a_lo == b_hi
+    assert verdict.range_verdict(3, 20, 30, 3, 10, 19.99) == verdict.RangeVerdict("apart", False)
+
+
+def test_booleans_and_na_in_a_metric_column() -> None:
+    rs = [
+        {"cell_id": "f", "rep": str(i), "status": "OK", "recompressed": v}
+        for i, v in enumerate(["true", "false", "true", "NA", "", "x"])
+    ]
+    (s,) = verdict.summarise("F", rs, "recompressed")
+    assert (s.n, s.excluded, s.median, s.lo, s.hi) == (3, 3, 1.0, 0.0, 1.0)
+    (s,) = verdict.summarise("F", [dict(r, recompressed="false") for r in rs[:2]], "recompressed")
+    assert (s.median, s.lo, s.hi) == (0.0, 0.0, 0.0)
