@@ -170,3 +170,18 @@ def test_booleans_and_na_in_a_metric_column() -> None:
     assert (s.n, s.excluded, s.median, s.lo, s.hi) == (3, 3, 1.0, 0.0, 1.0)
     (s,) = verdict.summarise("F", [dict(r, recompressed="false") for r in rs[:2]], "recompressed")
     assert (s.median, s.lo, s.hi) == (0.0, 0.0, 0.0)
+
+
+def test_d_is_summarised_per_cell_and_role_and_keeps_the_metric_and_labels() -> None:
+    rs = [
+        {"cell_id": "d", "rep": str(i), "status": "OK", "role": role, "codec": "lz4", "cpu_s_per_gb": str(v)}
+        for i, (role, v) in enumerate([("producer", 1), ("producer", 3), ("broker-1", 10), ("broker-1", 12)])
+    ]
+    got = verdict.summarise("D", rs, "cpu_s_per_gb")
+    assert [(s.key, s.median, s.metric) for s in got] == [
+        (("d", "broker-1"), 11.0, "cpu_s_per_gb"),
+        (("d", "producer"), 2.0, "cpu_s_per_gb"),
+    ]
+    assert got[0].labels["codec"] == "lz4" and got[0].labels["corpus"] == ""  # a label the rows lack is ""
+    without_role = verdict.summarise("D", [{k: v for k, v in r.items() if k != "role"} for r in rs], "cpu_s_per_gb")
+    assert [s.key for s in without_role] == [("d", "")]
