@@ -270,3 +270,46 @@ def test_resume_reuses_the_derived_rate_even_when_a_new_derivation_would_differ(
     assert fixed and {r.rate for r in fixed} == {rate}
     a = [r for r in results.read_rows(run / "A.csv")]
     assert len(a) == 12 and {float(r["target_rate_msgs"]) for r in a} == {rate}
+
+
+def test_f_row_every_column_against_a_hand_calculation() -> None:
+    r = result(stored_source="segment files (kbench inspector)", stored_codecs=("zstd",))
+    f = rows(cell(("F",)), r)["F"][0]
+    # two local brokers over their 8 s windows: usr 2 + 1 s, sys 2 + 1 s -> 25 % + 12.5 % each
+    assert f["broker_usr_pct"] == pytest.approx(37.5) and f["broker_sys_pct"] == pytest.approx(37.5)
+    assert f["broker_cpu_s_per_gb"] == pytest.approx(6.0 / 1.5)  # per GB of the (first) broker window
+    assert (f["producer_codec"], f["stored_codecs"], f["recompressed"]) == ("zstd:3", ["zstd"], False)
+    assert (f["payload_bytes"], f["stored_bytes"]) == (2 * 10**9, 4 * 10**8)
+    assert f["stored_source"] == "segment files (kbench inspector)" and f["status"] == "OK"
+    lz4 = rows(cell(("F",), tc="lz4"), result(stored_codecs=("lz4",), topic_compression_readback="lz4"))["F"][0]
+    assert lz4["recompressed"] is True and lz4["status"] == "OK"
+
+
+def test_f_with_brokers_measured_by_metrics_sums_cpu_without_a_split() -> None:
+    cpu = (
+        CpuSample("broker-0", None, None, 8.0, total_s=3.0, window_payload_bytes=15 * 10**8),
+        CpuSample("broker-1", None, None, 8.0, total_s=1.5, window_payload_bytes=15 * 10**8),
+    )
+    f = rows(cell(("F",)), result(cpu=cpu))["F"][0]
+    assert f["status"] == "OK" and f["broker_usr_pct"] is None and f["broker_sys_pct"] is None
+    assert f["broker_cpu_s_per_gb"] == pytest.approx(4.5 / 1.5)
+
+
+def test_f_with_a_remote_cpu_counter_going_backwards_fails_the_row() -> None:
+    cpu = (
+        CpuSample("broker-0", None, None, 8.0, total_s=3.0, window_payload_bytes=15 * 10**8),
+        CpuSample("broker-1", None, None, 8.0, total_s=-9.5, regressed=True, window_payload_bytes=15 * 10**8),
+    )
+    out = rows(cell(("D", "F")), result(cpu=cpu))
+    f = out["F"][0]
+    assert f["status"] == "FAILED_CPU_REGRESSED" and "broker-1: CPU counter went backwards" in str(f["reason"])
+    assert f["broker_cpu_s_per_gb"] is None
+    d = {r["role"]: r for r in out["D"]}
+    assert d["broker-1"]["status"] == "FAILED_CPU_REGRESSED" and d["broker-0"]["status"] == "OK"
+
+
+def test_f_without_the_broker_windows_payload_is_na() -> None:
+    cpu = tuple(CpuSample(c.role, c.usr_s, c.sys_s, c.wall_s, pid=c.pid) for c in result().cpu)
+    f = rows(cell(("F",)), result(cpu=cpu))["F"][0]
+    assert f["status"] == "NA" and f["broker_cpu_s_per_gb"] is None
+    assert "broker: payload of its CPU window not measured" in str(f["reason"])
