@@ -313,3 +313,41 @@ def test_f_without_the_broker_windows_payload_is_na() -> None:
     f = rows(cell(("F",)), result(cpu=cpu))["F"][0]
     assert f["status"] == "NA" and f["broker_cpu_s_per_gb"] is None
     assert "broker: payload of its CPU window not measured" in str(f["reason"])
+
+
+def _d_row(sample: CpuSample) -> dict[str, object]:
+    (row,) = rows(cell(("D",)), result(cpu=(sample,)))["D"]
+    return row
+
+
+def test_cpu_role_boundaries_of_the_d_row() -> None:
+    gb = 15 * 10**8
+    # small but valid figures are OK (0 and 0.5 s; a window of half a second)
+    ok = _d_row(CpuSample("broker-0", 0.0, 0.5, 0.5, pid=3, window_payload_bytes=gb))
+    assert ok["status"] == "OK" and ok["reason"] == ""
+    assert (ok["usr_pct"], ok["sys_pct"], ok["cpu_s"]) == (0.0, pytest.approx(100.0), 0.5)
+    # a zero-length window gives no percentage, never a division by zero
+    z = _d_row(CpuSample("broker-0", 1.0, 1.0, 0.0, pid=3, window_payload_bytes=gb))
+    assert z["usr_pct"] != z["usr_pct"] and z["cpu_s"] == 2.0  # NaN
+    # one counter missing: NA, the note in brackets only when there is one
+    na = _d_row(CpuSample("broker-0", 1.0, None, 8.0, pid=3, window_payload_bytes=gb))
+    assert na["status"] == "NA" and na["reason"] == "broker-0: CPU counters unreadable"
+    noted = _d_row(CpuSample("broker-0", None, 1.0, 8.0, pid=3, note="pid gone", window_payload_bytes=gb))
+    assert noted["reason"] == "broker-0: CPU counters unreadable (pid gone)"
+    # either counter going down, or the sampler's flag, fails the row
+    for usr, sys_, flag in ((1.0, -0.01, False), (-0.01, 1.0, False), (1.0, 1.0, True)):
+        bad = _d_row(CpuSample("broker-0", usr, sys_, 8.0, pid=3, regressed=flag, window_payload_bytes=gb))
+        assert bad["status"] == "FAILED_CPU_REGRESSED", (usr, sys_, flag)
+
+
+def test_cpu_role_boundaries_of_a_usr_plus_sys_total() -> None:
+    gb = 15 * 10**8
+    for total in (0.0, 0.5):
+        ok = _d_row(CpuSample("broker-0", None, None, 8.0, total_s=total, window_payload_bytes=gb))
+        assert ok["status"] == "OK" and ok["reason"] == "" and ok["cpu_s"] == total
+    # a total with only one of usr/sys known is still the total
+    half = _d_row(CpuSample("broker-0", 1.0, None, 8.0, total_s=2.5, window_payload_bytes=gb))
+    assert half["status"] == "OK" and half["cpu_s"] == 2.5 and half["usr_pct"] is None
+    for total, flag in ((-0.01, False), (3.0, True)):
+        bad = _d_row(CpuSample("broker-0", None, None, 8.0, total_s=total, regressed=flag, window_payload_bytes=gb))
+        assert bad["status"] == "FAILED_CPU_REGRESSED", (total, flag)
