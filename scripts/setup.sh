@@ -8,6 +8,7 @@ APT_PACKAGES=(
   pkg-config gcc
   libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev librdkafka-dev
   zstd lz4 kcat
+  time linux-perf
   clang libclang-rt-14-dev
   default-jdk-headless maven
   valgrind

@@ -179,3 +179,33 @@ def test_window_payloads_per_producer_schedule_and_consumer_clock() -> None:
     # a consumer on another boot than the producers cannot place its window on their clocks
     outs[2] = _driver("consumer", "b", outs[2]["result"])
     assert window_payloads(outs, sizes, rate)[2] is None
+
+
+def test_merge_consumers_keeps_every_e2e_sample_and_any_timeout() -> None:
+    """Two consumers' e2e histograms merge into one holding every sample (the row's e2e
+    percentiles come from it), re-encoded so that a report can merge repetitions again."""
+    hs, parts = [], []
+    for seed, n, timed_out in ((1, 200, False), (2, 300, True)):
+        h = Histogram()
+        for v in random.Random(seed).sample(range(10_000, 10**8), n):
+            h.record(v)
+        hs.append(h)
+        enc = {**(histogram_us(h) or {}), "encoded": _enc(h)}
+        parts.append({"records": n, "unique": n, "lost": 0, "duplicates": 0, "timed_out": timed_out, "e2e": enc})
+    m = merge.merge_consumers(parts)
+    assert m["timed_out"] is True
+    assert not merge.merge_consumers([dict(p, timed_out=False) for p in parts])["timed_out"]
+    both = Histogram()
+    for h in hs:
+        both.merge(h)
+    assert m["e2e"] is not None and m["e2e"]["count"] == 500
+    assert m["e2e"] == {**(histogram_us(both) or {}), "encoded": _enc(both)}
+    again = Histogram.decode(base64.b64decode(m["e2e"]["encoded"]))
+    assert again.count == 500 and again.percentile(99.0) == both.percentile(99.0)
+    # a consumer without e2e samples contributes none; none at all is None, not an empty histogram
+    assert merge.merge_consumers([dict(parts[0], e2e=None), parts[1]])["e2e"]["count"] == 300
+    assert merge.merge_consumers([dict(p, e2e=None) for p in parts])["e2e"] is None
+    with pytest.raises(ValueError, match="no consumer results to merge"):
+        merge.merge_consumers([])
+    with pytest.raises(ValueError, match="no producer results to merge"):
+        merge.merge_producers([])

@@ -247,3 +247,16 @@ def test_acks_below_all_with_min_insync_warns(tmp_path: Path) -> None:
         )
     )["replication / min.insync / acks"]
     assert (r.severity, r.outcome) == ("warning", "fail") and "acks" in r.detail
+
+
+def test_a_crashing_check_fails_blocking_with_its_own_crash(tmp_path: Path) -> None:
+    """A check that raises (here the steal check, handed a limit it cannot compare with) is a
+    blocking failure naming the crash, not a warning that lets the run through."""
+    rep = gate.run_gate(ctx(tmp_path, steal_limit_pct=None))
+    crashed = [r for r in rep.results if "check crashed" in r.detail]
+    assert [(r.name, r.severity, r.outcome) for r in crashed] == [("steal", "blocking", "fail")], crashed
+    assert "TypeError" in crashed[0].detail and "--force" in crashed[0].detail
+    assert rep.blocked and rep.blocking_failures == crashed
+    # every other check still ran and passed
+    assert len(rep.results) == len(gate.CHECKS)
+    assert all(r.outcome == "pass" for r in rep.results if r not in crashed)

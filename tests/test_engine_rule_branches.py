@@ -269,3 +269,84 @@ def test_resume_reuses_the_derived_rate_even_when_a_new_derivation_would_differ(
     assert fixed and {r.rate for r in fixed} == {rate}
     a = [r for r in store.read_rows(run / "A.csv")]
     assert len(a) == 12 and {float(r["target_rate_msgs"]) for r in a} == {rate}
+
+
+def test_f_row_every_column_against_a_hand_calculation() -> None:
+    r = result(stored_source="segment files (kbench inspector)", stored_codecs=("zstd",))
+    f = rows(cell(("F",)), r)["F"][0]
+    # two local brokers over their 8 s windows: usr 2 + 1 s, sys 2 + 1 s -> 25 % + 12.5 % each
+    assert f["broker_usr_pct"] == pytest.approx(37.5) and f["broker_sys_pct"] == pytest.approx(37.5)
+    assert f["broker_cpu_s_per_gb"] == pytest.approx(6.0 / 1.5)  # per GB of the (first) broker window
+    assert (f["producer_codec"], f["stored_codecs"], f["recompressed"]) == ("zstd:3", ["zstd"], False)
+    assert (f["payload_bytes"], f["stored_bytes"]) == (2 * 10**9, 4 * 10**8)
+    assert f["stored_source"] == "segment files (kbench inspector)" and f["status"] == "OK"
+    lz4 = rows(cell(("F",), tc="lz4"), result(stored_codecs=("lz4",), topic_compression_readback="lz4"))["F"][0]
+    assert lz4["recompressed"] is True and lz4["status"] == "OK"
+
+
+def test_f_with_brokers_measured_by_metrics_sums_cpu_without_a_split() -> None:
+    cpu = (
+        CpuSample("broker-0", None, None, 8.0, total_s=3.0, window_payload_bytes=15 * 10**8),
+        CpuSample("broker-1", None, None, 8.0, total_s=1.5, window_payload_bytes=15 * 10**8),
+    )
+    f = rows(cell(("F",)), result(cpu=cpu))["F"][0]
+    assert f["status"] == "OK" and f["broker_usr_pct"] is None and f["broker_sys_pct"] is None
+    assert f["broker_cpu_s_per_gb"] == pytest.approx(4.5 / 1.5)
+
+
+def test_f_with_a_remote_cpu_counter_going_backwards_fails_the_row() -> None:
+    cpu = (
+        CpuSample("broker-0", None, None, 8.0, total_s=3.0, window_payload_bytes=15 * 10**8),
+        CpuSample("broker-1", None, None, 8.0, total_s=-9.5, regressed=True, window_payload_bytes=15 * 10**8),
+    )
+    out = rows(cell(("D", "F")), result(cpu=cpu))
+    f = out["F"][0]
+    assert f["status"] == "FAILED_CPU_REGRESSED" and "broker-1: CPU counter went backwards" in str(f["reason"])
+    assert f["broker_cpu_s_per_gb"] is None
+    d = {r["role"]: r for r in out["D"]}
+    assert d["broker-1"]["status"] == "FAILED_CPU_REGRESSED" and d["broker-0"]["status"] == "OK"
+
+
+def test_f_without_the_broker_windows_payload_is_na() -> None:
+    cpu = tuple(CpuSample(c.role, c.usr_s, c.sys_s, c.wall_s, pid=c.pid) for c in result().cpu)
+    f = rows(cell(("F",)), result(cpu=cpu))["F"][0]
+    assert f["status"] == "NA" and f["broker_cpu_s_per_gb"] is None
+    assert "broker: payload of its CPU window not measured" in str(f["reason"])
+
+
+def _d_row(sample: CpuSample) -> dict[str, object]:
+    (row,) = rows(cell(("D",)), result(cpu=(sample,)))["D"]
+    return row
+
+
+def test_cpu_role_boundaries_of_the_d_row() -> None:
+    gb = 15 * 10**8
+    # small but valid figures are OK (0 and 0.5 s; a window of half a second)
+    ok = _d_row(CpuSample("broker-0", 0.0, 0.5, 0.5, pid=3, window_payload_bytes=gb))
+    assert ok["status"] == "OK" and ok["reason"] == ""
+    assert (ok["usr_pct"], ok["sys_pct"], ok["cpu_s"]) == (0.0, pytest.approx(100.0), 0.5)
+    # a zero-length window gives no percentage, never a division by zero
+    z = _d_row(CpuSample("broker-0", 1.0, 1.0, 0.0, pid=3, window_payload_bytes=gb))
+    assert z["usr_pct"] != z["usr_pct"] and z["cpu_s"] == 2.0  # NaN
+    # one counter missing: NA, the note in brackets only when there is one
+    na = _d_row(CpuSample("broker-0", 1.0, None, 8.0, pid=3, window_payload_bytes=gb))
+    assert na["status"] == "NA" and na["reason"] == "broker-0: CPU counters unreadable"
+    noted = _d_row(CpuSample("broker-0", None, 1.0, 8.0, pid=3, note="pid gone", window_payload_bytes=gb))
+    assert noted["reason"] == "broker-0: CPU counters unreadable (pid gone)"
+    # either counter going down, or the sampler's flag, fails the row
+    for usr, sys_, flag in ((1.0, -0.01, False), (-0.01, 1.0, False), (1.0, 1.0, True)):
+        bad = _d_row(CpuSample("broker-0", usr, sys_, 8.0, pid=3, regressed=flag, window_payload_bytes=gb))
+        assert bad["status"] == "FAILED_CPU_REGRESSED", (usr, sys_, flag)
+
+
+def test_cpu_role_boundaries_of_a_usr_plus_sys_total() -> None:
+    gb = 15 * 10**8
+    for total in (0.0, 0.5):
+        ok = _d_row(CpuSample("broker-0", None, None, 8.0, total_s=total, window_payload_bytes=gb))
+        assert ok["status"] == "OK" and ok["reason"] == "" and ok["cpu_s"] == total
+    # a total with only one of usr/sys known is still the total
+    half = _d_row(CpuSample("broker-0", 1.0, None, 8.0, total_s=2.5, window_payload_bytes=gb))
+    assert half["status"] == "OK" and half["cpu_s"] == 2.5 and half["usr_pct"] is None
+    for total, flag in ((-0.01, False), (3.0, True)):
+        bad = _d_row(CpuSample("broker-0", None, None, 8.0, total_s=total, regressed=flag, window_payload_bytes=gb))
+        assert bad["status"] == "FAILED_CPU_REGRESSED", (total, flag)

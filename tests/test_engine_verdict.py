@@ -112,3 +112,76 @@ def test_report_verdicts_use_the_same_rule() -> None:
     assert overlap_verdict(stat(10, 20, 3), stat(30, 40, 3)) == "higher"  # b above a
     assert overlap_verdict(stat(30, 40, 3), stat(10, 20, 3)) == "lower"
     assert overlap_verdict(empty_stat(ledger, "m"), stat(10, 20, 3)) == verdict.NO_OK
+
+
+def test_headline_prints_every_metric_in_its_column_and_only_the_pairs_differing_in_codec() -> None:
+    """The whole console table, checked by hand: medians and ranges per metric (p50 = p99 / 2,
+    p99.9 = 2 x p99 here), the label columns that vary (codec, corpus), n, and one verdict: a vs
+    b differ in the codec only; c differs from a in the corpus and from b in both, so is not paired."""
+
+    def full(cell: str, codec: str, vals: list[float], corpus: str = "json") -> list[dict[str, str]]:
+        return [
+            dict(r, corpus=corpus, corrected_p50_us=str(v / 2), corrected_p999_us=str(v * 2))
+            for r, v in zip(rows(cell, codec, vals), vals)
+        ]
+
+    text = verdict.headline(
+        "A",
+        full("a", "none", [10, 11, 12]) + full("b", "zstd:3", [20, 21, 23]) + full("c", "none", [5, 6, 7], "random"),
+    )
+    assert text.splitlines() == [
+        "cell  codec   corpus  n  corrected_p50_us (µs)  corrected_p99_us (µs)  corrected_p999_us (µs)",
+        "----  ------  ------  -  ---------------------  ---------------------  ----------------------",
+        "a     none    json    3  5.50 [5.00–6.00]       11.00 [10.00–12.00]    22.00 [20.00–24.00]   ",
+        "b     zstd:3  json    3  10.50 [10.00–11.50]    21.00 [20.00–23.00]    42.00 [40.00–46.00]   ",
+        "c     none    random  3  3.00 [2.50–3.50]       6.00 [5.00–7.00]       12.00 [10.00–14.00]   ",
+        "",
+        "verdicts on corrected_p99_us:",
+        "cell  vs cell  a     b       verdict    ",
+        "----  -------  ----  ------  -----------",
+        "a     b        none  zstd:3  none better",
+    ]
+
+
+@pytest.mark.parametrize("side", range(6))
+def test_range_verdict_one_missing_bound_or_no_ok_repetition_is_not_comparable(side: int) -> None:
+    args: list[float | int | None] = [3, 10.0, 20.0, 3, 30.0, 40.0]
+    args[side] = 0 if side in (0, 3) else None
+    assert verdict.range_verdict(*args).text == verdict.NO_OK  # type: ignore[arg-type]
+
+
+def test_range_verdict_two_repetitions_are_enough_one_is_too_few() -> None:
+    assert verdict.range_verdict(2, 10, 20, 2, 30, 40) == verdict.RangeVerdict("apart", True)
+    assert verdict.range_verdict(1, 10, 20, 2, 30, 40).text == verdict.TOO_FEW
+    assert verdict.range_verdict(2, 10, 20, 1, 30, 40).text == verdict.TOO_FEW
+
+
+def test_range_verdict_touching_from_either_side_is_no_difference() -> None:
+    assert verdict.range_verdict(3, 20, 30, 3, 10, 20).text == verdict.NO_DIFF  # a_lo == b_hi
+    assert verdict.range_verdict(3, 20, 30, 3, 10, 19.99) == verdict.RangeVerdict("apart", False)
+
+
+def test_booleans_and_na_in_a_metric_column() -> None:
+    rs = [
+        {"cell_id": "f", "rep": str(i), "status": "OK", "recompressed": v}
+        for i, v in enumerate(["true", "false", "true", "NA", "", "x"])
+    ]
+    (s,) = verdict.summarise("F", rs, "recompressed")
+    assert (s.n, s.excluded, s.median, s.lo, s.hi) == (3, 3, 1.0, 0.0, 1.0)
+    (s,) = verdict.summarise("F", [dict(r, recompressed="false") for r in rs[:2]], "recompressed")
+    assert (s.median, s.lo, s.hi) == (0.0, 0.0, 0.0)
+
+
+def test_d_is_summarised_per_cell_and_role_and_keeps_the_metric_and_labels() -> None:
+    rs = [
+        {"cell_id": "d", "rep": str(i), "status": "OK", "role": role, "codec": "lz4", "cpu_s_per_gb": str(v)}
+        for i, (role, v) in enumerate([("producer", 1), ("producer", 3), ("broker-1", 10), ("broker-1", 12)])
+    ]
+    got = verdict.summarise("D", rs, "cpu_s_per_gb")
+    assert [(s.key, s.median, s.metric) for s in got] == [
+        (("d", "broker-1"), 11.0, "cpu_s_per_gb"),
+        (("d", "producer"), 2.0, "cpu_s_per_gb"),
+    ]
+    assert got[0].labels["codec"] == "lz4" and got[0].labels["corpus"] == ""  # a label the rows lack is ""
+    without_role = verdict.summarise("D", [{k: v for k, v in r.items() if k != "role"} for r in rs], "cpu_s_per_gb")
+    assert [s.key for s in without_role] == [("d", "")]

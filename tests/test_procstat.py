@@ -99,3 +99,45 @@ def test_process_counters_agree_with_os_times() -> None:
     assert me is not None and me.user_s is not None and me.sys_s is not None
     assert t0.user - tick <= me.user_s <= t1.user + tick, (t0.user, me.user_s, t1.user)
     assert t0.system - tick <= me.sys_s <= t1.system + tick, (t0.system, me.sys_s, t1.system)
+
+
+def test_delta_per_process_and_thread_with_gone_and_regressed_counters() -> None:
+    """``procstat.delta`` on snapshots built by hand: user and system each differenced, threads
+    matched by (pid, tid), a pid gone at the end NA (keeping its name), a counter that went down
+    NEGATIVE with the delta kept."""
+    P = procstat.ProcCpu
+    a = procstat.Snapshot(
+        0,
+        None,
+        (
+            P(10, None, "java", 1.0, 2.0),
+            P(10, 11, "rdk:main", 0.5, 0.25),
+            P(10, 12, "app", 0.1, 0.1),
+            P(20, None, "gone", 3.0, 4.0),
+            P(30, None, "restarted", 5.0, 5.0),
+        ),
+    )
+    b = procstat.Snapshot(
+        1,
+        None,
+        (
+            P(10, None, "java", 1.5, 2.75),
+            P(10, 12, "app", 0.3, 0.1),
+            P(10, 11, "rdk:main2", 0.75, 0.5),
+            P(30, None, "restarted", 0.5, 6.0),
+        ),
+    )
+    d = {(x.pid, x.tid): x for x in procstat.delta(a, b)}
+    assert list(d) == [(10, None), (10, 11), (10, 12), (20, None), (30, None)]
+    assert (d[10, None].user_s, d[10, None].sys_s, d[10, None].status) == (0.5, 0.75, "OK")
+    assert d[10, None].total_s == 1.25
+    assert (d[10, 11].user_s, d[10, 11].sys_s, d[10, 11].comm) == (0.25, 0.25, "rdk:main2")
+    assert d[10, 12].user_s == pytest.approx(0.2) and d[10, 12].sys_s == 0.0
+    gone = d[20, None]
+    assert (gone.user_s, gone.sys_s, gone.status, gone.comm, gone.total_s) == (None, None, "NA", "gone", None)
+    back = d[30, None]
+    assert (back.user_s, back.sys_s, back.status) == (-4.5, 1.0, "NEGATIVE")
+    # unreadable at the start (None counters): NA, named after the end's comm when the start has none
+    c = procstat.Snapshot(0, None, (P(40, None, None, None, None),))
+    (x,) = procstat.delta(c, procstat.Snapshot(1, None, (P(40, None, "late", 1.0, 1.0),)))
+    assert (x.pid, x.tid, x.comm, x.status) == (40, None, "late", "NA")

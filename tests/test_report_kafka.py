@@ -73,14 +73,28 @@ def test_a_latencies_and_a_p99_verdict(kafka_report_run: Path, report: Path) -> 
         c: [r for r in _rows(kafka_report_run, "A") if r["codec"] == c and r["sweep"] == "fixed"]
         for c in ("none", "zstd:3")
     }
+    lines = a.splitlines()
+    first = next(i for i, x in enumerate(lines) if x.startswith("|"))
+    header = _cells(lines[first])  # A's figures table: its header names each column
+    col = {h: header.index(h) for h in ("codec", "fixed rate (msgs/s)", "n")}
     for codec, rows in ok.items():
-        line = next(x for x in a.splitlines() if x.startswith("|") and codec in _cells(x) and "2,000" in _cells(x))
+        line = next(
+            x
+            for x in lines[first + 2 :]
+            if x.startswith("|")
+            and _cells(x)[col["codec"]] == codec
+            and _cells(x)[col["fixed rate (msgs/s)"]] == "2,000"
+        )
         cells = _cells(line)
-        p99s = sorted(float(r["corrected_p99_us"]) for r in rows)
-        # the printed p99 median is the median of the three OK rows' p99 (3 significant digits or more)
-        printed = [c for c in cells if re.fullmatch(NUM, c)]
-        assert any(abs(float(c.replace(",", "")) - p99s[1]) <= max(0.01 * p99s[1], 0.01) for c in printed), (line, p99s)
-        assert cells[-1] == "3"  # n: OK repetitions
+        assert len(cells) == len(header), (header, line)
+        # each printed percentile median stands in its own column: the median of the three OK
+        # rows' figure of that percentile (3 significant digits or more, so within 1 %)
+        for metric, title in (("p50", "p50 µs"), ("p95", "p95 µs"), ("p99", "p99 µs"), ("p999", "p99.9 µs")):
+            cell = cells[header.index(title)]
+            assert re.fullmatch(NUM, cell), (title, line)
+            med = sorted(float(r[f"corrected_{metric}_us"]) for r in rows)[1]
+            assert abs(float(cell.replace(",", "")) - med) <= max(0.01 * med, 0.01), (title, cell, med, line)
+        assert cells[col["n"]] == "3"  # n: OK repetitions
     verdict = next(x for x in a.splitlines() if "p99 verdict" in x)
     m = re.search(rf"none range ({NUM})–({NUM}) / zstd:3 range ({NUM})–({NUM}) → ([a-z ]+)", verdict)
     assert m, verdict

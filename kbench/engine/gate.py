@@ -564,8 +564,16 @@ def run_gate(ctx: GateContext, force: bool = False) -> GateReport:
     for check in CHECKS:
         try:
             results.append(check(ctx))
-        except Exception as e:  # noqa: BLE001 - a broken check is reported, not fatal
+        except Exception as e:  # noqa: BLE001 - a broken check is reported (and blocks), not fatal
+            # a check that cannot run has not shown the machine fit: it fails, blocking, with its
+            # own crash as the detail (a broken steal check must never let a run through)
             results.append(
-                CheckResult(check.__name__.removeprefix("check_"), WARNING, "unknown", f"check crashed: {e}")
+                CheckResult(
+                    check.__name__.removeprefix("check_"),
+                    BLOCKING,
+                    "fail",
+                    f"check crashed ({type(e).__name__}: {e}); this is a kbench bug: report it, "
+                    "or --force to run without this check",
+                )
             )
     return GateReport(tuple(results), forced=force)
