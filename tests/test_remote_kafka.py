@@ -240,6 +240,11 @@ def _short_seed000() -> str:
     for k, v in SHORT.items():
         text, n = re.subn(rf"(?m)^{k} = .*$", f"{k} = {v}", text)
         assert n == 1, k
+    # This test is about a remote cluster's plumbing (metrics sources, DescribeLogDirs, ratios), not
+    # A's premise: on a 2-vCPU machine that also runs the three brokers, the producer's send delay
+    # p99 at 50 % of saturation is ~25-30 ms, above the default 20 ms bound, so A would be SATURATED
+    # (which tests/test_knee.py tests). The bound is widened here, and recorded in the manifest.
+    text = text.replace("[transport]", "saturation_bound_ms = 1000\n\n[transport]", 1)
     return text.replace('name = "seed000"', 'name = "seed000-short"')
 
 
