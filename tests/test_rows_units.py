@@ -53,3 +53,347 @@ def test_per_gb_window_and_counters() -> None:
     assert rowkit.sum_counter([b1, b2], "bytes_out") is None and rowkit.sum_counter([b2], "bytes_out") == 3.0
     assert rowkit.sum_counter([b1, b2], "nope") is None and rowkit.sum_counter([], "bytes_in") is None
     assert rowkit.GB == 1e9
+
+
+# --------------------------------------------------------------------------- every column of A-F
+
+from kbench.engine import rules  # noqa: E402
+from kbench.engine.cell import Cell  # noqa: E402
+from kbench.engine.transports.base import BatchFill, LatencySummary, RunResult  # noqa: E402
+from kbench.model import corpus as corpus_mod  # noqa: E402
+
+CORPUS = corpus_mod.Corpus("c", (b"abc",) * 4)
+CELL = Cell("x-001", "sw", ("A", "B", "C", "D", "E", "F"), "zstd:3", "json", 32768, 7.0, 2, "all", 800.0, "lz4")
+PARAMS = {
+    "cell_id": "x-001",
+    "sweep": "sw",
+    "client": "librdkafka",
+    "codec": "zstd:3",
+    "corpus": "json",
+    "batch_size": 32768,
+    "linger_ms": 7.0,
+    "partitions": 2,
+    "acks": "all",
+    "rate": 800.0,
+    "key_policy": "none",
+    "topic_compression": "lz4",
+}
+
+
+def _lat(b: float, oor: int = 0) -> LatencySummary:
+    return LatencySummary(100, b, b + 1, b + 2, b + 3, b + 4, oor)
+
+
+def _full(**kw: object) -> RunResult:
+    base: dict[str, object] = dict(
+        messages_sent=830,
+        messages_acked=820,
+        payload_bytes=4_100_000_000,
+        elapsed_s=1.25,
+        target_rate=800.0,
+        achieved_rate=810.0,  # +1.25 %: within the 2 % tolerance
+        latency_service=_lat(100, 1),
+        latency_delay=_lat(200),
+        latency_corrected=_lat(300, 2),
+        latency_e2e=_lat(400, 4),
+        latency_phases={"queue_p50_us": 11.0, "compress_p50_us": 12.0, "request_p50_us": 13.0},
+        consumed=820,
+        lost=0,
+        duplicated=0,
+        cpu=(
+            CpuSample("producer", 3.0, 1.0, 8.0, pid=11, loadgen_s=1.5, client_s=2.5, window_payload_bytes=2 * 10**9),
+            CpuSample("consumer", 1.0, 3.0, 16.0, pid=12, window_payload_bytes=4 * 10**9),
+            CpuSample(
+                "broker-0",
+                2.0,
+                2.0,
+                4.0,
+                pid=13,
+                source="/proc/13/stat",
+                broker_counters={"bytes_in": 7.0, "bytes_out": 8.0, "produce_conversions": 1.0},
+                window_payload_bytes=5 * 10**8,
+            ),
+            CpuSample(
+                "broker-1",
+                None,
+                None,
+                4.0,
+                total_s=2.0,
+                broker_counters={"bytes_in": 9.0, "bytes_out": 10.0, "produce_conversions": 2.0},
+                window_payload_bytes=5 * 10**8,
+            ),
+        ),
+        steal_pct=0.5,
+        producer_wire_bytes=3 * 10**8,
+        consumer_wire_bytes=6 * 10**8,
+        stored_bytes=10**9,
+        stored_batches=77,
+        stored_uncompressed_bytes=4_500_000_000,
+        stored_codecs=("lz4", "zstd"),
+        topic_compression_readback="lz4",
+        stored_source="segments",
+        batch_fill=BatchFill(77, 10.0, 20.0, 30.0, 1000.0, 2000.0, 3000.0, "inspector"),
+        client_fill=BatchFill(70, 11.0, 21.0, 31.0, 1100.0, 2100.0, 3100.0, "librdkafka-stats"),
+        nic_bytes={"producer": (5 * 10**8, 10**8)},
+        nic_window_payload_bytes=2 * 10**9,
+    )
+    base.update(kw)
+    return RunResult(**base)  # type: ignore[arg-type]
+
+
+def _rows(res: RunResult, rf: int = 3) -> dict[str, list[dict[str, object]]]:
+    return rules.rows_for(CELL, 2, res, CORPUS, 6.5, rf, attempt=3)
+
+
+RUN = {
+    **PARAMS,
+    "rep": 2,
+    "attempt": 3,
+    "target_rate_msgs": 800.0,
+    "achieved_rate_msgs": 810.0,
+    "rate_error_pct": (810.0 - 800.0) / 800.0 * 100,
+    "messages": 820,
+}
+LOSS = {"lost": 0, "duplicated": 0, "delivery_errors": 0}
+
+
+def test_a_row_every_column() -> None:
+    (a,) = _rows(_full())["A"]
+    assert a == {
+        **RUN,
+        **{
+            f"corrected_{k}": v
+            for k, v in zip(("p50_us", "p95_us", "p99_us", "p999_us", "max_us"), (300, 301, 302, 303, 304))
+        },
+        **{
+            f"service_{k}": v
+            for k, v in zip(("p50_us", "p95_us", "p99_us", "p999_us", "max_us"), (100, 101, 102, 103, 104))
+        },
+        "delay_p99_us": 202,
+        "delay_max_us": 204,
+        "e2e_p50_us": 400,
+        "e2e_p99_us": 402,
+        "e2e_max_us": 404,
+        "phase_queue_p50_us": 11.0,
+        "phase_compress_p50_us": 12.0,
+        "phase_request_p50_us": 13.0,
+        "out_of_range": 1 + 2 + 4,  # service + corrected + e2e (not the delay histogram)
+        **LOSS,
+        "status": "OK",
+        "reason": "",
+    }
+    (na,) = _rows(_full(latency_e2e=None, latency_e2e_na="a worker's clock is not synchronised"))["A"]
+    assert na["out_of_range"] == 3 and na["e2e_p50_us"] is None
+    assert na["status"] == "OK" and na["reason"] == "e2e latency NA: a worker's clock is not synchronised"
+
+
+def test_b_row_every_column() -> None:
+    (b,) = _rows(_full())["B"]
+    span = 820 / 810.0  # the delivered span: acked / achieved rate
+    assert b == {
+        **RUN,
+        "payload_mb_per_s": 4_100_000_000 / span / 1e6,
+        "producer_wire_mb_per_s": 3 * 10**8 / span / 1e6,
+        "service_p50_us": 100,
+        "service_p99_us": 102,
+        "latency_flag": "latency-NOT-comparable-saturated",
+        **LOSS,
+        "status": "OK",
+        "reason": "",
+    }
+    (b0,) = _rows(_full(producer_wire_bytes=None))["B"]
+    assert b0["producer_wire_mb_per_s"] is None
+
+
+def test_c_and_e_rows_every_column() -> None:
+    rows = _rows(_full())
+    (c,) = rows["C"]
+    assert c == {
+        **RUN,
+        "payload_bytes": 4_100_000_000,
+        "stored_bytes": 10**9,
+        "ratio": 4.1,
+        "batch_ratio": 4.5,
+        "corpus_entropy_bits": 6.5,
+        "corpus_sha256": CORPUS.sha256,
+        "corpus_near_random": True,  # 6.5 >= 6.3 bits per byte
+        "stored_batches": 77,
+        "stored_codecs": ["lz4", "zstd"],
+        "stored_source": "segments",
+        "status": "OK",
+        "reason": "",
+    }
+    (e,) = rows["E"]
+    assert e == {
+        **RUN,
+        "batches": 77,
+        "records_per_batch_p50": 10.0,
+        "records_per_batch_p90": 20.0,
+        "records_per_batch_max": 30.0,
+        "bytes_per_batch_p50": 1000.0,
+        "bytes_per_batch_p90": 2000.0,
+        "bytes_per_batch_max": 3000.0,
+        "fill_source": "inspector",
+        "client_records_per_batch_p50": 11.0,
+        "client_records_per_batch_p90": 21.0,
+        "client_batch_bytes_p50": 1100.0,
+        "client_batch_bytes_p90": 2100.0,
+        "payload_bytes": 4_100_000_000,
+        "stored_bytes": 10**9,
+        "ratio": 4.1,
+        "stored_source": "segments",
+        "status": "OK",
+        "reason": "",
+    }
+    low = _rows(_full(stored_uncompressed_bytes=None, batch_fill=None, client_fill=None), rf=1)
+    assert low["C"][0]["batch_ratio"] is None and low["E"][0]["batches"] is None
+    assert low["E"][0]["client_batch_bytes_p50"] is None
+    assert rules.rows_for(CELL, 2, _full(), CORPUS, 6.2, 3)["C"][0]["corpus_near_random"] is False
+    inferred = _rows(_full(stored_source="DescribeLogDirs + inferred codec"))["C"][0]
+    assert inferred["status"] == "OK"
+    assert inferred["reason"] == "stored codec inferred, not read (source: DescribeLogDirs + inferred codec)"
+
+
+def test_d_rows_every_column() -> None:
+    d = {r["role"]: r for r in _rows(_full())["D"]}
+    assert list(d) == ["producer", "consumer", "broker-0", "broker-1"]
+    common = {**RUN, "steal_pct": 0.5, "status": "OK", "reason": ""}
+    none_nic = {"nic_tx_bytes": None, "nic_rx_bytes": None, "nic_tx_bytes_per_gb": None, "nic_rx_bytes_per_gb": None}
+    assert d["producer"] == {
+        **common,
+        "role": "producer",
+        "pid": 11,
+        "usr_pct": 3.0 / 8.0 * 100,
+        "sys_pct": 1.0 / 8.0 * 100,
+        "cpu_s": 4.0,
+        "payload_gb": 2.0,
+        "cpu_source": "",
+        "broker_bytes_in": None,
+        "broker_bytes_out": None,
+        "produce_conversions": None,
+        "cpu_s_per_gb": 2.0,
+        "loadgen_cpu_s": 1.5,
+        "loadgen_cpu_s_per_gb": 0.75,
+        "client_cpu_s": 2.5,
+        "client_cpu_s_per_gb": 1.25,
+        "wire_bytes": 3 * 10**8,
+        "wire_source": "producer statistics: bytes out",
+        "nic_tx_bytes": 5 * 10**8,
+        "nic_rx_bytes": 10**8,
+        "nic_tx_bytes_per_gb": 2.5e8,
+        "nic_rx_bytes_per_gb": 0.5e8,
+        "nic_source": "emulated host NIC counters (Ethernet frames) over the whole repetition",
+    }
+    assert d["consumer"] == {
+        **common,
+        **none_nic,
+        "role": "consumer",
+        "pid": 12,
+        "usr_pct": 1.0 / 16.0 * 100,
+        "sys_pct": 3.0 / 16.0 * 100,
+        "cpu_s": 4.0,
+        "payload_gb": 4.0,
+        "cpu_source": "",
+        "broker_bytes_in": None,
+        "broker_bytes_out": None,
+        "produce_conversions": None,
+        "cpu_s_per_gb": 1.0,
+        "loadgen_cpu_s": None,
+        "loadgen_cpu_s_per_gb": None,
+        "client_cpu_s": None,
+        "client_cpu_s_per_gb": None,
+        "wire_bytes": 6 * 10**8,
+        "wire_source": "consumer statistics: bytes in",
+        "nic_source": "",
+    }
+    assert d["broker-0"] == {
+        **common,
+        **none_nic,
+        "role": "broker-0",
+        "pid": 13,
+        "usr_pct": 50.0,
+        "sys_pct": 50.0,
+        "cpu_s": 4.0,
+        "payload_gb": 0.5,
+        "cpu_source": "/proc/13/stat",
+        "broker_bytes_in": 7.0,
+        "broker_bytes_out": 8.0,
+        "produce_conversions": 1.0,
+        "cpu_s_per_gb": 8.0,
+        "loadgen_cpu_s": None,
+        "loadgen_cpu_s_per_gb": None,
+        "client_cpu_s": None,
+        "client_cpu_s_per_gb": None,
+        "wire_bytes": 2 * 10**9,  # stored bytes x (RF - 1)
+        "wire_source": "replication: stored bytes x (RF-1), RF=3",
+        "nic_source": "",
+    }
+    b1 = d["broker-1"]
+    assert (b1["pid"], b1["usr_pct"], b1["sys_pct"], b1["cpu_s"], b1["cpu_s_per_gb"]) == (None, None, None, 2.0, 4.0)
+    assert b1["cpu_source"] == "kbench worker process (/proc/self/stat)"  # no pid: the worker's own counters
+    assert (b1["broker_bytes_in"], b1["broker_bytes_out"], b1["produce_conversions"]) == (9.0, 10.0, 2.0)
+
+
+def test_d_rows_when_figures_are_missing() -> None:
+    cpu = (
+        CpuSample("producer", 3.0, 1.0, 8.0, pid=11, loadgen_s=1.5, window_payload_bytes=2 * 10**9),
+        CpuSample("consumer", 1.0, 3.0, 16.0, pid=12),
+        CpuSample("broker-0", 2.0, 2.0, 4.0, pid=13, window_payload_bytes=5 * 10**8),
+    )
+    res = _full(cpu=cpu, consumer_wire_bytes=None, nic_window_payload_bytes=None, stored_bytes=None)
+    d = {r["role"]: r for r in rules.rows_for(CELL, 2, res, CORPUS, 6.5, 1)["D"]}
+    assert d["producer"]["loadgen_cpu_s"] is None and d["producer"]["client_cpu_s_per_gb"] is None  # not split
+    assert d["producer"]["nic_tx_bytes"] == 5 * 10**8 and d["producer"]["nic_tx_bytes_per_gb"] is None
+    c = d["consumer"]
+    assert c["status"] == "NA" and c["reason"] == "consumer: payload of its CPU window not measured"
+    assert c["cpu_s"] == 4.0 and c["cpu_s_per_gb"] is None and c["wire_bytes"] is None
+    assert (
+        d["broker-0"]["wire_bytes"] is None
+        and d["broker-0"]["wire_source"] == "replication: stored bytes x (RF-1), RF=1"
+    )
+    fetched = _full(cpu=cpu, consumer_wire_bytes=None)
+    c = {r["role"]: r for r in rules.rows_for(CELL, 2, fetched, CORPUS, 6.5, 1)["D"]}["consumer"]
+    assert (c["wire_bytes"], c["wire_source"]) == (
+        10**9,
+        "stored bytes fetched once (consumer statistics not exported)",
+    )
+    assert {r["role"]: r for r in rules.rows_for(CELL, 2, fetched, CORPUS, 6.5, 1)["D"]}["broker-0"]["wire_bytes"] == 0
+    (only,) = _rows(_full(cpu=()))["D"]
+    assert only["role"] == "all" and only["status"] == "NA" and only["reason"] == "this transport measured no CPU"
+
+
+def test_f_row_every_column_and_its_na() -> None:
+    (f,) = _rows(_full())["F"]
+    assert f == {
+        **RUN,
+        "producer_codec": "zstd:3",
+        "stored_codecs": ["lz4", "zstd"],
+        "recompressed": True,  # lz4 batches in a zstd producer's topic
+        "broker_usr_pct": None,  # broker-1's counters give usr+sys only
+        "broker_sys_pct": None,
+        "broker_cpu_s_per_gb": (4.0 + 2.0) / 0.5,
+        "payload_bytes": 4_100_000_000,
+        "stored_bytes": 10**9,
+        "stored_source": "segments",
+        "produce_conversions": 3.0,
+        "status": "OK",
+        "reason": "",
+    }
+    two = (
+        CpuSample("broker-0", 2.0, 1.0, 4.0, pid=13, window_payload_bytes=5 * 10**8),
+        CpuSample("broker-1", 1.0, 0.5, 4.0, pid=14, window_payload_bytes=5 * 10**8),
+    )
+    (f,) = _rows(_full(cpu=two, stored_codecs=("zstd",)))["F"]
+    assert (f["broker_usr_pct"], f["broker_sys_pct"], f["broker_cpu_s_per_gb"]) == (75.0, 37.5, 9.0)
+    assert f["recompressed"] is False and f["produce_conversions"] is None
+    assert _rows(_full(cpu=two, stored_codecs=()))["F"][0]["recompressed"] is None
+    nowin = tuple(CpuSample(c.role, c.usr_s, c.sys_s, c.wall_s, pid=c.pid) for c in two)
+    (f,) = _rows(_full(cpu=nowin))["F"]
+    assert f["status"] == "NA" and f["reason"] == "broker: payload of its CPU window not measured"
+    assert f["broker_cpu_s_per_gb"] is None
+    back = (CpuSample("broker-0", 2.0, -1.0, 4.0, pid=13, window_payload_bytes=5 * 10**8), two[1])
+    (f,) = _rows(_full(cpu=back))["F"]
+    assert f["status"] == "FAILED_CPU_REGRESSED" and f["broker_cpu_s_per_gb"] is None
+    assert f["reason"] == "broker-0: CPU counter went backwards (usr 2.000s, sys -1.000s)"
+    (f,) = _rows(_full(cpu=(CpuSample("producer", 1.0, 1.0, 1.0, pid=1),)))["F"]
+    assert f["status"] == "NA" and f["reason"] == "broker CPU not measured (no local broker pids)"
