@@ -234,3 +234,45 @@ def test_the_corpus_modelled(tmp_path: Path) -> None:
         adv.CostError, match=r"10 records of 30 bytes in all \(30 bytes as modelled\), less than the 4096"
     ):
         adv.corpus_for(str(f), adv.Workload(rate=100, partitions=1), [0.0])
+
+
+def test_decision_matrix_answers_each_row_from_the_sweep() -> None:
+    from kbench.model import advise_matrix
+
+    s_lz4 = cand("lz4", 16384, total_usd_month=5.0, ratio=2.0, consumer_cores=0.3, network_gb_month=100.0)
+    s_zstd = cand("zstd:3", 16384, total_usd_month=6.0, ratio=3.0, consumer_cores=0.2, network_gb_month=80.0)
+    s_none = cand("none", 16384, total_usd_month=7.0, consumer_cores=0.1)
+    b_zstd = cand("zstd:3", 65536, total_usd_month=4.0, ratio=3.5, consumer_cores=0.25, network_gb_month=50.0)
+    b_gzip = cand("gzip:6", 65536, total_usd_month=3.0, ratio=3.8, consumer_cores=0.4, network_gb_month=60.0)
+    over = cand("snappy", 65536, total_usd_month=1.0, network_gb_month=1.0, consumer_cores=0.0, within_budget=False)
+
+    def advice(cands: list[adv.Candidate]) -> adv.Advice:
+        w = adv.Workload(rate=1.0, partitions=1)
+        return adv.Advice(w, adv.Prices(), Corpus("c", (b"x",)), cands, [], cands[0], None, "", 0)
+
+    rows = advise_matrix.decision_matrix(advice([s_lz4, s_zstd, s_none, b_zstd, b_gzip, over]))
+    assert [(r.seed_choice, r.ours, r.agrees) for r in rows] == [
+        ("lz4", "lz4", "yes"),
+        ("zstd:3", "gzip:6", "no"),
+        ("lz4", "lz4 (compatibility, not cost)", "n/a"),
+        ("lz4", "zstd:3", "no"),
+        ("zstd:3", "zstd:3", "yes"),
+    ]
+    assert (
+        rows[0].evidence
+        == "cheapest: lz4 batch.size=16KiB linger.ms=5; ratio lz4 2.00 vs zstd:3 3.00 (same batching rules)"
+    )
+    assert rows[1].evidence == "cheapest: gzip:6 batch.size=64KiB linger.ms=5"
+    assert rows[3].evidence == (
+        "least consumer CPU among compressing codecs: zstd:3 batch.size=16KiB linger.ms=5; "
+        "ratio lz4 2.00 vs zstd:3 3.50 (same batching rules)"
+    )
+    assert rows[4].evidence == "fewest bytes on the network: zstd:3 batch.size=64KiB linger.ms=5"
+    assert rows[0].scenario.startswith("batch <= 16 KiB") and rows[4].scenario.startswith("network is the bottleneck")
+    rows = advise_matrix.decision_matrix(advice([b_zstd]))
+    assert (rows[0].ours, rows[0].evidence, rows[0].agrees) == (
+        "no candidate",
+        "no swept candidate fits the scenario",
+        "n/a",
+    )
+    assert (rows[1].ours, rows[1].agrees) == ("zstd:3", "yes")
