@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbench.model import advise as adv
+from kbench.model import corpus
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec, parse_spec
 from kbench.model.corpus import Corpus
@@ -121,8 +122,9 @@ def test_recommendation_and_its_sentence() -> None:
     assert "storage is its largest part" in adv.recommend([tie])[2]
     n, _, why = adv.recommend([none])
     assert n is none and "no compression would cost" not in why
-    with pytest.raises(adv.CostError, match="no candidate meets the p99 budget; raise --p99-budget-ms"):
+    with pytest.raises(adv.CostError) as e:
         adv.recommend([over])
+    assert str(e.value) == "no candidate meets the p99 budget; raise --p99-budget-ms or add --linger-ms 0"
 
 
 def test_workload_checks_every_figure() -> None:
@@ -148,8 +150,19 @@ def test_cost_files_and_overrides(tmp_path: Path) -> None:
     assert d == adv.Prices() and d.source == "defaults"
     lines = d.lines()
     assert len(lines) == len(adv.PRICE_KEYS) == 11
-    assert lines[0] == "  network_per_gb = 0.02  ($ per GB between zones)"
-    assert lines[3] == "  cross_zone_produce = 0.6667  (share of produce bytes crossing zones)"
+    assert lines == [
+        "  network_per_gb = 0.02  ($ per GB between zones)",
+        "  core_hour = 0.04  ($ per core-hour)",
+        "  storage_gb_month = 0.08  ($ per GB-month stored)",
+        "  cross_zone_produce = 0.6667  (share of produce bytes crossing zones)",
+        "  cross_zone_replication = 1  (share of replication bytes crossing zones)",
+        "  cross_zone_consume = 0.6667  (share of consumed bytes crossing zones)",
+        "  consumer_groups = 1  (consumer groups reading every byte)",
+        "  producer_cpu_us_per_record = 7  (producer CPU-us per record besides compression)",
+        "  broker_cpu_us_per_record = 19  (broker CPU-us per record per replica)",
+        "  broker_cpu_s_per_gb = 1  (broker CPU-s per GB stored per replica)",
+        "  consumer_cpu_us_per_record = 1.2  (consumer CPU-us per record besides decompression)",
+    ]
     f = tmp_path / "cost.toml"
     f.write_text("core_hour = 0.5\nconsumer_groups = 2\n")
     p = adv.load_prices(f, network_per_gb=0.1, storage_gb_month=None)  # type: ignore[arg-type]
@@ -188,11 +201,17 @@ def test_advise_prices_given_shapes_and_recommends(tmp_path: Path) -> None:
     assert [c.codec for c in a.candidates] == ["zstd", "none"] and a.runner_up is not None
     assert a.runner_up.codec == "none" and a.front == [a.best, a.runner_up] and a.m_measured == 0 and a.notes == []
     assert a.reason == adv.recommend(a.candidates)[2] and a.workload is work and a.corpus is corpus
+    assert a.prices == adv.Prices()
     shapes[("none", 16384, 5.0)] = (_shape(1.0, steady=False), ())
     a = adv.advise(corpus, work, adv.Prices(), specs=[CodecSpec("none")], shapes=shapes, m=m)
-    assert len(a.notes) == 1 and a.notes[0].startswith("some candidates saw only flush-closed batches")
+    assert a.notes == [
+        "some candidates saw only flush-closed batches (the corpus is shorter than their linger.ms "
+        "at this rate); their ratios are those of partial batches"
+    ]
     with pytest.raises(adv.CostError):
         adv.advise(corpus, dataclasses.replace(work, partitions=0), adv.Prices(), shapes=shapes, m=m)
+    one = adv.write_csv(a.candidates[:1], tmp_path / "one.csv")
+    assert len(list(csv.DictReader(one.open(newline="")))) == 1
     out = adv.write_csv(a.candidates, tmp_path / "adv.csv")
     rows = list(csv.DictReader(out.open(newline="")))
     assert [r["spec"] for r in rows] == ["zstd:3", "none"] and rows[0]["equivalent_batch_sizes"] == "65536"
@@ -214,9 +233,12 @@ def test_sweep_runs_unfilled_batch_sizes_once() -> None:
     assert runs == ["none 1024 5", "none 65536 5", "lz4 1024 5", "lz4 65536 5"]
     assert out[("lz4", 65536, 5.0)][0].stored_per_payload < out[("none", 65536, 5.0)][0].stored_per_payload
     assert out[("none", 65536, 5.0)][0].steady
-    cfg = adv.sim_config(work, parse_spec("zstd:3"), 4096, 2.5, seed=7)
-    assert (cfg.codec, cfg.level, cfg.client, cfg.batch_size, cfg.linger_ms) == ("zstd", 3, "java", 4096, 2.5)
-    assert (cfg.partitions, cfg.rate, cfg.seed, cfg.start_ts_ms) == (1, 10_000, 7, 1_700_000_000_000)
+    cfg = adv.sim_config(adv.Workload(rate=1234.0, partitions=3), parse_spec("zstd:3"), 4096, 2.5, seed=7)
+    assert (cfg.codec, cfg.level, cfg.client, cfg.batch_size, cfg.linger_ms) == ("zstd", 3, "librdkafka", 4096, 2.5)
+    assert (cfg.partitions, cfg.rate, cfg.seed, cfg.start_ts_ms) == (3, 1234.0, 7, 1_700_000_000_000)
+    assert adv.sim_config(work, CodecSpec("none"), 4096, 2.5) == sim.SimConfig(
+        codec="none", client="java", batch_size=4096, linger_ms=2.5, rate=10_000, start_ts_ms=1_700_000_000_000
+    )
 
 
 def test_the_corpus_modelled(tmp_path: Path) -> None:
@@ -230,10 +252,60 @@ def test_the_corpus_modelled(tmp_path: Path) -> None:
     c, note = adv.corpus_for(str(f), adv.Workload(rate=1000, partitions=1), [0.0])
     assert len(c.records) == 3000 and note == ""
     f.write_bytes(b"abc\n" * 10)
-    with pytest.raises(
-        adv.CostError, match=r"10 records of 30 bytes in all \(30 bytes as modelled\), less than the 4096"
-    ):
+    with pytest.raises(adv.CostError) as e:
         adv.corpus_for(str(f), adv.Workload(rate=100, partitions=1), [0.0])
+    assert str(e.value) == (
+        "corpus sample.txt: 10 records of 30 bytes in all (30 bytes as modelled), less than the 4096 bytes experiment "
+        "M compresses at its smallest block; give a sample of more records (e.g. kcat -C -t TOPIC -c 20000 -e > sample.txt)"
+    )
+    f.write_bytes(b"abcd\n" * 1024)  # 4096 bytes: exactly the smallest block
+    assert len(adv.corpus_for(str(f), adv.Workload(rate=100, partitions=1), [0.0])[0].records) == 1024
+    f.write_bytes(b"abc\n" * 1000)  # 3000 bytes, repeated 5 times to 15000: enough as modelled
+    c, _ = adv.corpus_for(str(f), adv.Workload(rate=100_000, partitions=1), [0.0])
+    assert len(c.records) == 5000
+    lp = corpus.write_lenprefixed([b"x" * 5000, b"y" * 10], tmp_path / "lp.bin")
+    c, _ = adv.corpus_for(str(lp), adv.Workload(rate=20, partitions=1), [0.0], fmt="lenprefixed")
+    assert c.records == (b"x" * 5000, b"y" * 10)
+
+
+def test_builtin_corpus_sized_to_the_records_needed() -> None:
+    w = adv.Workload(rate=100_000, partitions=1)  # 5,000 records needed
+    c, note = adv.corpus_for("json", w, [0.0])
+    assert note == "" and 5000 <= len(c.records) < 5050 and c.source == "builtin:json:seed=1"
+    c2, _ = adv.corpus_for("json", w, [0.0], seed=2)
+    assert c2.source == "builtin:json:seed=2" and c2.records != c.records
+    big, note = adv.corpus_for("json", adv.Workload(rate=1_000_000, partitions=1), [20.0])  # 130,000 needed
+    assert abs(big.size - adv.MAX_CORPUS) < 4096
+    assert note == f"corpus capped at 4MiB ({len(big.records)} of 130000 records)"
+
+
+def test_advise_measures_m_and_sweeps_when_not_given(tmp_path: Path) -> None:
+    c = corpus.generate("json", 256 << 10)
+    seen: list[str] = []
+    a = adv.advise(
+        c,
+        adv.Workload(rate=5000, partitions=1),
+        adv.Prices(),
+        specs=[CodecSpec("none"), parse_spec("lz4")],
+        batch_sizes=[16384],
+        lingers=[5.0],
+        cache_dir=tmp_path,
+        on_progress=seen.append,
+    )
+    assert seen == ["lz4@4096", "lz4@16384", "lz4@65536", "lz4@262144", "none 16384 5", "lz4 16384 5"]
+    assert a.m_measured == 4 and (tmp_path / "advise-m.json").is_file()
+    assert sorted(x.spec for x in a.candidates) == ["lz4", "none"] and a.best.spec == "lz4"
+    assert a.best.ratio > 2 and a.best.batch_size == 16384 and a.prices == adv.Prices()
+    again = adv.advise(
+        c,
+        a.workload,
+        adv.Prices(),
+        specs=[CodecSpec("none"), parse_spec("lz4")],
+        batch_sizes=[16384],
+        lingers=[5.0],
+        cache_dir=tmp_path,
+    )
+    assert again.m_measured == 0 and again.best == a.best  # experiment M from the cache
 
 
 def test_decision_matrix_answers_each_row_from_the_sweep() -> None:

@@ -268,6 +268,9 @@ def corpus_for(
         avg = probe.size / len(probe.records)
         size = int(min(MAX_CORPUS, max(MIN_CORPUS, need * avg)))
         c = corpus_mod.generate(spec, size, seed)
+        if len(c.records) < need and size < MAX_CORPUS:  # the probe's mean record was a little short
+            size = int(min(MAX_CORPUS, size * need / len(c.records) + 2 * avg))
+            c = corpus_mod.generate(spec, size, seed)
         note = (
             ""
             if len(c.records) >= need
