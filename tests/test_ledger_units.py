@@ -275,3 +275,117 @@ def test_frames_two_runs_in_order_and_the_plan_rate(tmp_path: Path) -> None:
     df = frames.load(a, experiment="C")
     assert len(df) == 4 and df["status"][3] == "INVALID" and "oops" in df["reason"][3]
     assert df["ratio"].dtype == float and df["ratio"][0] == 4.0
+
+
+MACHINE = {
+    "arch": "x86_64",
+    "cpu_model": "Xeon 8375C",
+    "kernel": "6.1.0-9",
+    "hostname_hash": "abc123def",
+    "physical_cores": 2,
+    "logical_cores": 4,
+    "memory_bytes": 8_000_000_000,
+}
+KEYS = [
+    "machine",
+    "arch",
+    "cpu_model",
+    "kernel",
+    "hostname_hash",
+    "physical_cores",
+    "logical_cores",
+    "memory_bytes",
+    "run_id",
+    "run_dir",
+    "plan_name",
+    "transport",
+    "rate",
+    "codec",
+]
+
+
+def _no_rate(cell: str, rep: int, codec: str, ratio: str, status: str = "OK") -> dict[str, str]:
+    r = _c(cell, rep, codec, ratio, status)
+    del r["rate"]
+    r["stored_codecs"] = "lz4|zstd"
+    return r
+
+
+def test_verify_reselects_on_every_machine_column_and_recomputes_every_kind(tmp_path: Path) -> None:
+    rows = [_no_rate("k-1", i, "zstd", str(4.0 + i)) for i in (1, 2, 3)] + [
+        _no_rate("k-12", i, "none", str(1.0 + i / 10)) for i in (1, 2, 3)
+    ]
+    cells = {"k-1": {"rate": 5000.0}, "k-12": {"rate": 7000.0}}
+    d = _run_dir(tmp_path, "runA", rows, run_id="rA", plan_name="pp", machine=MACHINE, cells=cells)
+    df = frames.load(d, experiment="C")
+    assert set(df["rate"]) == {"5000", "7000"}
+    led = Ledger()
+    st = summary.stats(led, df, "C", "ratio", KEYS, kind="x")
+    label = ("x86_64 Xeon 8375C 4 vCPU/2 cores #abc123", "x86_64", "Xeon 8375C", "6.1.0-9", "abc123def", "2", "4")
+    z = st[(*label, "8000000000", "rA", str(d), "pp", "dry", "5000", "zstd")]
+    n = st[(*label, "8000000000", "rA", str(d), "pp", "dry", "7000", "none")]
+    assert z.cell() == "6.00× [5.00×–7.00×]" and n.cell() == "1.20× [1.10×–1.30×]" and n.n.text == "3"
+    cores = led.manifest(4, 0, "machine/logical_cores")
+    pct = led.derive("scale", [n.median], kind="pct1", unit="frac->pct")
+    gain = led.derive("ratio", [z.median, n.median], kind="x")
+    prov = json.loads(json.dumps(led.as_dict([str(d)])))
+    assert pct.text == "120.0%" and gain.text == "5.00×"
+    assert provenance.verify(prov) == [] and provenance.verify(prov, [d]) == []
+    md = "k-1 k-12 on Xeon 8375C (6.1.0-9) rep 3: " + " ".join(
+        [z.cell(), n.cell(), n.n.text, cores.text, pct.text, gain.text, "lz4\\|zstd", "runA", "+5.00×"]
+    )
+    assert provenance.verify(prov, markdown=md) == []
+    assert provenance.untraceable_numbers(md + " 12 -13%", prov, [d]) == ["-13%", "12"]
+
+    man = json.loads((d / "manifest.json").read_text())
+    (d / "manifest.json").write_text(json.dumps({**man, "machine": {**MACHINE, "logical_cores": 8}}))
+    problems = provenance.verify(prov)
+    assert f"figure {cores.id}: recomputed '8.00' but the report prints '4.00'" in problems
+    assert any(
+        p.startswith(f"figure {z.median.id} (6.00×, median of C.ratio): uses runA/C.csv row 1") for p in problems
+    )
+    (d / "manifest.json").write_text(json.dumps(man))
+
+    text = (d / "C.csv").read_text()
+    (d / "C.csv").write_text(text.replace("5.0,OK", "5.0,INVALID").replace("6.0,OK", "6.0,INVALID"))
+    p = provenance.verify(prov)[0]
+    assert p.startswith(
+        f"figure {z.lo.id} (5.00×, min of C.ratio): uses runA/C.csv row 1 (k-1 rep 1, INVALID), not a row of machine="
+    )
+    assert p.endswith(", codec=zstd, status=OK with a ratio (and 1 more)")
+    (d / "C.csv").write_text(text.replace("5.0,OK", "5.0,INVALID"))
+    assert provenance.verify(prov)[0].endswith(", codec=zstd, status=OK with a ratio")
+    extra = "\n".join(
+        ",".join(r.values()) for r in [_no_rate("k-1", 4, "zstd", "9.0"), _no_rate("k-1", 5, "zstd", "9.5")]
+    )
+    (d / "C.csv").write_text(text + extra + "\n")
+    p = provenance.verify(prov)[0]
+    assert p.startswith(f"figure {z.lo.id} (5.00×, min of C.ratio): misses runA/C.csv row 7 (k-1 rep 4, OK), a row of")
+    assert p.endswith("codec=zstd, status=OK with a ratio (and 1 more)")
+    (d / "C.csv").write_text(text + extra.splitlines()[0] + "\n")
+    assert provenance.verify(prov)[0].endswith("codec=zstd, status=OK with a ratio")
+    (d / "C.csv").write_text(text.splitlines()[0] + "\n")
+    assert provenance.verify(prov)[0] == (
+        f"figure {z.lo.id} (5.00×, min of C.ratio): uses C.csv rows that no longer exist (the selection "
+        + ", ".join(f"{k}={v}" for k, v in prov["sets"][z._set][2].items())
+        + ")"
+    )
+    (d / "C.csv").write_text(text)
+
+    bad = json.loads(json.dumps(prov))
+    bad["sets"][z._set] = bad["sets"][z._set][:2]
+    assert f"figure {z.lo.id} (5.00×): its rows' selection is not recorded; re-run kbench report" in provenance.verify(
+        bad
+    )
+    bad["figures"][n.n.id][3] = 999
+    assert f"figure {n.n.id} (3): cannot recompute (list index out of range)" in provenance.verify(bad)
+    words = text.replace(",5.0,OK", ",five,OK").replace(",6.0,OK", ",six,OK").replace(",7.0,OK", ",seven,OK")
+    words = words.replace(",1.1,OK", ",a,OK").replace(",1.2,OK", ",b,OK").replace(",1.3,OK", ",c,OK")
+    (d / "C.csv").write_text(words)  # every ratio text: no row of the column is a number
+    problems = provenance.verify(prov)
+    assert f"figure {z.median.id} (6.00×): a source cell of C.ratio is not a number" in problems
+    assert f"figure {gain.id}: recomputed 'NA' but the report prints '5.00×'" in problems
+    (d / "C.csv").write_text(text)
+    (d / "manifest.json").unlink()
+    gone = provenance.verify(prov)
+    assert any(x.startswith(f"figure {cores.id} (4.00): cannot recompute ([Errno 2] No such file") for x in gone)
