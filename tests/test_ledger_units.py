@@ -389,3 +389,85 @@ def test_verify_reselects_on_every_machine_column_and_recomputes_every_kind(tmp_
     (d / "manifest.json").unlink()
     gone = provenance.verify(prov)
     assert any(x.startswith(f"figure {cores.id} (4.00): cannot recompute ([Errno 2] No such file") for x in gone)
+
+
+def _raises(fn: object, *args: object, **kw: object) -> str:
+    with pytest.raises(frames.LoadError) as e:
+        fn(*args, **kw)  # type: ignore[operator]
+    return str(e.value)
+
+
+def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> None:
+    d = _run_dir(tmp_path, "m1", ROWS, machine=MACHINE, plan_name="pp")
+    df = frames.load(d, experiment="C")
+    assert list(df["arch"].unique()) == ["x86_64"] and list(df["kernel"].unique()) == ["6.1.0-9"]
+    assert list(df["cpu_model"].unique()) == ["Xeon 8375C"] and list(df["hostname_hash"].unique()) == ["abc123def"]
+    assert (df["physical_cores"][0], df["logical_cores"][0], df["memory_bytes"][0]) == (2.0, 4.0, 8e9)
+    assert df["machine"][0] == "x86_64 Xeon 8375C 4 vCPU/2 cores #abc123" and df["plan_name"][0] == "pp"
+    assert df["run_id"][0] == "m1"
+    man = json.loads((d / "manifest.json").read_text())
+    del man["run_id"], man["transport"]
+    man["machine"] = {**MACHINE, "physical_cores": True}
+    (d / "manifest.json").write_text(json.dumps(man))
+    df = frames.load(d, experiment="C")
+    assert df["run_id"][0] == "m1" and df["transport"][0] == "" and math.isnan(df["physical_cores"][0])
+    # M: warm-up rows are read (their _gid counts) but are not data
+    m = tmp_path / "mm"
+    m.mkdir()
+    (m / "manifest.json").write_text(json.dumps({"run_id": "mm"}))
+    (m / "M.csv").write_text(
+        "codec,ratio,status,warmup,note\r\nlz4,2.0,OK,True,\r\nlz4,2.5,OK,false,x\r\nzstd,3.0,OK,,\r\n"
+    )
+    mdf = frames.load(m, experiment="M")
+    assert list(mdf["ratio"]) == [2.5, 3.0] and list(mdf["_gid"]) == [1, 2] and list(mdf.index) == [0, 1]
+    assert list(mdf["warmup"]) == ["false", "NA"]
+    # two runs: the second's extra column joins, in the CSVs' column order, NA where absent
+    e = _run_dir(tmp_path, "m2", [{**r, "extra": "7"} for r in ROWS[:2]], transport=None)
+    both = frames.load(d, e, experiment="C")
+    assert list(both.index) == list(range(8)) and list(both.columns[:8]) == [*ROWS[0], "_run"]
+    assert both["extra"].isna().sum() == 6 and list(both["extra"][6:]) == [7.0, 7.0]  # m1 has no extra column
+
+    assert _raises(frames.load_runs, []) == "no run directory given; give one or more RUN_DIRs made by kbench run"
+    assert _raises(frames.load, d, experiment="q") == "unknown experiment 'q'; use one of A, B, C, D, E, F, M"
+    a = _run_dir(tmp_path, "a", ROWS)
+    b = _run_dir(tmp_path, "b", ROWS, transport={"kind": "sim"})
+    assert _raises(frames.load_runs, [b, a]) == (
+        f"{a} ran on the dry transport and {b} on the sim transport; a figure pooled over them would mix "
+        "measurements of different kinds: report each transport's runs separately"
+    )
+    u = _run_dir(tmp_path, "u", ROWS, transport="?")
+    assert _raises(frames.load_runs, [u, a]).startswith(f"{u} ran on the unknown transport and {a} on the dry")
+    three = _run_dir(tmp_path, "t3", ROWS, transport={"kind": "zz"})
+    assert _raises(frames.load_runs, [a, b, three]).startswith(f"{a} ran on the dry transport and {b} on the sim")
+    x = _run_dir(tmp_path, "x", ROWS, cells={"c1": {"rate": 1}}, plan_name="p1")
+    y = _run_dir(tmp_path, "y", ROWS, cells={"c1": {"rate": 2}})
+    del_plan = json.loads((y / "manifest.json").read_text())
+    del del_plan["plan_name"]
+    (y / "manifest.json").write_text(json.dumps(del_plan))
+    assert _raises(frames.load_runs, [x, y]) == (
+        f"{x} (plan p1) and {y} (plan ?) ran different plans (cell c1 differs); pooling them would compare "
+        "cells not measured alike: report each plan's runs separately"
+    )
+    dup = _run_dir(tmp_path, "dup", [*ROWS, ROWS[1]])
+    assert _raises(frames.load, dup) == (
+        f"{dup / 'C.csv'}: row 7 repeats row 2 (same cell_id, rep, attempt): one repetition counted twice; "
+        "remove the copy or restore the file from the run"
+    )
+    two_keys = _run_dir(tmp_path, "k2", [{k: v for k, v in r.items() if k != "attempt"} for r in [*ROWS, ROWS[0]]])
+    assert "row 7 repeats row 1 (same cell_id, rep)" in _raises(frames.load, two_keys)
+    roles = _run_dir(tmp_path, "roles", [{**ROWS[0], "role": "producer"}, {**ROWS[0], "role": "consumer"}])
+    assert len(frames.load(roles, experiment="C")) == 2  # one repetition, two roles: not a copy
+    odd = _run_dir(tmp_path, "odd", [ROWS[0], _c("c9", 1, "zstd", "1.0", status="MAYBE")])
+    assert _raises(frames.load, odd) == (
+        f"{odd / 'C.csv'}: row 2 has status 'MAYBE', which kbench never writes (it writes "
+        "FAILED_CPU_REGRESSED, FAILED_LOSS, FAILED_RUN, FAILED_TOPIC_CONFIG, INVALID, NA, OK, REJECTED, "
+        "SATURATED); restore the file from the run"
+    )
+    na_status = _run_dir(tmp_path, "nas", [ROWS[0], _c("c9", 1, "zstd", "1.0", status="NA")])
+    assert list(frames.load(na_status, experiment="C")["status"]) == ["OK", "NA"]
+    nocol = _run_dir(tmp_path, "nocol", [{"cell_id": "c1", "ratio": "1"}])
+    assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: no column status; is this a kbench C.csv?"
+    (nocol / "C.csv").write_text("")
+    assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: empty; remove it or re-run the experiment"
+    (nocol / "C.csv").write_bytes(b'a,b\r\n"1,2\r\n')
+    assert _raises(frames.load, nocol).startswith(f"{nocol / 'C.csv'}: not a CSV kbench can read (")
