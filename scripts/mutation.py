@@ -6,6 +6,7 @@
     python scripts/mutation.py                       # every module of [tool.mutmut] only_mutate
     python scripts/mutation.py kbench.model.advise   # one module
     python scripts/mutation.py --survivors kbench.engine.verdict   # and list what survived
+    python scripts/mutation.py --retest MODULE       # after adding tests: try its survivors again
 
 Prints one line per module (killed, survived, timeout, no tests, score = killed / mutants in
 scope, a mutant no test runs counting as not killed) and the total; exit 0.  Functions outside
@@ -17,6 +18,7 @@ tests what changed.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -72,12 +74,35 @@ def statuses() -> dict[str, str]:
     return res
 
 
+#: mutmut's exit codes of a mutant that was not killed (survived, no tests, timeout), reset by --retest
+NOT_KILLED_CODES = {0, 5, 33, 36, -24, 24, 152, 255}
+
+
+def reset_not_killed(modules: list[str]) -> int:
+    """Forget the modules' not-killed results (mutants/<path>.meta), so the next run tries those
+    mutants again: mutmut re-tests a mutant only when its function changes, not when a test is added."""
+    n = 0
+    for m in modules:
+        meta = ROOT / "mutants" / (m.replace(".", "/") + ".py.meta")
+        if not meta.is_file():
+            continue
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for k, v in codes.items():
+            if v in NOT_KILLED_CODES:
+                codes[k] = None
+                n += 1
+        meta.write_text(json.dumps(data))
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help="dotted module names (default: every configured module)")
     ap.add_argument("--survivors", action="store_true", help="list the surviving mutants")
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--report-only", action="store_true", help="print the last results, run nothing")
+    ap.add_argument("--retest", action="store_true", help="try the not-killed mutants again (after adding tests)")
     args = ap.parse_args(argv)
     known = configured_modules()
     mods = args.modules or known
@@ -85,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"mutation: {', '.join(unknown)} not in [tool.mutmut] only_mutate; give one of {', '.join(known)}")
         return 2
+    if args.retest and not args.report_only:
+        print(f"mutation: {reset_not_killed(mods)} not-killed mutants to try again")
     if not args.report_only:
         p = mutmut("run", "--max-children", str(args.max_children), *(f"{m}.*" for m in mods))
         if p.returncode != 0:
