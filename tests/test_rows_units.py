@@ -397,3 +397,92 @@ def test_f_row_every_column_and_its_na() -> None:
     assert f["reason"] == "broker-0: CPU counter went backwards (usr 2.000s, sys -1.000s)"
     (f,) = _rows(_full(cpu=(CpuSample("producer", 1.0, 1.0, 1.0, pid=1),)))["F"]
     assert f["status"] == "NA" and f["reason"] == "broker CPU not measured (no local broker pids)"
+
+
+# --------------------------------------------------------------------------- the run's verdict, A's saturation
+
+from kbench.experiments import a_latency  # noqa: E402
+
+
+def test_judge_each_rule_at_its_bound() -> None:
+    ok = rules.judge(CELL, _full(achieved_rate=816.0, steal_pct=1.0))  # +2.00 %, steal at the 1 % limit
+    assert (ok.status, ok.reasons) == ("OK", [])
+    v = rules.judge(CELL, _full(achieved_rate=816.5))
+    assert (v.status, v.reasons) == (
+        "REJECTED",
+        ["achieved 816.5 msgs/s is +2.06% off the target 800.0 msgs/s (limit ±2%)"],
+    )
+    assert rules.judge(CELL, _full(achieved_rate=783.0)).status == "REJECTED"
+    assert rules.judge(CELL, _full(target_rate=None, achieved_rate=5.0)).status == "OK"
+    assert rules.judge(CELL, _full(target_rate=0.0, achieved_rate=5.0)).status == "OK"
+    v = rules.judge(CELL, _full(steal_pct=1.01))
+    assert (v.status, v.reasons) == ("INVALID", ["CPU steal 1.01% > 1% during the run"])
+    v = rules.judge(CELL, _full(steal_pct=2.5), steal_limit_pct=2.0)
+    assert v.reasons == ["CPU steal 2.50% > 2% during the run"]
+    v = rules.judge(CELL, _full(steal_pct=None))
+    assert (v.status, v.reasons) == ("NA", ["CPU steal not measurable during the run: cannot show it within 1%"])
+    v = rules.judge(CELL, _full(steal_pct=None, synthetic=True))
+    assert (v.status, v.reasons) == ("OK", ["dry transport: timings and CPU are synthetic, not measurements"])
+    v = rules.judge(CELL, _full(lost=3, duplicated=None))
+    assert (v.status, v.reasons) == ("FAILED_LOSS", ["consumer saw 3 lost and 0 duplicated records"])
+    assert rules.judge(CELL, _full(lost=None, duplicated=2)).reasons == ["consumer saw 0 lost and 2 duplicated records"]
+    v = rules.judge(CELL, _full(delivery_errors=4))
+    assert (v.status, v.reasons) == ("FAILED_LOSS", ["4 delivery errors"])
+    v = rules.judge(CELL, _full(topic_compression_readback="zstd"))
+    assert (v.status, v.reasons) == (
+        "FAILED_TOPIC_CONFIG",
+        ["topic compression.type reads back 'zstd', the plan says 'lz4'"],
+    )
+    assert rules.judge(CELL, _full(topic_compression_readback=None)).status == "OK"
+    both = rules.judge(CELL, _full(steal_pct=9.0, delivery_errors=1))
+    assert both.status == "INVALID" and len(both.reasons) == 2
+
+
+def test_failed_rows_one_per_experiment() -> None:
+    rows = rules.failed_rows(CELL, 4, 800.0, "the broker went away", attempt=2)
+    assert sorted(rows) == ["A", "B", "C", "D", "E", "F"]
+    d = rows["D"][0]
+    assert d == {
+        **PARAMS,
+        "rep": 4,
+        "attempt": 2,
+        "target_rate_msgs": 800.0,
+        "role": "all",
+        "status": "FAILED_RUN",
+        "reason": "the broker went away",
+    }
+    assert "role" not in rows["A"][0] and rows["C"][0]["status"] == "FAILED_RUN"
+
+
+def test_saturation_reasons_at_each_bound() -> None:
+    sat = a_latency.saturation_reasons
+    quiet = _full(latency_delay=_lat(19_998), latency_phases={"queue_p50_us": 27_000.0})
+    assert sat(quiet, 7.0, 20.0) == []  # delay p99 20,000 µs and queue 27 − 7 = 20 ms: at the bound, not above
+    late = _full(latency_delay=_lat(24_998), latency_phases={"queue_p50_us": 27_500.0})
+    assert sat(late, 7.0, 20.0) == [
+        "saturated: send delay p99 25.0 ms > 20 ms (sends left behind the schedule)",
+        "saturated: queue wait p50 27.5 ms − linger.ms 7 = 20.5 ms > 20 ms (batches waited for the sender)",
+    ]
+    small = _full(latency_delay=_lat(598), latency_phases={}, latency_corrected=_lat(300), latency_e2e=_lat(999 + 300))
+    assert sat(small, 7.0, 0.5) == [
+        "saturated: send delay p99 0.600 ms > 0.5 ms (sends left behind the schedule)",
+        "saturated: e2e p50 − corrected p50 = 0.999 ms > 0.5 ms (the consumer fell behind)",
+    ]
+    behind = _full(latency_delay=_lat(0), latency_corrected=_lat(300), latency_e2e=_lat(1300))
+    assert sat(behind, 7.0, 0.999) == [
+        "saturated: e2e p50 − corrected p50 = 1.0 ms > 0.999 ms (the consumer fell behind)"
+    ]
+    assert sat(_full(latency_delay=None, latency_e2e=None, latency_phases={}), 7.0, 0.0) == []
+    (a,) = rules.rows_for(CELL, 2, late, CORPUS, 6.5, 3, saturation_bound_ms=20.0)["A"]
+    assert a["status"] == "SATURATED" and a["reason"] == "; ".join(sat(late, 7.0, 20.0))
+    (a,) = rules.rows_for(CELL, 2, late, CORPUS, 6.5, 3, saturation_bound_ms=30.0)["A"]
+    assert (a["status"], a["reason"]) == ("OK", "")
+    (a,) = _rows(_full(latency_delay=None))["A"]
+    assert a["status"] == "NA"
+    assert (
+        a["reason"] == "send delay not measured: the saturation check cannot show the fixed rate was held unsaturated"
+    )
+    (a,) = _rows(_full(latency_delay=None, target_rate=None, achieved_rate=800.0))["A"]
+    assert a["status"] == "OK"  # not a fixed-rate run: nothing to check
+    (a,) = _rows(_full(latency_corrected=None, latency_delay=None))["A"]
+    assert a["status"] == "NA" and "send delay not measured" not in a["reason"]
