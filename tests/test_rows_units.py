@@ -486,3 +486,124 @@ def test_saturation_reasons_at_each_bound() -> None:
     assert a["status"] == "OK"  # not a fixed-rate run: nothing to check
     (a,) = _rows(_full(latency_corrected=None, latency_delay=None))["A"]
     assert a["status"] == "NA" and "send delay not measured" not in a["reason"]
+
+
+# --------------------------------------------------------------------------- the console's headline tables
+
+from kbench.engine import verdict  # noqa: E402
+
+
+def _lines(text: str) -> list[str]:
+    return [x.rstrip() for x in text.splitlines()]
+
+
+def _aligned(text: str) -> None:
+    for block in text.split("\n\n"):
+        rows = [x for x in block.splitlines() if not x.startswith("verdicts on")]
+        assert len({len(x) for x in rows}) == 1, rows  # every row padded to the columns' widths
+
+
+def test_headline_of_c_medians_ranges_exclusions_and_verdicts() -> None:
+    def r(cell: str, codec: str, ratio: str, st: str = "OK") -> dict[str, str]:
+        return {"cell_id": cell, "codec": codec, "ratio": ratio, "status": st, "corpus": "json", "batch_ratio": "NA"}
+
+    rows = [
+        r("c1", "zstd:3", "4.0"),
+        r("c1", "zstd:3", "5.5"),
+        r("c1", "zstd:3", "4.5"),
+        r("c1", "zstd:3", "9", "INVALID"),
+        r("c2", "none", "1.0"),
+        r("c2", "none", "1.0"),
+        r("c2", "none", "NA"),
+        r("c3", "lz4", "1234.5"),
+        r("c3", "lz4", "0.01234"),
+    ]
+    text = verdict.headline("C", rows)
+    assert _lines(text) == [
+        "cell  codec   n             ratio (x)           batch_ratio (x)  corpus_entropy_bits (bits/B)",
+        "----  ------  ------------  ------------------  ---------------  ----------------------------",
+        "c1    zstd:3  3 (+1 excl.)  4.50 [4.00–5.50]    NA               NA",
+        "c2    none    2 (+1 excl.)  1.00 [1.00–1.00]    NA               NA",
+        "c3    lz4     2             617 [0.0123–1,234]  NA               NA",
+        "",
+        "verdicts on ratio:",
+        "cell  vs cell  a       b     verdict",
+        "----  -------  ------  ----  -------------------------",
+        "c1    c2       zstd:3  none  zstd:3 better",
+        "c1    c3       zstd:3  lz4   no significant difference",
+        "c2    c3       none    lz4   no significant difference",
+    ]
+    _aligned(text)
+    assert verdict.format_table(["a", "bb"], []) == "a  bb\n-  --"
+
+
+def test_headline_of_f_and_d_flags_roles_and_the_lower_is_better_side() -> None:
+    def f(cell: str, tc: str, cpu: str, rec: str) -> dict[str, str]:
+        return {
+            "cell_id": cell,
+            "codec": "lz4",
+            "topic_compression": tc,
+            "broker_cpu_s_per_gb": cpu,
+            "recompressed": rec,
+            "status": "OK",
+        }
+
+    rows = [
+        f("f1", "producer", "2.0", "false"),
+        f("f1", "producer", "2.5", "false"),
+        f("f2", "zstd", "5.0", "true"),
+        f("f2", "zstd", "6.0", "false"),
+        f("f3", "gzip", "NA", "NA"),
+    ]
+    text = verdict.headline("F", rows)
+    assert _lines(text) == [
+        "cell  topic_compression  n             broker_cpu_s_per_gb (CPU-s/GB)  recompressed",
+        "----  -----------------  ------------  ------------------------------  ------------",
+        "f1    producer           2             2.25 [2.00–2.50]                false",
+        "f2    zstd               2             5.50 [5.00–6.00]                true (mixed)",
+        "f3    gzip               0 (+1 excl.)  NA                              NA",
+        "",
+        "verdicts on broker_cpu_s_per_gb:",
+        "cell  vs cell  a         b     verdict",
+        "----  -------  --------  ----  ----------------------------------",
+        "f1    f2       producer  zstd  producer better",
+        "f1    f3       producer  gzip  not comparable (no OK repetitions)",
+        "f2    f3       zstd      gzip  not comparable (no OK repetitions)",
+    ]
+    _aligned(text)
+    text = verdict.headline("F", [f("f1", "producer", "2.0", "true"), f("f1", "producer", "2.0", "true")])
+    assert _lines(text)[2] == "f1    lz4    2  2.00 [2.00–2.00]                true" and "verdicts" not in text
+
+    def d(cell: str, codec: str, role: str, cpu: str) -> dict[str, str]:
+        return {
+            "cell_id": cell,
+            "codec": codec,
+            "role": role,
+            "cpu_s_per_gb": cpu,
+            "usr_pct": "10",
+            "sys_pct": "0.5",
+            "status": "OK",
+        }
+
+    rows = [
+        d("d1", "none", "producer", "1.0"),
+        d("d1", "none", "producer", "1.2"),
+        d("d2", "zstd:3", "producer", "3.0"),
+        d("d2", "zstd:3", "producer", "3.5"),
+        d("d1", "none", "broker-0", "2.0"),
+        d("d1", "none", "broker-0", "2.1"),
+    ]
+    text = verdict.headline("D", rows)
+    assert _lines(text) == [
+        "cell  codec   role      n  cpu_s_per_gb (CPU-s/GB)  usr_pct (%)          sys_pct (%)",
+        "----  ------  --------  -  -----------------------  -------------------  ----------------",
+        "d1    none    broker-0  2  2.05 [2.00–2.10]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
+        "d1    none    producer  2  1.10 [1.00–1.20]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
+        "d2    zstd:3  producer  2  3.25 [3.00–3.50]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
+        "",
+        "verdicts on cpu_s_per_gb:",
+        "cell  vs cell  a              b                verdict",
+        "----  -------  -------------  ---------------  --------------------",
+        "d1    d2       none/producer  zstd:3/producer  none/producer better",
+    ]
+    _aligned(text)
