@@ -596,7 +596,7 @@ def test_headline_of_f_and_d_flags_roles_and_the_lower_is_better_side() -> None:
     text = verdict.headline("D", rows)
     assert _lines(text) == [
         "cell  codec   role      n  cpu_s_per_gb (CPU-s/GB)  usr_pct (%)          sys_pct (%)",
-        "----  ------  --------  -  -----------------------  -------------------  ----------------",
+        "----  ------  --------  -  -----------------------  -------------------  -------------",
         "d1    none    broker-0  2  2.05 [2.00–2.10]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
         "d1    none    producer  2  1.10 [1.00–1.20]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
         "d2    zstd:3  producer  2  3.25 [3.00–3.50]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
