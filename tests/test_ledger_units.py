@@ -102,9 +102,9 @@ def test_stat_cells_and_verdicts() -> None:
     s = summary.Stat(led, 0, "ratio", "x", 4.5, 4.0, 5.0, 3)
     assert s.ok and s.value("median") == 4.5 and s.value("min") == 4.0 and s.value("max") == 5.0
     assert s.value("count") == 3.0
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="mean"):
         s.value("mean")
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="mean"):
         s._fig("mean")
     assert s.cell() == "4.50× [4.00×–5.00×]" and s.range() == "4.00×–5.00×"
     assert [f[1:3] for f in led.figs] == [("x", "4.00×"), ("x", "5.00×"), ("x", "4.50×")]  # min, max, median
@@ -117,6 +117,7 @@ def test_stat_cells_and_verdicts() -> None:
     e = summary.empty_stat(led, "ratio")
     assert not e.ok and e.cell() == "NA" and e.range() == "NA" and e.value("count") == 0.0
     assert led.sets[e._set] == ("", [], {})
+    assert led.figs[e.median.id] == ("median", "auto", "NA", e._set, "ratio") and e.n.text == "0"
     lo = summary.Stat(led, 0, "m", "auto", 1.0, 0.5, 1.5, 3)
     hi = summary.Stat(led, 0, "m", "auto", 3.0, 2.0, 4.0, 3)
     touch = summary.Stat(led, 0, "m", "auto", 1.8, 1.5, 2.2, 3)
@@ -471,3 +472,37 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: empty; remove it or re-run the experiment"
     (nocol / "C.csv").write_bytes(b'a,b\r\n"1,2\r\n')
     assert _raises(frames.load, nocol).startswith(f"{nocol / 'C.csv'}: not a CSV kbench can read (")
+
+
+def test_stats_many_shares_complete_sets_and_splits_incomplete_ones(tmp_path: Path) -> None:
+    def r(cell: str, rep: int, codec: str, ratio: str, br: str, status: str = "OK") -> dict[str, str]:
+        return {**_c(cell, rep, codec, ratio, status), "batch_ratio": br, "stored_bytes": str(100 * rep)}
+
+    rows = [
+        r("c1", 1, "zstd", "4.0", "4.4"),
+        r("c1", 2, "zstd", "5.0", "NA"),
+        r("c1", 3, "zstd", "4.5", "4.6"),
+        r("c2", 1, "none", "1.0", "NA"),
+        r("c2", 2, "none", "1.1", "NA"),
+        r("c2", 3, "none", "9.0", "9.9", status="INVALID"),
+        r("c3", 1, "lz4", "2.0", "2.2"),
+    ]
+    df = frames.load(_run_dir(tmp_path, "s", rows), experiment="C")
+    led = Ledger()
+    res = summary.stats_many(led, df, "C", {"ratio": "x", "stored_bytes": "int", "batch_ratio": "x"}, ["codec"])
+    assert list(res["ratio"]) == [("zstd",), ("none",), ("lz4",)]  # in the order the CSV gives them
+    assert list(res["batch_ratio"]) == [("zstd",), ("lz4",)]  # none has no batch_ratio: no figure, the rest follow
+    z = res["ratio"][("zstd",)]
+    assert z._set == res["stored_bytes"][("zstd",)]._set  # two complete columns: one row set
+    assert led.sets[z._set] == ("C", [0, 1, 2], {"codec": "zstd", "status": "OK"})
+    zb = res["batch_ratio"][("zstd",)]
+    assert led.sets[zb._set] == ("C", [0, 2], {"codec": "zstd", "status": "OK"})
+    assert (zb.value("median"), zb.value("count")) == (4.5, 2.0)
+    assert res["stored_bytes"][("none",)].value("max") == 200.0  # the INVALID row never counts
+    every = summary.stats_many(led, df, "C", {"ratio": "x"}, ["codec"])
+    assert every["ratio"][("none",)].value("count") == 2.0  # OK rows only by default
+    plain = summary.stats(led, df, "C", "ratio", ["codec"])
+    assert led.figs[plain[("lz4",)].median.id][1] == "auto"
+    by_rep = summary.stats(led, df, "C", "ratio", ["rep"], only_ok=False)
+    assert list(by_rep) == [("1",), ("2",), ("3",)] and by_rep[("3",)].value("max") == 9.0
+    assert led.sets[by_rep[("3",)]._set] == ("C", [2, 5], {"rep": "3"})
