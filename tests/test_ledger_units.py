@@ -506,3 +506,40 @@ def test_stats_many_shares_complete_sets_and_splits_incomplete_ones(tmp_path: Pa
     by_rep = summary.stats(led, df, "C", "ratio", ["rep"], only_ok=False)
     assert list(by_rep) == [("1",), ("2",), ("3",)] and by_rep[("3",)].value("max") == 9.0
     assert led.sets[by_rep[("3",)]._set] == ("C", [2, 5], {"rep": "3"})
+
+
+def test_labels_a_report_may_copy_and_rows_without_their_usual_columns(tmp_path: Path) -> None:
+    rows = [
+        {"codec": "zstd:3", "rep": "17", "status": "OK", "ratio": "4.0"},
+        {"codec": "zstd:3", "rep": "18", "status": "OK", "ratio": "5.0"},
+        {"codec": "x-1", "rep": "1", "status": "OK", "ratio": "2.0"},
+        {"codec": "x-12", "rep": "2", "status": "OK", "ratio": "3.0"},
+    ]
+    d = _run_dir(tmp_path, "r9", rows, plan_name=None, transport={"name": "no kind"})
+    man = json.loads((d / "manifest.json").read_text())
+    man.update(nested={"k8": [{"v77": "lvl 66"}, 55]}, flag=True, none=None)
+    del man["plan_name"], man["run_id"]
+    (d / "manifest.json").write_text(json.dumps(man))
+    df = frames.load(d, experiment="C")
+    assert df["plan_name"][0] == "" and df["transport"][0] == "" and df["run_id"][0] == "r9"
+    led = Ledger()
+    keys = ["codec", "run_id", "plan_name", "transport"]
+    st = summary.stats(led, df, "C", "ratio", keys)
+    z = st[("zstd:3", "r9", "", "")]
+    assert z.median.text == "4.50"
+    prov = json.loads(json.dumps(led.as_dict([str(d)])))
+    assert provenance.verify(prov) == []
+    # labels: text columns, rep, manifest keys and values at any depth, booleans as written, the run's name
+    md = f"{z.median.text} zstd:3 reps 17 18 x-12 x-1 k8 v77 lvl 66 55 true True r9"
+    assert provenance.verify(prov, markdown=md) == []
+    assert provenance.untraceable_numbers("4.50 x-13 +4.50% −4.50×", prov, [d]) == ["3"]  # x-1, then a 3
+    assert provenance.untraceable_numbers("9|1", prov, [d]) == ["9"]  # 1 is a repetition: a label
+    # a row without cell_id, rep or status is described by what it has
+    (d / "C.csv").write_text("codec,ratio\r\nzstd:3,4.0\r\n")
+    t = provenance._Tables([d])
+    t.table("C")
+    assert t.describe("C", 0) == "r9/C.csv row 1 (zstd:3 rep ?, ?)"
+    (d / "C.csv").write_text("ratio,status\r\n4.0,OK\r\n")
+    t = provenance._Tables([d])
+    t.table("C")
+    assert t.describe("C", 0) == "r9/C.csv row 1 (? rep ?, OK)"
