@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from kbench.engine.status import Status
 from kbench.engine.transports.base import CpuSample
 from kbench.experiments import rowkit
@@ -607,3 +609,65 @@ def test_headline_of_f_and_d_flags_roles_and_the_lower_is_better_side() -> None:
         "d1    d2       none/producer  zstd:3/producer  none/producer better",
     ]
     _aligned(text)
+
+
+# --------------------------------------------------------------------------- procstat's arithmetic
+
+from kbench.kafka import procstat  # noqa: E402
+
+
+def _sys(total: float, steal: float, iowait: float = 0.0) -> procstat.SystemCpu:
+    return procstat.SystemCpu(total - steal - iowait, 0.0, 0.0, 0.0, iowait, 0.0, 0.0, steal, total)
+
+
+def test_steal_and_system_counters() -> None:
+    assert procstat.steal_pct(_sys(100.0, 1.0), _sys(300.0, 5.0)) == 2.0
+    assert procstat.steal_pct(None, _sys(1.0, 0.0)) is None and procstat.steal_pct(_sys(1.0, 0.0), None) is None
+    assert procstat.steal_pct(_sys(100.0, 1.0), _sys(100.0, 1.0)) is None  # no CPU time passed
+    text = "intr 5\ncpu  100 20 30 400 50 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8\n"
+    s = procstat.parse_system(text, clk_tck=10.0)
+    assert s == procstat.SystemCpu(10.0, 2.0, 3.0, 40.0, 5.0, 0.6, 0.7, 0.8, total=62.1)
+    assert procstat.parse_system(text) == procstat.SystemCpu(1.0, 0.2, 0.3, 4.0, 0.5, 0.06, 0.07, 0.08, total=6.21)
+    assert (
+        procstat.parse_system("cpu  1 2 3 4 5 6 7\n") is None
+        and procstat.parse_system("cpu  1 2 x 4 5 6 7 8\n") is None
+    )
+    assert procstat.parse_system("cpu0 1 2 3 4 5 6 7 8\n") is None and procstat.parse_system("") is None
+
+
+def test_injected_steal_advances_to_its_figure() -> None:
+    f = procstat.FixedSteal(2.5)
+    a, b = f(), f()
+    assert a is not None and b is not None and a.total == 1000.0 and b.total == 2000.0
+    assert (a.steal, a.user) == (25.0, 975.0) and procstat.steal_pct(a, b) == 2.5 and f.describe() == "injected: 2.5%"
+    none = procstat.FixedSteal(None)
+    assert none() is None and none.describe() == "injected: not measurable"
+    env = procstat.INJECT_ENV
+    assert env == "KBENCH_INJECT_STEAL_PCT"
+    assert procstat.injected_steal({}) is None and procstat.injected_steal({env: ""}) is None
+    assert procstat.injected_steal({env: "None"}) == procstat.FixedSteal(None)
+    assert procstat.injected_steal({env: "1.5"}) == procstat.FixedSteal(1.5)
+    with pytest.raises(ValueError) as e:
+        procstat.injected_steal({env: "lots"})
+    assert str(e.value) == "KBENCH_INJECT_STEAL_PCT='lots' is not a number; give a percentage or 'none'"
+
+
+def test_per_process_deltas() -> None:
+    p = procstat.ProcCpu
+    a = procstat.Snapshot(
+        0,
+        _sys(100.0, 0.0),
+        (p(1, None, "a", 1.0, 2.0), p(2, None, "b", 1.0, 1.0), p(3, 7, "c", None, None), p(4, None, "d", 5.0, 5.0)),
+    )
+    b = procstat.Snapshot(
+        9, _sys(200.0, 0.0, 10.0), (p(1, None, "a2", 1.5, 2.25), p(2, None, "b", 0.5, 1.0), p(3, 7, "c", 1.0, 1.0))
+    )
+    ds = procstat.delta(a, b)
+    assert [(d.pid, d.tid, d.comm, d.user_s, d.sys_s, d.status) for d in ds] == [
+        (1, None, "a2", 0.5, 0.25, "OK"),
+        (2, None, "b", -0.5, 0.0, "NEGATIVE"),
+        (3, 7, "c", None, None, "NA"),
+        (4, None, "d", None, None, "NA"),  # gone at the end
+    ]
+    assert ds[0].total_s == 0.75 and ds[2].total_s is None
+    assert b.get(3, 7) is b.procs[2] and b.get(3) is None and b.get(9) is None
