@@ -3,6 +3,10 @@
 With no other argument, a built-in plan starts a local one-broker cluster, runs, stops it
 and prints tables A–F for the experiments it holds.  ``--bootstrap`` points it at an
 existing cluster; ``--resume RUN_DIR`` completes an interrupted run without duplicating rows.
+
+Exit status: 0 every cell has its OK repetitions; 4 the run completed but a cell is short of
+OK repetitions (the tables list them, with cause and fix); 3 the environment gate refused; 2 bad
+input; 1 the transport failed; 130 interrupted (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -10,20 +14,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from kbench.commands.args import add_json
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.redact import Scrubber
-from kbench.engine.runner import GateRefused, RunOptions, execute
+from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
 from kbench.kafka import clients, metrics, procstat
 from kbench.model import limits
+
+#: ``kbench run``'s exit status when the run completed but a cell has fewer OK repetitions than its verdict needs.
+EXIT_SHORT = 4
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,6 +74,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--force", action="store_true", help="collect even if a blocking gate check fails (recorded in the manifest)"
     )
+    p.add_argument(
+        "--label",
+        metavar="NAME",
+        help="the machine's name in the manifest (machine.label): reports and notebooks group runs by it",
+    )
+    add_json(p, "the outcome (run directory, state, rows, cells short of OK repetitions) instead of the tables")
     p.add_argument("--gate-sample-s", type=float, default=1.0, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
@@ -187,9 +202,10 @@ def run(args: argparse.Namespace) -> int:
         argv=["kbench", *sys.argv[1:]],  # the command as typed: no path of this machine in the manifest
         client_overrides=client_overrides,
         gate_sample_s=args.gate_sample_s,
-        print_tables=sys.stdout,
+        print_tables=None if args.json else sys.stdout,
         overrides=secret_free,
         steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
+        machine_label=args.label,
     )
     created = not Path(run_dir).exists()
     try:
@@ -207,11 +223,29 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"kbench: interrupted; continue with: kbench run --resume {run_dir}", file=sys.stderr)
         return 130
-    if outcome.already_complete:
+    short = short_cells(outcome.run_dir, plan.experiments)
+    code = EXIT_SHORT if short else 0
+    if args.json:
+        doc = {
+            "run_dir": str(outcome.run_dir),
+            "state": outcome.state,
+            "rows_written": outcome.rows_written,
+            "already_complete": outcome.already_complete,
+            "short_cells": short,
+            "exit_status": code,
+        }
+        print(json.dumps(doc, indent=1))
+    elif outcome.already_complete:
         fixed = (
             f"journal rebuilt from the CSVs ({outcome.restored} repetitions)" if outcome.restored else "nothing changed"
         )
         print(f"kbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
-        return 0
-    print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")
-    return 0
+    else:
+        print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")
+    if short:
+        print(
+            f"kbench: {len(short)} cell(s) short of OK repetitions (exit status {EXIT_SHORT}); the tables say why and "
+            f"what to change; read them again with: kbench run --resume {outcome.run_dir}",
+            file=sys.stderr,
+        )
+    return code
