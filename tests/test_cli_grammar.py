@@ -312,3 +312,7 @@ def test_run_label_json_and_exit_status(plan_file: Path, tmp_path: Path) -> None
     assert "cells short of OK repetitions" in short.stdout
     assert f"exit status {EXIT_SHORT}" in short.stderr
     assert "label" not in json.loads((tmp_path / "short" / "manifest.json").read_text())["machine"]
+    # a resume of the complete run has nothing to run: the same tables and the same exit status
+    again = _kbench("run", "--resume", "short", cwd=tmp_path, steal="50")
+    assert again.returncode == EXIT_SHORT, again.stderr[-2000:]
+    assert "cells short of OK repetitions" in again.stdout and "already complete" in again.stdout

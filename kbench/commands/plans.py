@@ -57,7 +57,7 @@ def _cell_line(c: Cell) -> str:
 
 def _list(as_json: bool) -> int:
     plans = plan_mod.builtin_plans()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, desc in plans.items():
         p = plan_mod.load(name)
         n = len(plan_mod.expand(p))
@@ -77,7 +77,7 @@ def _list(as_json: bool) -> int:
     w = max(map(len, plans))
     for r in rows:
         print(
-            f"{r['name'].ljust(w)}  {''.join(r['experiments']):<6} {r['cells']:>3} cells {r['runs']:>4} runs  "
+            f"{str(r['name']).ljust(w)}  {''.join(r['experiments']):<6} {r['cells']:>3} cells {r['runs']:>4} runs  "
             f"~{r['estimate_s'] / 60:.0f} min  {r['description']}"
         )
     return 0

@@ -21,11 +21,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import add_json
+from kbench.commands.args import add_json, add_list
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.redact import Scrubber
-from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells
+from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells, tables
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
 from kbench.kafka import clients, metrics, procstat
@@ -41,21 +41,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=Path, help="run directory (default runs/<plan>-<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="complete an interrupted run directory")
     p.add_argument("--bootstrap", help="host:port[,...] of an existing cluster instead of a local one")
-    p.add_argument(
-        "--broker-pid",
-        type=int,
-        action="append",
-        default=[],
-        help="local pid of a broker of --bootstrap (for broker CPU); repeat",
-    )
+    add_list(p, "--broker-pid", metavar="PID", help="local pids of the brokers of --bootstrap (for broker CPU)")
     p.add_argument(
         "--workers",
         metavar="SCHEDULER_ADDRESS",
         help="Dask scheduler (tcp://host:8786): run each cell's drivers on its workers (docs/distributed.md)",
     )
-    p.add_argument(
+    add_list(
+        p,
         "--broker-metrics",
-        metavar="URL[,URL...]",
+        metavar="URL",
         help="Prometheus endpoints of the brokers of --bootstrap (JMX exporter): broker CPU, version, bytes",
     )
     p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
@@ -82,6 +77,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json(p, "the outcome (run directory, state, rows, cells short of OK repetitions) instead of the tables")
     p.add_argument("--gate-sample-s", type=float, default=1.0, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
+
+
+def _pid(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise plan_mod.PlanError(
+            f"--broker-pid: '{text}' is not a process id; give e.g. --broker-pid 4242,4243"
+        ) from None
 
 
 def _props(items: list[str]) -> dict[str, str]:
@@ -142,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         limits.check("--seed", args.seed, "seed")
     limits.check("--gate-sample-s", args.gate_sample_s, "gate_sample_s")
+    args.broker_pid = [_pid(t) for t in args.broker_pid or []]
     for pid in args.broker_pid:
         limits.check("--broker-pid", pid, "pid")
     client_overrides = _props(args.props)
@@ -172,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     secret_free = dict(overrides)  # what the manifest keeps (no credentials of metrics URLs)
     if args.broker_metrics:
         try:
-            urls = metrics.parse_urls(args.broker_metrics)
+            urls = metrics.parse_urls(",".join(args.broker_metrics))
         except metrics.MetricsError as e:
             raise plan_mod.PlanError(f"--broker-metrics: {e}") from None
         overrides["broker_metrics"] = list(urls)
@@ -239,13 +244,14 @@ def run(args: argparse.Namespace) -> int:
         fixed = (
             f"journal rebuilt from the CSVs ({outcome.restored} repetitions)" if outcome.restored else "nothing changed"
         )
-        print(f"kbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
+        print(tables(outcome.run_dir, plan.experiments))
+        print(f"\nkbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
     else:
         print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")
     if short:
         print(
             f"kbench: {len(short)} cell(s) short of OK repetitions (exit status {EXIT_SHORT}); the tables say why and "
-            f"what to change; read them again with: kbench run --resume {outcome.run_dir}",
+            f"what to change (kbench run --resume {outcome.run_dir} prints them again)",
             file=sys.stderr,
         )
     return code

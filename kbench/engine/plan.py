@@ -77,7 +77,7 @@ TOP_KEYS = {
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",
-    "corpus_size": "bytes of each built-in corpus (or a size string, \"4MiB\")",
+    "corpus_size": 'bytes of each built-in corpus (or a size string, "4MiB")',
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
     "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
@@ -104,7 +104,7 @@ CORPUS_KEYS = {
     "source": "json, logs, random, or file",
     "path": 'path of a corpus file (with source = "file")',
     "format": "lines or lenprefixed",
-    "size": "bytes of a built-in corpus (or a size string, \"4MiB\")",
+    "size": 'bytes of a built-in corpus (or a size string, "4MiB")',
     "seed": "seed of a built-in corpus",
 }
 SWEEP_KEYS = {
@@ -112,7 +112,7 @@ SWEEP_KEYS = {
     "experiments": "list of experiment ids this sweep feeds (A-F)",
     "codec": "codec[:level] or a list of them",
     "corpus": "corpus name (json, logs, random, a [corpora] name, or a file path) or a list",
-    "batch_size": "librdkafka batch.size: bytes or a size string (\"64KiB\", docs/cli.md), or a list",
+    "batch_size": 'librdkafka batch.size: bytes or a size string ("64KiB", docs/cli.md), or a list',
     "linger_ms": "linger.ms, or a list",
     "partitions": "topic partitions, or a list",
     "acks": "acks: 0, 1 or all, or a list",
