@@ -316,3 +316,12 @@ def test_run_label_json_and_exit_status(plan_file: Path, tmp_path: Path) -> None
     again = _kbench("run", "--resume", "short", cwd=tmp_path, steal="50")
     assert again.returncode == EXIT_SHORT, again.stderr[-2000:]
     assert "cells short of OK repetitions" in again.stdout and "already complete" in again.stdout
+
+
+def test_run_exits_0_when_only_a_figure_the_transport_does_not_measure_is_missing(tmp_path: Path) -> None:
+    """A on the sim transport: latency is not measured (NA), the tables list the cell, the status is 0."""
+    plan = tmp_path / "a.toml"
+    plan.write_text(PLAN.replace('experiments = ["C"]', 'experiments = ["A", "C"]'))
+    p = _kbench("run", str(plan), "-o", "run", "--gate-sample-s", "0.05", cwd=tmp_path, steal="0")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "cells short of OK repetitions" in p.stdout and "latency not measured by this transport" in p.stdout

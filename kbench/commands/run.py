@@ -4,9 +4,10 @@ With no other argument, a built-in plan starts a local one-broker cluster, runs,
 and prints tables A–F for the experiments it holds.  ``--bootstrap`` points it at an
 existing cluster; ``--resume RUN_DIR`` completes an interrupted run without duplicating rows.
 
-Exit status: 0 every cell has its OK repetitions; 4 the run completed but a cell is short of
-OK repetitions (the tables list them, with cause and fix); 3 the environment gate refused; 2 bad
-input; 1 the transport failed; 130 interrupted (docs/cli.md).
+Exit status: 0 done; 4 the run completed but a cell is short of OK repetitions because a rule
+excluded some (INVALID, REJECTED, SATURATED, FAILED_*; the tables list each with cause and fix;
+a figure the transport does not measure, NA, does not count); 3 the environment gate refused;
+2 bad input; 1 the transport failed; 130 interrupted (docs/cli.md).
 """
 
 from __future__ import annotations

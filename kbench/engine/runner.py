@@ -632,8 +632,10 @@ def _notes(run_dir: Path) -> list[str]:
     return out
 
 
-def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list[str]:
-    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix."""
+def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int, excluded_only: bool = False) -> list[str]:
+    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix.
+    ``excluded_only``: only the cells a rule excluded repetitions of (not those merely NA: a figure
+    the transport does not measure)."""
     e = registry.get(exp)
     out = []
     for cs in verdict.summarise(exp, rows, e.verdict_on):
@@ -643,6 +645,8 @@ def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list
         bad = [r for r in mine if r["status"] != Status.OK]
         attempts = len({(r["rep"], store.attempt_of(r)) for r in mine})
         status = worst(r["status"] for r in bad) if bad else Status.NA
+        if excluded_only and all(r["status"] == Status.NA for r in bad):
+            continue
         cause, fix = _CAUSE_FIX.get(status, ("", "see the reasons"))
         example = next((r["reason"] for r in bad if r["status"] == status), "")
         out.append(
@@ -660,13 +664,15 @@ def _want(run_dir: Path) -> int:
 
 
 def short_cells(run_dir: Path, experiments: Sequence[str]) -> list[str]:
-    """The lines of the tables' "cells short of OK repetitions" (every experiment): empty when
-    every cell has its OK repetitions (``kbench run`` exits non-zero otherwise)."""
+    """The tables' "cells short of OK repetitions" lines (every experiment) of the cells short
+    because repetitions were measured and excluded by a rule (INVALID, REJECTED, SATURATED,
+    FAILED_*); a cell short only of figures its transport does not measure (NA) is not counted.
+    ``kbench run`` exits non-zero when this is not empty."""
     want = _want(run_dir)
     out = []
     for exp in experiments:
         rows = store.read_rows(run_dir / f"{exp}.csv")
-        out += [f"{exp} {line}" for line in _short_cells(exp, rows, want)] if rows else []
+        out += [f"{exp} {line}" for line in _short_cells(exp, rows, want, excluded_only=True)] if rows else []
     return out
 
 
