@@ -149,18 +149,16 @@ def _run(
     transport: str | None = None,
     duration: float = 0.3,
     top: str = "",
-    short: bool = False,
+    ok: tuple[int, ...] = (0,),
 ) -> Path:
     plan = root / f"{name}.toml"
     plan.write_text(plan_text(name, sweeps, duration, transport, top))
     out = root / name
     # Steal injected at 0 %: the rows' statuses must not depend on this host's hypervisor
     # (the steal rule itself is tested with injected figures in test_engine_runner/rules).
-    # short: the plan has a cell no producer here can hold (REJECTED repetitions): kbench run exits
-    # EXIT_SHORT and lists it
-    codes = (EXIT_SHORT,) if short else (0,)
-    p = kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", cpus=cpus, timeout=900, steal="0", ok=codes)
-    assert not short or "cells short of OK repetitions" in p.stdout, p.stdout[-3000:]
+    # ok: the exit statuses the caller expects (EXIT_SHORT: a cell ends short of OK repetitions)
+    p = kbench("run", str(plan), "-o", str(out), "--gate-sample-s", "0.1", cpus=cpus, timeout=900, steal="0", ok=ok)
+    assert (p.returncode == EXIT_SHORT) <= ("cells short of OK repetitions" in p.stdout), p.stdout[-3000:]
     return out
 
 
@@ -201,8 +199,8 @@ def kafka_runs(root: Path) -> Path:
         root.mkdir(parents=True, exist_ok=True)
         # no retries: the report tests count exactly 3 REJECTED rows of the impossible cell
         _CACHE[key] = _run(
-            root, "kafka-report", KAFKA, transport="local", duration=0.5, top="retries = 0\n", short=True
-        )
+            root, "kafka-report", KAFKA, transport="local", duration=0.5, top="retries = 0\n", ok=(EXIT_SHORT,)
+        )  # the impossible cell is REJECTED: the run ends short
     return _CACHE[key]  # type: ignore[return-value]
 
 
@@ -212,7 +210,9 @@ def zstd_vs_none_run(root: Path, transport: str | None = None) -> Path:
     if key not in _CACHE:
         root.mkdir(parents=True, exist_ok=True)
         duration = 1.5 if transport == "local" else 0.3
-        _CACHE[key] = _run(root, "zstd-vs-none", ZSTD_VS_NONE, transport=transport, duration=duration)
+        # on real Kafka a loaded host may leave a cell short (A SATURATED, a rate missed): exit 4
+        ok = (0, EXIT_SHORT) if transport == "local" else (0,)
+        _CACHE[key] = _run(root, "zstd-vs-none", ZSTD_VS_NONE, transport=transport, duration=duration, ok=ok)
     return _CACHE[key]  # type: ignore[return-value]
 
 
