@@ -325,3 +325,12 @@ def test_run_exits_0_when_only_a_figure_the_transport_does_not_measure_is_missin
     p = _kbench("run", str(plan), "-o", "run", "--gate-sample-s", "0.05", cwd=tmp_path, steal="0")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "cells short of OK repetitions" in p.stdout and "latency not measured by this transport" in p.stdout
+
+
+def test_report_json_on_the_bundled_example(tmp_path: Path) -> None:
+    runs = [str(ROOT / "notebooks" / "example-runs" / d) for d in ("one-cpu", "two-cpus")]
+    p = _kbench("report", *runs, "-o", str(tmp_path / "rep"), "--no-plots", "--verify", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)  # the document alone on stdout; the status lines on stderr
+    assert Path(doc["markdown"]).is_file() and Path(doc["html"]).is_file() and doc["verified"] is True
+    assert "wrote" in p.stderr and "verified" in p.stderr
