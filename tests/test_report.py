@@ -235,7 +235,7 @@ def test_report_on_a_real_kafka_run(tmp_path_factory: pytest.TempPathFactory, tm
     table = lines[first : next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table]  # the first table: A's figures
     header, data = rows[0], rows[2:]
-    p99 = header.index("p99 µs")
+    p99 = header.index("p99 ms")
     # Steal injected at 0 % (report_runs): every cell reaches OK repetitions (a REJECTED one is
     # retried within the plan's budget), so the report has latencies and a p99 verdict.
     measured = list(csv.DictReader((run / "A.csv").open()))
