@@ -353,6 +353,7 @@ EXPERIMENT = Experiment(
     section=_section,
     threats=_threats,
     answer=_answer,
+    answer_rank=40,
     answer_note="p99 added: the median corrected p99 at the common fixed rate minus the baseline's (experiment A), "
     "with the verdict of their ranges; given only where every repetition of both cells was unsaturated and each "
     "has two OK repetitions, otherwise the reason there is none.",

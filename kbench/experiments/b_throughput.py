@@ -183,6 +183,7 @@ EXPERIMENT = Experiment(
     section=_section,
     threats=_threats,
     answer=_answer,
+    answer_rank=20,
     answer_note="throughput: the change of the median saturated msgs/s against the baseline's (experiment B), "
     "with the verdict of their ranges.",
     plots=(PlotSpec("b_throughput.png", "B: saturated throughput per codec and machine", plots.throughput, 20),),

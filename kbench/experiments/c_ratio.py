@@ -130,6 +130,7 @@ EXPERIMENT = Experiment(
     report_title="Experiment C · compression ratio and corpus entropy",
     section=_section,
     answer=_answer,
+    answer_rank=10,
     answer_note="ratio: uncompressed payload / stored bytes (experiment C), median [range] over repetitions, "
     "the baseline's in parentheses (below 1× : the record batch overhead).",
     plots=(PlotSpec("c_ratio_entropy.png", "C: ratio per corpus and codec", plots.ratio_vs_entropy, 40),),

@@ -268,6 +268,7 @@ EXPERIMENT = Experiment(
     section=_section,
     threats=_threats,
     answer=_answer,
+    answer_rank=30,
     answer_note="CPU columns: CPU-seconds per GB of uncompressed payload of each role (experiment D), the codec's "
     "against the baseline's and the factor: the cost of moving the same data, whatever the rate. Experiment D's "
     "table also shows CPU % (of one CPU, over the steady window): the load at the common rate; both come from the "

@@ -164,6 +164,7 @@ class Experiment:
     threats: ThreatsFn | None = None  # threats to validity its rows show
     answer: AnswerFn | None = None  # its columns of the report's answer (the first section)
     answer_note: str = ""  # how to read those columns (printed under the answer)
+    answer_rank: int = 0  # the place of its columns in the answer (ratio, throughput, CPU, latency)
     plots: tuple[PlotSpec, ...] = ()
     #: The notebooks' per-machine frame: derived columns added before the table (e.g. total %).
     compare_frame: FrameFn | None = None

@@ -216,25 +216,6 @@ def _environment(ctx: ReportContext) -> None:
 def _threats(ctx: ReportContext) -> None:
     L = ctx.ledger
     items: list[str] = []
-    for exp, df in ctx.frames.items():
-        threats = registry.get(exp).threats
-        if threats is not None:
-            items += threats(ctx, df)
-    for exp, df in ctx.frames.items():
-        for status, what in (
-            ("INVALID", "invalid (steal above the limit)"),
-            ("REJECTED", "rejected (achieved rate off the target)"),
-            ("NA", "not measured (NA)"),
-            ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
-            ("FAILED_LOSS", "failed: records lost or duplicated"),
-            ("FAILED_RUN", "failed runs"),
-        ):
-            g = df[df["status"] == status]
-            if len(g):
-                n = L.agg(
-                    "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
-                )
-                items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
     items += ctx.answer_threats
     for r in ctx.runs:
         man = r.manifest
@@ -271,6 +252,25 @@ def _threats(ctx: ReportContext) -> None:
                 items.append(
                     f"{r.path.name}: corpus {name} is near random (a labelled control): its ratios say nothing about real data."
                 )
+    for exp, df in ctx.frames.items():
+        for status, what in (
+            ("INVALID", "invalid (steal above the limit)"),
+            ("REJECTED", "rejected (achieved rate off the target)"),
+            ("NA", "not measured (NA)"),
+            ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
+            ("FAILED_LOSS", "failed: records lost or duplicated"),
+            ("FAILED_RUN", "failed runs"),
+        ):
+            g = df[df["status"] == status]
+            if len(g):
+                n = L.agg(
+                    "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
+                )
+                items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
+    for exp, df in ctx.frames.items():
+        threats = registry.get(exp).threats
+        if threats is not None:
+            items += threats(ctx, df)
     machines = sorted({r.label for r in ctx.runs})
     if len(machines) == 1:
         items.append("One machine only: no cross-architecture conclusion can be drawn from this report.")
@@ -374,13 +374,14 @@ def build(
     body = ReportContext(runs, fr, ctx.ledger)
     sections: list[tuple[str, list[doc.Block]]] = []
     answer_notes: list[str] = []
-    for exp, e in registry.EXPERIMENTS.items():
-        if exp not in fr:
-            continue
-        if e.answer is not None:
+    for exp, e in sorted(registry.EXPERIMENTS.items(), key=lambda kv: kv[1].answer_rank):
+        if exp in fr and e.answer is not None:
             body.answer += e.answer(body, fr[exp])
             if e.answer_note:
                 answer_notes.append(e.answer_note)
+    for exp, e in registry.EXPERIMENTS.items():
+        if exp not in fr:
+            continue
         if e.section is not None:
             start = len(body.blocks)
             e.section(body, fr[exp])
