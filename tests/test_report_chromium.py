@@ -95,7 +95,7 @@ def test_the_probe_sees_a_broken_image_and_a_wide_table(tmp_path: Path) -> None:
     bad = tmp_path / "bad.html"
     cells = "".join(f"<td>{'x' * 40}</td>" for _ in range(60))
     bad.write_text(
-        '<!DOCTYPE html><html><head><style>table{display:block;overflow-x:auto}td{white-space:nowrap}</style></head>'
+        "<!DOCTYPE html><html><head><style>table{display:block;overflow-x:auto}td{white-space:nowrap}</style></head>"
         '<body><h1>t</h1><p>p</p><h2 id="exp-a">A</h2><img alt="broken" src="data:image/png;base64,AAAA">'
         f"<table><tr>{cells}</tr></table></body></html>"
     )

@@ -73,7 +73,9 @@ def saturation_signals(
     ms = lambda us: f"{us / 1000:.1f}" if abs(us) >= 1000 else f"{us / 1000:.3f}"  # noqa: E731
     out = []
     if delay_p99_us is not None and delay_p99_us > bound_us:
-        out.append(f"saturated: send delay p99 {ms(delay_p99_us)} ms > {bound_ms:g} ms (sends left behind the schedule)")
+        out.append(
+            f"saturated: send delay p99 {ms(delay_p99_us)} ms > {bound_ms:g} ms (sends left behind the schedule)"
+        )
     q = queue_p50_us
     if q is not None and q - linger_ms * 1000 > bound_us:
         out.append(
@@ -194,7 +196,9 @@ def p99_added(
         )
     sb, sk = st.get(b) or na_stat(ctx, P99), st.get(k) or na_stat(ctx, P99)
     if not (sb.ok and sk.ok) or int(sb.value("count") or 0) < 2 or int(sk.value("count") or 0) < 2:
-        parts = [f"{key[1]} {(st.get(key) or na_stat(ctx, P99)).n} OK of {_count(ctx, g, keys, key)}" for key, g in sides]
+        parts = [
+            f"{key[1]} {(st.get(key) or na_stat(ctx, P99)).n} OK of {_count(ctx, g, keys, key)}" for key, g in sides
+        ]
         return f"no p99: too few OK repetitions ({', '.join(parts)}; a verdict needs 2 per codec)", None
     v = overlap_verdict(sb, sk)
     delta = ctx.ledger.derive("diff", [sb.median, sk.median], "ms+")
@@ -238,8 +242,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             rows.append(
                 [
                     f"{where + ' ' if where else ''}p99 verdict (ms)",
-                    f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → "
-                    + (v if v is not None else text),
+                    f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → " + (v if v is not None else text),
                     *[""] * (len(headers) - 2),
                 ]
             )

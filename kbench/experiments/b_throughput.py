@@ -80,7 +80,11 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         rows.append(
             [
                 machine,
-                *([] if ctx.one_machine else [str(ctx.machine_run(machine).machine.get("arch", "NA")), cores.text, vcpu.text]),
+                *(
+                    []
+                    if ctx.one_machine
+                    else [str(ctx.machine_run(machine).machine.get("arch", "NA")), cores.text, vcpu.text]
+                ),
                 *k[1:],
                 s.cell(),
                 mb[k].median.text if k in mb else "NA",

@@ -57,7 +57,9 @@ class ReportContext:
         """One machine label in the runs: tables name it once (above), not on every row."""
         return len({r.label for r in self.runs}) == 1
 
-    def machine_cols(self, headers: Sequence[str], rows: Sequence[Sequence[str]], n: int = 1) -> tuple[list[str], list[list[str]]]:
+    def machine_cols(
+        self, headers: Sequence[str], rows: Sequence[Sequence[str]], n: int = 1
+    ) -> tuple[list[str], list[list[str]]]:
         """``headers`` and ``rows`` without their first ``n`` (machine) columns when the report
         has one machine (named in the report's first lines); unchanged otherwise."""
         if not self.one_machine:

@@ -267,7 +267,9 @@ def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
                     sys_.append(s_)
             name = "" if len(machines) == 1 else f"{m} "
             ax.bar(xs, usr, width * 0.9, color=colors[j], label=f"{name}usr" if i == 0 else None)
-            ax.bar(xs, sys_, width * 0.9, bottom=usr, color=colors[j], alpha=0.45, label=f"{name}sys" if i == 0 else None)
+            ax.bar(
+                xs, sys_, width * 0.9, bottom=usr, color=colors[j], alpha=0.45, label=f"{name}sys" if i == 0 else None
+            )
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
         ax.set_title(str(role), fontsize=9)
         if i == 0:

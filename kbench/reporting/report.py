@@ -406,9 +406,7 @@ def build(
     _threats(ctx)
     for exp, blocks in sections:
         ctx.add(*blocks)
-        ctx.add(
-            *(doc.Image(p.name, plots[p.name], p.caption) for p in registry.get(exp).plots if p.name in plots)
-        )
+        ctx.add(*(doc.Image(p.name, plots[p.name], p.caption) for p in registry.get(exp).plots if p.name in plots))
     _over_time(ctx)
     _claims(ctx, sorted(fr))
     _excluded(ctx)

@@ -62,7 +62,10 @@ def _sweeps(ctx: ReportContext) -> list[list[str]]:
                     row.append(", ".join(values) if values else "NA")
                 else:
                     row.append(
-                        ", ".join(L.manifest(cells[seen[t]].get(key), r.index, f"cells/{seen[t]}/{key}", kind).text for t in values)
+                        ", ".join(
+                            L.manifest(cells[seen[t]].get(key), r.index, f"cells/{seen[t]}/{key}", kind).text
+                            for t in values
+                        )
                         or "NA"
                     )
             rows.append(row)
