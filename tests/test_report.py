@@ -87,7 +87,10 @@ def test_zstd_vs_none_report_has_every_table(zvn_report: Path) -> None:
         rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
         assert len(rows) >= 3, f"{exp}: header and at least two data rows expected"
         assert "none" in section and "zstd:3" in section
-    for title in ("## Headline figures", "## Excluded data points", "## Environment", "## Threats to validity"):
+    titles = ("## The answer", "### Headline figures", "## Setup", "## Threats to validity", "## Experiment A")
+    at = [md.index(t) for t in titles]
+    assert at == sorted(at), "the answer first, then the setup and the threats, then the experiments"
+    for title in ("## Excluded data points", "## Environment"):
         assert title in md
     assert "latency-NOT-comparable-saturated" in md
     html = (zvn_report / "report.html").read_text()

@@ -237,7 +237,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             sb, sk = st[P99].get(b) or na_stat(ctx, P99), st[P99].get(k) or na_stat(ctx, P99)
             text, v = p99_added(ctx, df, keys, b, k, st[P99])
             emph.add(len(rows))
-            rest = " ".join(x for x in k[2:])
+            rest = " ".join(f"{c} {x}" for c, x in zip(labels[1:], k[2:]))
             where = " ".join(x for x in ([] if ctx.one_machine else [machine]) + ([rest] if rest else []))
             rows.append(
                 [
