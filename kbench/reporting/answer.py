@@ -48,7 +48,8 @@ def answer_blocks(cells: Sequence[AnswerCell], notes: Sequence[str], one_machine
             elif len(got) == 1 and not got[0].qualifier:
                 texts.append(got[0].text)
             else:
-                texts.append("; ".join(f"{c.qualifier}: {c.text}" if c.qualifier else c.text for c in got))
+                # one line each in the page; "; " between them in report.md
+                texts.append(";\n".join(f"{c.qualifier}: {c.text}" if c.qualifier else c.text for c in got))
         table.append([*([] if one_machine else [machine]), f"{codec} vs {base}", corpus, *texts])
     return [
         head,

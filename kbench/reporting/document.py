@@ -130,6 +130,8 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
                     tds = "".join(f"<td>{e(c)}</td>" for c in cells[:last])
                     tds += f'<td colspan="{span}">{e(cells[last])}</td>' if span > 1 else f"<td>{e(cells[last])}</td>"
                     rows.append(f'<tr class="verdict">{tds}</tr>')
+                elif b.wrap:  # a line break in a cell of prose is kept
+                    rows.append("<tr>" + "".join(f"<td>{e(c).replace(chr(10), '<br>')}</td>" for c in r) + "</tr>")
                 else:
                     rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
             cls = ' class="wrap"' if b.wrap else ""
