@@ -209,6 +209,7 @@ def _environment(ctx: ReportContext) -> None:
                 "started",
             ],
             rows,
+            wrap=True,
         ),
     )
 
