@@ -314,5 +314,10 @@ rate = "auto"
         assert "accepted CPU steal up to 4% per repetition" in section, exp
         assert "Rows from repetitions run again" in section, exp
     assert 'rate = "auto" fell back' in md.split("## Experiment A ·")[1].split("\n## ")[0]
+    # and the threats beside the answer say the raised limit and the retries once, for the run
+    threats = md.split("## Threats to validity", 1)[1].split("\n## ", 1)[0]
+    assert "the plan raised the CPU steal limit to 4% per repetition (the method's is 1%)" in threats
+    for exp in "ABCD":
+        assert f"{exp}: rows of repetitions run again after an INVALID or REJECTED attempt: " in threats, exp
     prov = json.loads((out / "provenance.json").read_text())
     assert untraceable_numbers(md, prov, [run]) == []

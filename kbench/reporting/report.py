@@ -85,6 +85,10 @@ def _claims(ctx: ReportContext, experiments: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- excluded, environment, threats
 
 
+#: How an attempt number reads in a sentence.
+NTH = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+
+
 def _section(man: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """The mapping under ``key`` of a manifest, empty when it is absent or not a mapping."""
     value = man.get(key)
@@ -116,7 +120,7 @@ def _run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
             parts = []
             for a, g in retried.groupby(att[att > 1].astype(int), sort=True):
                 sid = L.row_set(exp, g["_gid"].to_numpy(), {"attempt": str(a)})
-                nth = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(a, "later")
+                nth = NTH.get(a, "later")
                 parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int').text} from a {nth} attempt")
             notes.append(
                 f"Rows from repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
@@ -268,6 +272,21 @@ def _threats(ctx: ReportContext) -> None:
                     "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
                 )
                 items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
+    for exp, df in ctx.frames.items():
+        if "attempt" in df.columns:
+            import pandas as pd
+
+            att = pd.to_numeric(df["attempt"], errors="coerce").fillna(1)
+            parts = []
+            for a, g in df[att > 1].groupby(att[att > 1].astype(int), sort=True):
+                sid = L.row_set(exp, g["_gid"].to_numpy(), {"attempt": str(a)})
+                nth = NTH.get(a, "later")
+                parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int')} from a {nth} attempt")
+            if parts:
+                items.append(
+                    f"{exp}: rows of repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
+                    "(column attempt): the first try of those cells did not hold."
+                )
     for exp, df in ctx.frames.items():
         threats = registry.get(exp).threats
         if threats is not None:
