@@ -58,7 +58,7 @@ def probe(page: Path, profile: Path, script: str, size: str = "1400,900", timeou
 
     exe = chromium_binary()
     assert exe is not None
-    copy = profile.parent / f"{page.stem}.probe.html"
+    copy = profile.parent / f"{profile.name}-{page.stem}.probe.html"  # one per profile: probes may run at once
     tag = (
         f'<pre id="{PROBE_ID}"></pre><script>window.addEventListener("load", () => {{'
         f'document.getElementById("{PROBE_ID}").textContent = JSON.stringify(({script}));}});</script>'

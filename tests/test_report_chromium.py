@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,24 +47,45 @@ PROBE = """{
 }"""
 
 
+@dataclass(frozen=True)
+class Page:
+    html: Path
+    seen: dict  # what PROBE read
+    shot: Path  # the whole page as a reader sees it at WIDTH px
+    console: list[str]  # the console lines of opening it
+
+
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Page]:
+    """Each run's report.html, probed and then photographed (the pages in parallel: each step
+    is a Chromium process)."""
     if chromium_binary() is None:
         pytest.skip("chromium not installed (scripts/setup.sh installs it)")
     base = tmp_path_factory.mktemp("chromium-reports")
-    out = {}
+    html = {}
     for name in RUNS:
         run = base / name
-        shutil.copytree(ROOT / "benchmarks" / "results" / name, run)
-        files = report.write([run], base / f"report-{name}")
-        out[name] = files.html
-    return out
+        shutil.copytree(ROOT / "benchmarks" / "results" / name, run, ignore=shutil.ignore_patterns("histograms"))
+        html[name] = report.write([run], base / f"report-{name}").html
+    with ThreadPoolExecutor(max_workers=len(RUNS)) as pool:
+        seen = dict(zip(RUNS, pool.map(lambda n: probe(html[n], base / f"probe-{n}", PROBE, f"{WIDTH},900"), RUNS)))
+
+        def shoot(n: str) -> list[str]:
+            height = min(int(seen[n]["pageHeight"]), 16000)
+            return render(html[n], base / f"{n}.png", base / f"shot-{n}", size=f"{WIDTH},{height}")
+
+        console = dict(zip(RUNS, pool.map(shoot, RUNS)))
+    keep = os.environ.get("KBENCH_REPORT_SHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for n in RUNS:
+            shutil.copy(base / f"{n}.png", Path(keep) / f"{n}.png")
+    return {n: Page(html[n], seen[n], base / f"{n}.png", console[n]) for n in RUNS}
 
 
 @pytest.mark.parametrize("name", RUNS)
-def test_the_page_reads_at_1400_px(reports: dict[str, Path], name: str, tmp_path: Path) -> None:
-    page = reports[name]
-    got = probe(page, tmp_path / "profile", PROBE, size=f"{WIDTH},900")
+def test_the_page_reads_at_1400_px(pages: dict[str, Page], name: str) -> None:
+    got = pages[name].seen
     assert got["viewport"] == WIDTH
     # the first section is the answer, then the setup, then the threats, then the experiments
     assert got["firstAfterTitle"] == "answer"
@@ -77,14 +100,8 @@ def test_the_page_reads_at_1400_px(reports: dict[str, Path], name: str, tmp_path
     assert a[0]["scroll"] <= a[0]["client"] and a[0]["right"] <= WIDTH, a[0]
     assert all(t["scroll"] <= t["client"] for t in got["tables"] if t["section"] in ("answer", "exp-a")), got
     # what a reader sees: the whole page, no console message
-    shot = tmp_path / f"{name}.png"
-    console = render(page, shot, tmp_path / "profile2", size=f"{WIDTH},{min(got['pageHeight'], 16000)}")
-    assert console == [], console
-    assert shot.stat().st_size > 50_000
-    keep = os.environ.get("KBENCH_REPORT_SHOTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(keep) / shot.name)
+    assert pages[name].console == [], pages[name].console
+    assert pages[name].shot.stat().st_size > 50_000
 
 
 def test_the_probe_sees_a_broken_image_and_a_wide_table(tmp_path: Path) -> None:
