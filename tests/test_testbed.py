@@ -533,7 +533,7 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
                     "--codec",
                     "none",
                     "--consume",
-                    "--json",
+                    "-o",
                     str(out),
                 ],
                 stdout=subprocess.PIPE,

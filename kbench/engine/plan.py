@@ -33,6 +33,7 @@ from kbench.model import codecs, limits
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 from kbench.model.paths import not_a_regular_file
+from kbench.model.units import parse_size
 
 __all__ = [
     "AUTO_PREFIX",
@@ -76,7 +77,7 @@ TOP_KEYS = {
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",
-    "corpus_size": "bytes of each built-in corpus",
+    "corpus_size": 'bytes of each built-in corpus (or a size string, "4MiB")',
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
     "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
@@ -103,7 +104,7 @@ CORPUS_KEYS = {
     "source": "json, logs, random, or file",
     "path": 'path of a corpus file (with source = "file")',
     "format": "lines or lenprefixed",
-    "size": "bytes of a built-in corpus",
+    "size": 'bytes of a built-in corpus (or a size string, "4MiB")',
     "seed": "seed of a built-in corpus",
 }
 SWEEP_KEYS = {
@@ -111,7 +112,7 @@ SWEEP_KEYS = {
     "experiments": "list of experiment ids this sweep feeds (A-F)",
     "codec": "codec[:level] or a list of them",
     "corpus": "corpus name (json, logs, random, a [corpora] name, or a file path) or a list",
-    "batch_size": "librdkafka batch.size in bytes, or a list",
+    "batch_size": 'librdkafka batch.size: bytes or a size string ("64KiB", docs/cli.md), or a list',
     "linger_ms": "linger.ms, or a list",
     "partitions": "topic partitions, or a list",
     "acks": "acks: 0, 1 or all, or a list",
@@ -445,7 +446,19 @@ def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> d
     return out
 
 
+def _size(where: str, v: Any) -> Any:
+    """A size written as a string ("16KiB", "1MiB", "16k") in bytes, by the one rule of
+    kbench.model.units (docs/cli.md); a number stays as it is (bytes) for the range checks."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return parse_size(v, where)
+    except ValueError as e:
+        raise PlanError(str(e)) from None
+
+
 def _corpus_size(where: str, v: Any) -> int:
+    v = _size(where, v)
     try:
         return limits.check_corpus_size(where, v)
     except limits.LimitError as e:
@@ -497,7 +510,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         _resolve_corpus(f"{w}corpus", str(c), corpora, base_dir, corpus_size)
         for c in _axis(f"{w}corpus", _as_list(tbl.get("corpus", "json")))
     ]
-    bs = [int(_bounded(f"{w}batch_size", v, "batch_size")) for v in _as_list(tbl.get("batch_size", 16384))]
+    bs = [
+        int(_bounded(f"{w}batch_size", _size(f"{w}batch_size", v), "batch_size"))
+        for v in _as_list(tbl.get("batch_size", 16384))
+    ]
     lg = [float(_bounded(f"{w}linger_ms", v, "linger_ms")) for v in _as_list(tbl.get("linger_ms", 5))]
     parts = [int(_bounded(f"{w}partitions", v, "partitions")) for v in _as_list(tbl.get("partitions", 1))]
     for axis, vals in (("batch_size", bs), ("linger_ms", lg), ("partitions", parts)):

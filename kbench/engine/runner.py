@@ -59,6 +59,8 @@ class RunOptions:
     #: Where every steal figure (gate and runs) reads its counters; None = the live /proc/stat.
     #: Tests inject :class:`kbench.kafka.procstat.FixedSteal`; the manifest records it.
     steal_source: StealSource | None = None
+    #: ``kbench run --label``: the machine's name in the manifest (``machine.label``), else none.
+    machine_label: str | None = None
 
 
 @dataclass
@@ -518,6 +520,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         opts, transport, client, Scrubber.of(plan.raw, client), corpora, {n: c.entropy for n, c in corpora.items()}
     )
     machine = describe().as_dict()
+    if opts.machine_label:
+        machine["label"] = opts.machine_label
     prior = _prepare_dir(s, machine)
     if opts.resume and not _remaining(plan, store.read_journal(s.run_dir)):
         # Every repetition is in the CSVs: nothing to run, and nothing (gate, manifest) to rewrite.
@@ -628,8 +632,10 @@ def _notes(run_dir: Path) -> list[str]:
     return out
 
 
-def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list[str]:
-    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix."""
+def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int, excluded_only: bool = False) -> list[str]:
+    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix.
+    ``excluded_only``: only the cells a rule excluded repetitions of (not those merely NA: a figure
+    the transport does not measure)."""
     e = registry.get(exp)
     out = []
     for cs in verdict.summarise(exp, rows, e.verdict_on):
@@ -639,6 +645,8 @@ def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list
         bad = [r for r in mine if r["status"] != Status.OK]
         attempts = len({(r["rep"], store.attempt_of(r)) for r in mine})
         status = worst(r["status"] for r in bad) if bad else Status.NA
+        if excluded_only and all(r["status"] == Status.NA for r in bad):
+            continue
         cause, fix = _CAUSE_FIX.get(status, ("", "see the reasons"))
         example = next((r["reason"] for r in bad if r["status"] == status), "")
         out.append(
@@ -649,12 +657,30 @@ def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list
     return out
 
 
+def _want(run_dir: Path) -> int:
+    """OK repetitions a cell needs for its verdict: 2 (or the plan's repetitions when fewer)."""
+    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
+    return min(2, int(man.get("repetitions", 2) or 2))
+
+
+def short_cells(run_dir: Path, experiments: Sequence[str]) -> list[str]:
+    """The tables' "cells short of OK repetitions" lines (every experiment) of the cells short
+    because repetitions were measured and excluded by a rule (INVALID, REJECTED, SATURATED,
+    FAILED_*); a cell short only of figures its transport does not measure (NA) is not counted.
+    ``kbench run`` exits non-zero when this is not empty."""
+    want = _want(run_dir)
+    out = []
+    for exp in experiments:
+        rows = store.read_rows(run_dir / f"{exp}.csv")
+        out += [f"{exp} {line}" for line in _short_cells(exp, rows, want, excluded_only=True)] if rows else []
+    return out
+
+
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:
     """The headline tables of a run directory, from its CSVs (and the manifest's notes)."""
     out = []
     notes = _notes(run_dir)
-    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
-    want = min(2, int(man.get("repetitions", 2) or 2))
+    want = _want(run_dir)
     for exp in experiments:
         rows = store.read_rows(run_dir / f"{exp}.csv")
         title = f"== {exp}: {registry.get(exp).title} =="

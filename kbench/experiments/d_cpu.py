@@ -18,12 +18,22 @@ from kbench.experiments.rowkit import (
     row_base,
     window_gb,
 )
-from kbench.experiments.spec import Experiment, PlotSpec, RowInput, head, units
+from kbench.experiments.spec import AnswerCell, Experiment, PlotSpec, RowInput, head, units
 from kbench.reporting import document as doc
 from kbench.reporting import plots
-from kbench.reporting.context import BASELINE, ReportContext, baseline, label_cols, na_stat, pairs, rows_keys, sources
+from kbench.reporting.context import (
+    BASELINE,
+    ReportContext,
+    answer_pairs,
+    baseline,
+    label_cols,
+    na_stat,
+    pairs,
+    rows_keys,
+    sources,
+)
 from kbench.reporting.provenance import Fig
-from kbench.reporting.summary import overlap_verdict, stats_many
+from kbench.reporting.summary import Stat, overlap_verdict, stats_many
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -149,21 +159,51 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             ch = ctx.ledger.derive("pct_change", [per_gb[base[k]].median, per_gb[k].median], "pct")
             v = overlap_verdict(per_gb[base[k]], per_gb[k])
             rest = " ".join(k[3:])
+            who = k[1] if ctx.one_machine else f"{k[0]} {k[1]}"
             ctx.headline.append(
-                f"Broker CPU change, {k[0]} {k[1]}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
+                f"Broker CPU change, {who}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
                 f"({per_gb[base[k]].median} → {per_gb[k].median}): {v}."
             )
     ctx.add(
         doc.Heading(2, EXPERIMENT.report_title, "exp-d"),
         doc.Para(
-            "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart, "
-            "in % of one CPU; CPU-s/GB normalises to uncompressed payload so rows at different rates compare. "
-            "Unreadable counters are NA, never zero.",
+            "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart. "
+            "Two views of the same counters: CPU % is the load (% of one CPU) at the common rate; CPU-s/GB is the "
+            "CPU-seconds per GB of uncompressed payload the role moved in its window (the answer's figure), so rows "
+            "at different rates compare. Unreadable counters are NA, never zero.",
             "note",
         ),
-        doc.Table(headers, rows),
+        doc.Table(*ctx.machine_cols(headers, rows)),
         *sources(df, "cpu_source", "CPU counters"),
     )
+
+
+def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
+    """Per codec against the baseline: CPU-s/GB of the producer, the consumer and the brokers
+    (the sum of the brokers' medians), and the factor against the baseline."""
+    keys, prs = answer_pairs(df, extra=("role",))
+    st = stats_many(ctx.ledger, df, EXPERIMENT.id, {"cpu_s_per_gb": "f2"}, keys)["cpu_s_per_gb"]
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], str], list[tuple[str, Stat, Stat]]] = {}
+    for b, k, q in prs:
+        sb, sk = st.get(b), st.get(k)
+        if sb is not None and sk is not None and sb.ok and sk.ok:
+            groups.setdefault((b[:-1], k[:-1], q), []).append((k[-1], sb, sk))
+    out = []
+    for (b, k, q), roles in groups.items():
+        for role in ("producer", "consumer"):
+            for r, sb, sk in roles:
+                if r == role:
+                    f = ctx.ledger.derive("ratio", [sk.median, sb.median], "x")
+                    text = f"{sk.median} vs {sb.median} CPU-s/GB ({f}): {overlap_verdict(sb, sk)}"
+                    out.append(AnswerCell(k[0], k[2], k[1], b[1], f"{role} CPU (D)", text, q))
+        brokers = sorted((r, sb, sk) for r, sb, sk in roles if r.startswith("broker"))
+        if brokers:
+            tb = ctx.ledger.derive("sum", [sb.median for _, sb, _ in brokers], "f2")
+            tk = ctx.ledger.derive("sum", [sk.median for _, _, sk in brokers], "f2")
+            f = ctx.ledger.derive("ratio", [tk, tb], "x")
+            text = f"{tk} vs {tb} CPU-s/GB ({f}; sum over the brokers)"
+            out.append(AnswerCell(k[0], k[2], k[1], b[1], "broker CPU (D)", text, q))
+    return out
 
 
 def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
@@ -227,6 +267,12 @@ EXPERIMENT = Experiment(
     report_title="Experiment D · who pays the CPU (producer, consumer, each broker)",
     section=_section,
     threats=_threats,
+    answer=_answer,
+    answer_rank=30,
+    answer_note="CPU columns: CPU-seconds per GB of uncompressed payload of each role (experiment D), the codec's "
+    "against the baseline's and the factor: the cost of moving the same data, whatever the rate. Experiment D's "
+    "table also shows CPU % (of one CPU, over the steady window): the load at the common rate; both come from the "
+    "same counters: CPU-s/GB is the CPU share times the window's seconds, over the GB moved in that window.",
     plots=(PlotSpec("d_cpu.png", "D: CPU per role, usr and sys stacked", plots.cpu_per_role, 30),),
     compare_frame=_compare_frame,
 )

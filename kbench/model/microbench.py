@@ -199,8 +199,9 @@ def format_table(summary: Sequence[MSummary]) -> str:
     head = f"{'corpus':<8} {'H b/B':>5} {'codec':<9} {'block':>7} {'ratio':>7} {'compress MB/s med [min-max]':>30} {'decompress MB/s med [min-max]':>32}"
     lines = [head, "-" * len(head)]
     for s in summary:
-        comp = f"{s.compress_median:9.1f} [{s.compress_min:.0f}-{s.compress_max:.0f}]"
-        dec = f"{s.decompress_median:9.1f} [{s.decompress_min:.0f}-{s.decompress_max:.0f}]"
+        # median and range at one precision: a median never prints outside its own range
+        comp = f"{s.compress_median:9.1f} [{s.compress_min:.1f}-{s.compress_max:.1f}]"
+        dec = f"{s.decompress_median:9.1f} [{s.decompress_min:.1f}-{s.decompress_max:.1f}]"
         lines.append(
             f"{s.corpus:<8} {s.entropy:5.2f} {s.spec:<9} {_human_block(s.block_size):>7} {s.ratio:7.3f} {comp:>30} {dec:>32}"
         )
