@@ -64,6 +64,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
             wb, src = wire.get(c.role, (None, ""))
             r.update(wire_bytes=wb, wire_source=src)
         r.update(_nic(res, c.role))
+        r.update(_kafka(res, c.role))
         v = x.verdict if st is None else x.verdict.merged(Verdict(st, [why]))
         rows.append(finish(r, v))
     if not rows:
@@ -87,6 +88,44 @@ def _nic(res: RunResult, role: str) -> dict[str, Any]:
         "nic_tx_bytes_per_gb": per_gb(tx_rx[0], gb),
         "nic_rx_bytes_per_gb": per_gb(tx_rx[1], gb),
         "nic_source": "emulated host NIC counters (Ethernet frames) over the whole repetition",
+    }
+
+
+#: D's columns of a broker's own byte counters over the NIC bytes' span, and the ratios to them.
+KAFKA_COLUMNS = (
+    "kafka_bytes_in",
+    "kafka_bytes_out",
+    "kafka_replication_bytes_in",
+    "kafka_replication_bytes_out",
+    "nic_tx_overhead",
+    "nic_rx_overhead",
+    "kafka_bytes_source",
+)
+
+
+def _ratio(nic: int | None, *kafka: float | None) -> float | None:
+    if nic is None or any(k is None for k in kafka):
+        return None
+    total = sum(k for k in kafka if k is not None)
+    return nic / total if total > 0 else None
+
+
+def _kafka(res: RunResult, role: str) -> dict[str, Any]:
+    """A broker's own byte counters (BytesIn/Out, ReplicationBytesIn/Out) over the same span as its
+    NIC bytes, and the protocol overhead: NIC tx / (BytesOut + ReplicationBytesOut), NIC rx /
+    (BytesIn + ReplicationBytesIn)."""
+    k = res.kafka_bytes.get(role)
+    if k is None:
+        return dict.fromkeys(KAFKA_COLUMNS[:-1]) | {"kafka_bytes_source": ""}
+    tx, rx = res.nic_bytes.get(role, (None, None))
+    return {
+        "kafka_bytes_in": k.get("bytes_in"),
+        "kafka_bytes_out": k.get("bytes_out"),
+        "kafka_replication_bytes_in": k.get("replication_bytes_in"),
+        "kafka_replication_bytes_out": k.get("replication_bytes_out"),
+        "nic_tx_overhead": _ratio(tx, k.get("bytes_out"), k.get("replication_bytes_out")),
+        "nic_rx_overhead": _ratio(rx, k.get("bytes_in"), k.get("replication_bytes_in")),
+        "kafka_bytes_source": k.get("source", ""),
     }
 
 
@@ -212,6 +251,7 @@ EXPERIMENT = Experiment(
         "nic_tx_bytes_per_gb",
         "nic_rx_bytes_per_gb",
         "nic_source",
+        *KAFKA_COLUMNS,
     ),
     compared=("codec",),
     headline=HEAD,
@@ -221,7 +261,19 @@ EXPERIMENT = Experiment(
     rate="fixed",
     compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
     per_core=("total_pct",),
-    units=units(*HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%", nic_tx_bytes="B", nic_rx_bytes="B"),
+    units=units(
+        *HEAD,
+        cpu_s="s",
+        payload_gb="GB",
+        wire_bytes="B",
+        steal_pct="%",
+        nic_tx_bytes="B",
+        nic_rx_bytes="B",
+        kafka_bytes_in="B",
+        kafka_bytes_out="B",
+        kafka_replication_bytes_in="B",
+        kafka_replication_bytes_out="B",
+    ),
     rows=_rows,
     needs_stored=True,
     report_title="Experiment D · who pays the CPU (producer, consumer, each broker)",
