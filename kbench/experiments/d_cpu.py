@@ -203,6 +203,40 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         doc.Table(headers, rows),
         *sources(df, "cpu_source", "CPU counters"),
     )
+    _nic_section(ctx, df, keys, sort_key)
+
+
+#: The NIC table's figures (testbed runs): column -> (header, format).
+NIC_FIGURES = {
+    "nic_tx_bytes_per_gb": ("NIC tx B/GB", "auto"),
+    "nic_rx_bytes_per_gb": ("NIC rx B/GB", "auto"),
+    "nic_tx_overhead": ("NIC tx / Kafka out", "f3"),
+    "nic_rx_overhead": ("NIC rx / Kafka in", "f3"),
+}
+
+
+def _nic_section(ctx: ReportContext, df: pd.DataFrame, keys: list[str], sort_key: Any) -> None:
+    """Each role's NIC bytes per GB of payload and, for brokers, the NIC bytes over Kafka's own
+    counters (testbed runs only: nothing when no row measured a NIC)."""
+    if "nic_tx_bytes_per_gb" not in df.columns or not df["nic_tx_bytes_per_gb"].notna().any():
+        return
+    many = stats_many(ctx.ledger, df, EXPERIMENT.id, {c: f for c, (_, f) in NIC_FIGURES.items()}, keys)
+    rows = []
+    for k in sorted(rows_keys(df, keys), key=sort_key):
+        got = [many[c].get(k) for c in NIC_FIGURES]
+        if not any(g is not None and g.ok for g in got):
+            continue
+        n = next(g for g in got if g is not None and g.ok).n.text
+        rows.append([*k, *(g.cell() if g is not None else "NA" for g in got), n])
+    ctx.add(
+        doc.Para(
+            "NIC bytes per role (emulated hosts): each host's NIC counters over the whole repetition per GB of "
+            "delivered payload; for a broker, its NIC bytes over the bytes Kafka itself counted in the same span "
+            "(tx over BytesOut + ReplicationBytesOut, rx over BytesIn + ReplicationBytesIn): the protocol overhead.",
+            "note",
+        ),
+        doc.Table([*keys, *(h for h, _ in NIC_FIGURES.values()), "n"], rows),
+    )
 
 
 def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
