@@ -4,7 +4,8 @@ or REJECTED attempt run again within the plan's retry budget, resumable after an
 
 Order: all saturated pairs first (shuffled), then all other pairs (shuffled), both with the
 seed recorded in the manifest — saturated results must exist before ``rate = "auto"`` can
-be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``).
+be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``;
+with ``auto_rate_basis = "pipeline"`` the knee probed from that minimum, kbench.engine.knee).
 A retry goes to the end of its group's queue, so it too runs at another time than its first
 attempt.  The method is described in ``docs/methodology.md``.
 """
