@@ -81,7 +81,12 @@ TOP_KEYS = {
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
     "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
+    "auto_rate_basis": '"producer" (default: rate = "auto" from the saturated cells) or "pipeline" (from the knee probed with consumers running)',
+    "knee_probe_s": 'seconds of each knee probe repetition (auto_rate_basis = "pipeline"; default 3)',
 }
+#: What ``rate = "auto"`` is a fraction of (docs/methodology.md): the producer-only saturated
+#: cells, or the pipeline's knee probed as A runs it (kbench.engine.knee).
+AUTO_RATE_BASES = ("producer", "pipeline")
 TRANSPORT_KEYS = {
     "kind": "local, bootstrap, testbed, sim or dry",
     "brokers": "number of local brokers (1 or 3)",
@@ -196,6 +201,8 @@ class Plan:
     max_steal_pct: float = STEAL_LIMIT_PCT  # a run with more CPU steal is INVALID (seed 000: 1 %)
     retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A: the unsaturated check's bound
+    auto_rate_basis: str = "producer"  # what rate = "auto" is a fraction of (AUTO_RATE_BASES)
+    knee_probe_s: float = 3.0  # seconds of each knee probe (auto_rate_basis = "pipeline")
 
     @property
     def experiments(self) -> list[str]:
@@ -646,6 +653,13 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             f"a minute checks nothing); the default is {DEFAULT_SATURATION_BOUND_MS:g}"
         )
 
+    basis = data.get("auto_rate_basis", "producer")
+    if basis not in AUTO_RATE_BASES:
+        raise PlanError(
+            f"auto_rate_basis: {basis!r} is not one of {', '.join(AUTO_RATE_BASES)}; the default is producer"
+        )
+    probe_s = float(_bounded("knee_probe_s", data.get("knee_probe_s", 3.0), "warmup_s"))  # a probe is a run too
+
     t = data.get("transport", {})
     if not isinstance(t, dict):
         raise PlanError('transport: must be a table, e.g. [transport] kind = "local"')
@@ -768,6 +782,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         max_steal_pct=max_steal,
         retries=retries,
         saturation_bound_ms=sat_bound,
+        auto_rate_basis=str(basis),
+        knee_probe_s=probe_s,
     )
     check_budget(plan)
     return plan

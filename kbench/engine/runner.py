@@ -4,13 +4,15 @@ or REJECTED attempt run again within the plan's retry budget, resumable after an
 
 Order: all saturated pairs first (shuffled), then all other pairs (shuffled), both with the
 seed recorded in the manifest — saturated results must exist before ``rate = "auto"`` can
-be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``).
+be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``;
+with ``auto_rate_basis = "pipeline"`` the knee probed from that minimum, kbench.engine.knee).
 A retry goes to the end of its group's queue, so it too runs at another time than its first
 attempt.  The method is described in ``docs/methodology.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import random
 import secrets as _secrets
@@ -23,15 +25,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kbench.engine import gate as gate_mod
+from kbench.engine import knee, rules, store, verdict
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
-from kbench.engine import rules, store, verdict
 from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
 from kbench.engine.redact import Scrubber, redact, redact_argv
 from kbench.engine.status import MISSING, RETRY_STATUSES, Status, worst
-from kbench.engine.transports.base import RunRequest, Transport, TransportError, TransportInfo
+from kbench.engine.transports.base import RunRequest, RunResult, Transport, TransportError, TransportInfo
 from kbench.experiments import registry
 from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus, CorpusError, generate, read_records
@@ -152,6 +154,8 @@ def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) ->
         "saturated_medians_msgs": medians,
         "min_cell": low,
         "rate_msgs": round(medians[low] * fraction, 3),
+        "basis": "producer",
+        "basis_msgs": medians[low],
     }
     if fallback:
         out["fallback"] = fallback
@@ -366,10 +370,31 @@ def _open_and_gate(s: _Session) -> gate_mod.GateReport:
 FRACTIONS_METHOD = '; rate = "auto:F": F times the same minimum (each under fractions)'
 
 
-def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float | None:
+def _knee(s: _Session, run_id: str, cells: Sequence[Cell], producer: dict[str, Any]) -> dict[str, Any]:
+    """The derivation on the pipeline's basis: short probes of the derived-rate cells (kbench.engine.knee)."""
+    plan = s.plan
+
+    def probe(cell: Cell, rate: float, n: int) -> RunResult:
+        req = _request(s, run_id, cell, rate, 1)
+        return s.transport.run(
+            dataclasses.replace(
+                req,
+                topic=f"kbench-{run_id}-{cell.cell_id}-k{n}",
+                duration_s=plan.knee_probe_s,
+                steady_skip_s=min(plan.steady_skip_s, plan.knee_probe_s / 4),
+            )
+        )
+
+    return knee.derive(producer, cells, probe, plan.saturation_bound_ms, plan.auto_rate_fraction, s.log)
+
+
+def _target_rate(
+    s: _Session, cell: Cell, saturated_ids: Sequence[str], run_id: str = "", cells: Sequence[Cell] = ()
+) -> float | None:
     """The cell's target msgs/s: its number, None when saturated, or the common rate (derived
-    from the saturated cells' rows once, then recorded in the manifest); ``auto:F`` is F × the
-    same minimum saturated median, recorded under ``rate_derivation/fractions``."""
+    from the saturated cells' rows once — on the pipeline basis, from the knee probed with
+    ``cells`` — then recorded in the manifest); ``auto:F`` is F × the same basis (the minimum
+    saturated median, or the knee), recorded under ``rate_derivation/fractions``."""
     if cell.rate == "saturated":
         return None
     frac = plan_mod.rate_fraction(cell.rate, s.plan.auto_rate_fraction)
@@ -378,6 +403,8 @@ def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float
     deriv: dict[str, Any] = s.man.get("rate_derivation", {})
     if deriv.get("rate_msgs") is None:
         deriv = derive_rate(s.run_dir, saturated_ids, s.plan.auto_rate_fraction)
+        if s.plan.auto_rate_basis == "pipeline":
+            deriv = _knee(s, run_id, cells, deriv)
         s.man["rate_derivation"] = deriv
         s.save()
         s.log(f"common rate derived: {deriv}")
@@ -386,10 +413,12 @@ def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float
     key = str(cell.rate)
     fractions: dict[str, float] = dict(deriv.get("fractions", {}))
     if key not in fractions:
-        fractions[key] = round(deriv["saturated_medians_msgs"][deriv["min_cell"]] * frac, 3)
+        basis = deriv.get("basis_msgs", deriv["saturated_medians_msgs"][deriv["min_cell"]])
+        fractions[key] = round(basis * frac, 3)
         method = str(deriv.get("method", ""))
-        if FRACTIONS_METHOD not in method:
-            method += FRACTIONS_METHOD
+        more = FRACTIONS_METHOD.replace("minimum", "knee") if deriv.get("basis") == "pipeline" else FRACTIONS_METHOD
+        if more not in method:
+            method += more
         s.man["rate_derivation"] = {**deriv, "method": method, "fractions": fractions}
         s.save()
         s.log(f"rate {key} derived: {fractions[key]} msgs/s")
@@ -557,7 +586,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         for queue in groups:
             while queue:
                 cell, rep, attempt = queue.popleft()
-                target = _target_rate(s, cell, saturated_ids)
+                target = _target_rate(s, cell, saturated_ids, run_id, cells)
                 if plan.warmup and cell.cell_id not in warmed:
                     warmed.add(cell.cell_id)
                     _warm_up(s, progress, run_id, cell, target)

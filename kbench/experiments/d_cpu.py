@@ -74,6 +74,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
             wb, src = wire.get(c.role, (None, ""))
             r.update(wire_bytes=wb, wire_source=src)
         r.update(_nic(res, c.role))
+        r.update(_kafka(res, c.role))
         v = x.verdict if st is None else x.verdict.merged(Verdict(st, [why]))
         rows.append(finish(r, v))
     if not rows:
@@ -97,6 +98,44 @@ def _nic(res: RunResult, role: str) -> dict[str, Any]:
         "nic_tx_bytes_per_gb": per_gb(tx_rx[0], gb),
         "nic_rx_bytes_per_gb": per_gb(tx_rx[1], gb),
         "nic_source": "emulated host NIC counters (Ethernet frames) over the whole repetition",
+    }
+
+
+#: D's columns of a broker's own byte counters over the NIC bytes' span, and the ratios to them.
+KAFKA_COLUMNS = (
+    "kafka_bytes_in",
+    "kafka_bytes_out",
+    "kafka_replication_bytes_in",
+    "kafka_replication_bytes_out",
+    "nic_tx_overhead",
+    "nic_rx_overhead",
+    "kafka_bytes_source",
+)
+
+
+def _ratio(nic: int | None, *kafka: float | None) -> float | None:
+    if nic is None or any(k is None for k in kafka):
+        return None
+    total = sum(k for k in kafka if k is not None)
+    return nic / total if total > 0 else None
+
+
+def _kafka(res: RunResult, role: str) -> dict[str, Any]:
+    """A broker's own byte counters (BytesIn/Out, ReplicationBytesIn/Out) over the same span as its
+    NIC bytes, and the protocol overhead: NIC tx / (BytesOut + ReplicationBytesOut), NIC rx /
+    (BytesIn + ReplicationBytesIn)."""
+    k = res.kafka_bytes.get(role)
+    if k is None:
+        return dict.fromkeys(KAFKA_COLUMNS[:-1]) | {"kafka_bytes_source": ""}
+    tx, rx = res.nic_bytes.get(role, (None, None))
+    return {
+        "kafka_bytes_in": k.get("bytes_in"),
+        "kafka_bytes_out": k.get("bytes_out"),
+        "kafka_replication_bytes_in": k.get("replication_bytes_in"),
+        "kafka_replication_bytes_out": k.get("replication_bytes_out"),
+        "nic_tx_overhead": _ratio(tx, k.get("bytes_out"), k.get("replication_bytes_out")),
+        "nic_rx_overhead": _ratio(rx, k.get("bytes_in"), k.get("replication_bytes_in")),
+        "kafka_bytes_source": k.get("source", ""),
     }
 
 
@@ -176,6 +215,40 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         doc.Table(*ctx.machine_cols(headers, rows)),
         *sources(df, "cpu_source", "CPU counters"),
     )
+    _nic_section(ctx, df, keys, sort_key)
+
+
+#: The NIC table's figures (testbed runs): column -> (header, format).
+NIC_FIGURES = {
+    "nic_tx_bytes_per_gb": ("NIC tx B/GB", "auto"),
+    "nic_rx_bytes_per_gb": ("NIC rx B/GB", "auto"),
+    "nic_tx_overhead": ("NIC tx / Kafka out", "f3"),
+    "nic_rx_overhead": ("NIC rx / Kafka in", "f3"),
+}
+
+
+def _nic_section(ctx: ReportContext, df: pd.DataFrame, keys: list[str], sort_key: Any) -> None:
+    """Each role's NIC bytes per GB of payload and, for brokers, the NIC bytes over Kafka's own
+    counters (testbed runs only: nothing when no row measured a NIC)."""
+    if "nic_tx_bytes_per_gb" not in df.columns or not df["nic_tx_bytes_per_gb"].notna().any():
+        return
+    many = stats_many(ctx.ledger, df, EXPERIMENT.id, {c: f for c, (_, f) in NIC_FIGURES.items()}, keys)
+    rows = []
+    for k in sorted(rows_keys(df, keys), key=sort_key):
+        got = [many[c].get(k) for c in NIC_FIGURES]
+        if not any(g is not None and g.ok for g in got):
+            continue
+        n = next(g for g in got if g is not None and g.ok).n.text
+        rows.append([*k, *(g.cell() if g is not None else "NA" for g in got), n])
+    ctx.add(
+        doc.Para(
+            "NIC bytes per role (emulated hosts): each host's NIC counters over the whole repetition per GB of "
+            "delivered payload; for a broker, its NIC bytes over the bytes Kafka itself counted in the same span "
+            "(tx over BytesOut + ReplicationBytesOut, rx over BytesIn + ReplicationBytesIn): the protocol overhead.",
+            "note",
+        ),
+        doc.Table([*keys, *(h for h, _ in NIC_FIGURES.values()), "n"], rows),
+    )
 
 
 def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
@@ -252,6 +325,7 @@ EXPERIMENT = Experiment(
         "nic_tx_bytes_per_gb",
         "nic_rx_bytes_per_gb",
         "nic_source",
+        *KAFKA_COLUMNS,
     ),
     compared=("codec",),
     headline=HEAD,
@@ -261,7 +335,19 @@ EXPERIMENT = Experiment(
     rate="fixed",
     compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
     per_core=("total_pct",),
-    units=units(*HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%", nic_tx_bytes="B", nic_rx_bytes="B"),
+    units=units(
+        *HEAD,
+        cpu_s="s",
+        payload_gb="GB",
+        wire_bytes="B",
+        steal_pct="%",
+        nic_tx_bytes="B",
+        nic_rx_bytes="B",
+        kafka_bytes_in="B",
+        kafka_bytes_out="B",
+        kafka_replication_bytes_in="B",
+        kafka_replication_bytes_out="B",
+    ),
     rows=_rows,
     needs_stored=True,
     report_title="Experiment D · who pays the CPU (producer, consumer, each broker)",

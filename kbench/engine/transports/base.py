@@ -179,6 +179,9 @@ class RunResult:
     #: measured), and the repetition's delivered payload (what NIC bytes per GB divide by).
     nic_bytes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     nic_window_payload_bytes: int | None = None
+    #: Each broker role's own byte counters over the same span as ``nic_bytes`` (BytesIn, BytesOut,
+    #: ReplicationBytesIn, ReplicationBytesOut from its metrics endpoint, and their source).
+    kafka_bytes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
 

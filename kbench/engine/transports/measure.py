@@ -114,6 +114,11 @@ class Window:
     nic: Callable[[], Mapping[str, tuple[int, int]]] | None = None
     n0: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     n1: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: Each broker's own metrics scrape (BrokerMetrics or MetricsError), by role, read together
+    #: with the NIC counters (testbed): Kafka's byte counters over the same span as the NIC bytes.
+    kafka: Callable[[], Mapping[str, Any]] | None = None
+    k0: Mapping[str, Any] = field(default_factory=dict)
+    k1: Mapping[str, Any] = field(default_factory=dict)
 
     def open(self) -> None:
         self.s0, self.sys0, self.t0, self.t0_ns = (
@@ -130,11 +135,17 @@ class Window:
 
     def nic_start(self) -> None:
         """NIC counters before the repetition's drivers start (a pool calls it first)."""
+        self.k0 = self.kafka() if self.kafka else {}
         self.n0 = self.nic() if self.nic else {}
 
     def nic_end(self) -> None:
         """NIC counters once every driver has finished."""
         self.n1 = self.nic() if self.nic else {}
+        self.k1 = self.kafka() if self.kafka else {}
+
+    def kafka_bytes(self) -> dict[str, dict[str, Any]]:
+        """Each broker's Kafka byte counters over the NIC bytes' span (remote.kafka_bytes)."""
+        return {r: remote.kafka_bytes(a, self.k1.get(r)) for r, a in self.k0.items()}
 
     def nic_bytes(self) -> dict[str, tuple[int, int]]:
         """Each role's NIC (tx, rx) bytes over the whole repetition: a message's bytes cross the
@@ -264,4 +275,5 @@ def assemble(
         coordinator=dict(pool.coordinator),
         nic_bytes=window.nic_bytes(),
         nic_window_payload_bytes=payload if window.nic else None,
+        kafka_bytes=window.kafka_bytes(),
     )
