@@ -1,0 +1,211 @@
+"""Consumer groups: k consumers share a topic's partitions (real group membership, assignment,
+committed offsets) and the group's lost/duplicated counts are exact per partition; the
+catch-up experiment (G) drains a backlog with such a group, and a member that dies mid-drain
+fails the repetition by name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_engine_runner import opts
+
+from kbench.engine import plan as plan_mod
+from kbench.engine import store
+from kbench.engine.cell import Cell
+from kbench.engine.plan import PlanError, TransportDef
+from kbench.engine.runner import execute
+from kbench.engine.transports.base import RunRequest, TransportError
+from kbench.engine.transports.kafka import KafkaTransport
+from kbench.engine.transports.local_pool import LocalPool
+from kbench.kafka import admin, drivers, merge
+from kbench.model import corpus
+
+
+def _part(p: int, start: int, end: int, runs: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    return {
+        "partition": p,
+        "start": start,
+        "end": end,
+        "records": sum(b - a for a, b in runs),
+        "bytes": 0,
+        "runs": [list(r) for r in runs],
+    }
+
+
+def test_group_counts_are_exact_per_partition() -> None:
+    # member 1 read partition 0 up to 60, was revoked, member 2 re-read 50..100 (10 duplicates);
+    # partition 1: member 2 read 0..30 and 40..50 of 0..50: 10 lost, though the totals would hide it
+    m1 = [_part(0, 0, 100, [(0, 60)]), _part(1, 0, -1, [])]
+    m2 = [_part(0, 0, 100, [(50, 100)]), _part(1, 0, 50, [(0, 30), (40, 50)])]
+    g = merge.group_counts([m1, m2])
+    by = {r["partition"]: r for r in g["partitions"]}
+    assert by[0] == {"partition": 0, "stored": 100, "records": 110, "read": 100, "duplicates": 10, "lost": 0}
+    assert by[1] == {"partition": 1, "stored": 50, "records": 40, "read": 40, "duplicates": 0, "lost": 10}
+    assert (g["records"], g["unique"], g["duplicates"], g["lost"], g["stored_records"]) == (150, 140, 10, 10, 150)
+    # the producer's count raises the loss when fewer records were stored than it sent
+    assert merge.group_counts([m1, m2], expected=160)["lost"] == 20
+    merged = merge.merge_consumers([{"records": 60, "parts": m1}, {"records": 90, "parts": m2}])
+    assert (merged["unique"], merged["duplicates"], merged["lost"]) == (140, 10, 10)
+
+
+def test_group_plan_keys_are_checked(tmp_path: Path) -> None:
+    p = tmp_path / "p.toml"
+    base = 'name = "x"\n[[sweep]]\nexperiments = ["G"]\nrate = "saturated"\n'
+    p.write_text(base + "consumers = [1, 2]\n")
+    with pytest.raises(PlanError, match="backlog_bytes"):
+        plan_mod.load(str(p))
+    p.write_text(base + "backlog_bytes = 1000000\nconsumers = [1, 2]\nfetch_max_bytes = [65536, 1048576]\n")
+    cells = plan_mod.expand(plan_mod.load(str(p)))
+    assert sorted((c.consumers, c.fetch_max_bytes) for c in cells) == [
+        (1, 65536),
+        (1, 1048576),
+        (2, 65536),
+        (2, 1048576),
+    ]
+    assert all(c.catch_up and c.max_partition_fetch_bytes == 1048576 and c.fetch_min_bytes == 1 for c in cells)
+    p.write_text('name = "x"\n[transport]\nconsumers = 2\n[[sweep]]\nexperiments = ["A"]\nrate = 100\n')
+    with pytest.raises(PlanError, match="consumer_group = true"):
+        plan_mod.load(str(p))
+    p.write_text(
+        'name = "x"\n[transport]\nconsumers = 2\nconsumer_group = true\n[[sweep]]\nexperiments = ["A"]\nrate = 100\n'
+    )
+    assert plan_mod.load(str(p)).transport.consumer_group
+
+
+# ---------------------------------------------------------------------------- real Kafka
+
+
+@pytest.mark.kafka
+def test_a_group_of_two_reads_every_record_once(kafka1: Any, json_records: tuple[bytes, ...]) -> None:
+    props = kafka1.client_props()
+    topic = "group-of-two"
+    admin.create_topic(props, topic, partitions=4)
+    # small batches and one batch per fetch: the drain lasts long enough for both members to join
+    spec = drivers.ProducerSpec(
+        topic=topic,
+        props={**props, "batch.size": "2000", "linger.ms": "0"},
+        mode="saturated",
+        count=6000,
+        keys="round-robin",
+        nkeys=64,
+    )
+    sent = drivers.produce(spec, json_records, run_id=7)
+    assert sent.delivered == 6000
+    cprops = {**props, "group.id": "kbench-test-two", "fetch.max.bytes": "1", "max.partition.fetch.bytes": "1"}
+    members = [drivers.new_consumer(cprops, topic, 7, 0, 60.0, group=True, from_beginning=True) for _ in range(2)]
+    bgs = [drivers.Background(m, f"member-{i}") for i, m in enumerate(members)]
+    res = [b.result() for b in bgs]
+    assert not any(r["timed_out"] for r in res)
+    g = merge.group_counts([r["parts"] for r in res], expected=6000)
+    for row in g["partitions"]:  # every partition: each stored record read exactly once
+        assert row["stored"] > 0 and row["read"] == row["stored"] and row["duplicates"] == 0 and row["lost"] == 0, row
+    assert g["unique"] == g["records"] == 6000 and g["lost"] == 0
+    assert all(r["rebalances"] >= 1 and r["records"] > 0 for r in res), [(r["rebalances"], r["records"]) for r in res]
+    # the group committed where it stopped: a third member of the same group finds nothing left
+    late = drivers.new_consumer(cprops, topic, 7, 0, 20.0, group=True, from_beginning=True)
+    r3 = drivers.Background(late, "late").result()
+    assert r3["records"] == 0 and not r3["timed_out"]
+
+
+#: Stands in for a consumer driver: runs the real one, passes its READY on, then SIGKILLs it
+#: and itself (a member that dies after it was assigned its start offsets, before its result).
+_KILL_AFTER_READY = """
+import os, signal, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+child.stdin.write(sys.stdin.readline())
+child.stdin.close()
+sys.stdout.write(child.stdout.readline())
+sys.stdout.flush()
+child.kill()
+child.wait()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+class _KillSecondConsumer(KafkaTransport):
+    def _make_pool(self, tmp: Path) -> LocalPool:
+        spawned = {"consumer": 0}
+
+        def launch(role: str, argv: Sequence[str], kw: dict[str, Any]) -> subprocess.Popen[str]:
+            spawned[role] = spawned.get(role, 0) + 1
+            if role == "consumer" and spawned[role] == 2:
+                argv = [sys.executable, "-c", _KILL_AFTER_READY, *argv]
+            return subprocess.Popen(list(argv), **kw)
+
+        return LocalPool(tmp, self.defn.header_sample, launch=launch)
+
+
+def _catch_up_request(codec: str, consumers: int, topic: str) -> RunRequest:
+    cell = Cell(
+        cell_id="g-000",
+        sweep="g",
+        experiments=("G",),
+        codec=codec,
+        corpus="json",
+        batch_size=16384,
+        linger_ms=5,
+        partitions=2,
+        acks="1",
+        rate="saturated",
+        topic_compression="producer",
+        consumers=consumers,
+        backlog_bytes=2_000_000,
+        fetch_max_bytes=65536,
+        max_partition_fetch_bytes=65536,
+    )
+    return RunRequest(cell, topic, corpus.generate("json", 200_000, seed=3), None, 10.0, 0.0)
+
+
+@pytest.mark.kafka
+def test_a_member_killed_mid_drain_fails_the_repetition_by_name(kafka1: Any) -> None:
+    t = _KillSecondConsumer(TransportDef(kind="bootstrap", bootstrap=kafka1.bootstrap_servers))
+    t.open()
+    try:
+        with pytest.raises(TransportError, match=r"consumer-2 worker: .*(exited with status -9|Killed)"):
+            t.run(_catch_up_request("lz4", 2, "killed-member"))
+    finally:
+        t.close()
+
+
+@pytest.mark.kafka
+def test_catch_up_repetition_through_the_runner(tmp_path: Path, kafka1: Any) -> None:
+    """G end to end on the session cluster: rows OK, every record drained once, rates and CPU > 0;
+    then a run whose second member is killed: FAILED_RUN naming consumer-2, no OK row."""
+    p = tmp_path / "g.toml"
+    p.write_text(
+        f"""
+name = "g"
+repetitions = 1
+warmup = false
+duration_s = 5
+max_steal_pct = 100
+[transport]
+kind = "bootstrap"
+bootstrap = "{kafka1.bootstrap_servers}"
+[[sweep]]
+experiments = ["G"]
+codec = ["zstd:3"]
+rate = "saturated"
+partitions = 2
+backlog_bytes = 2000000
+consumers = [2]
+fetch_max_bytes = 65536
+max_partition_fetch_bytes = 65536
+"""
+    )
+    plan = plan_mod.load(str(p))
+    out = execute(opts(tmp_path / "ok", plan), KafkaTransport(plan.transport))
+    rows = store.read_rows(out.run_dir / "G.csv")
+    assert [r["status"] for r in rows] == ["OK"], rows
+    r = rows[0]
+    assert r["consumers"] == "2" and r["lost"] == "0" and r["duplicated"] == "0"
+    assert int(r["drain_records"]) == int(r["messages"]) > 0
+    assert float(r["drain_records_per_s"]) > 0 and float(r["consumer_cpu_s_per_gb"]) > 0
+    bad = execute(opts(tmp_path / "bad", plan), _KillSecondConsumer(plan.transport))
+    rows = store.read_rows(bad.run_dir / "G.csv")
+    assert rows and all(x["status"] == "FAILED_RUN" and "consumer-2" in x["reason"] for x in rows), rows
