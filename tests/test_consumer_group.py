@@ -5,6 +5,7 @@ fails the repetition by name."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -209,3 +210,101 @@ max_partition_fetch_bytes = 65536
     bad = execute(opts(tmp_path / "bad", plan), _KillSecondConsumer(plan.transport))
     rows = store.read_rows(bad.run_dir / "G.csv")
     assert rows and all(x["status"] == "FAILED_RUN" and "consumer-2" in x["reason"] for x in rows), rows
+
+
+def test_g_row_against_a_hand_calculation() -> None:
+    from kbench.engine import rules
+    from kbench.engine.transports.base import CpuSample, RunResult
+
+    c = _catch_up_request("zstd:3", 2, "t").cell
+    gb = 10**9
+    res = RunResult(
+        messages_sent=1000,
+        messages_acked=1000,
+        payload_bytes=2 * gb,
+        elapsed_s=1.0,
+        target_rate=None,
+        achieved_rate=1000.0,
+        consumed=1000,
+        lost=0,
+        duplicated=0,
+        cpu=(
+            CpuSample("consumer-1", 3.0, 1.0, 8.0, loadgen_s=1.0, client_s=3.0, window_payload_bytes=gb),
+            CpuSample("consumer-2", 1.0, 1.0, 5.0, loadgen_s=0.5, client_s=1.5, window_payload_bytes=gb),
+            CpuSample("broker-1", 2.0, 2.0, 4.0, pid=9, window_payload_bytes=2 * gb),
+        ),
+        steal_pct=0.0,
+        nic_bytes={"broker-1": (3 * gb, 10), "producer": (5, 5)},
+        drain={
+            "consumers": 2,
+            "records": 1000,
+            "unique": 1000,
+            "bytes": 2 * gb,
+            "lost": 0,
+            "duplicated": 0,
+            "stored_records": 1000,
+            "span_s": 4.0,
+            "members": [{"rebalances": 2}, {"rebalances": 1}],
+        },
+    )
+    (row,) = rules.rows_for(c, 1, res, corpus.generate("json", 5000), 4.0, 1)["G"]
+    assert row["status"] == "OK", row["reason"]
+    assert (row["consumers"], row["backlog_bytes"], row["fetch_max_bytes"]) == (2, 2_000_000, 65536)
+    assert row["drain_records_per_s"] == 250.0 and row["drain_mb_per_s"] == 500.0
+    assert row["consumer_usr_s_per_gb"] == 2.0 and row["consumer_sys_s_per_gb"] == 1.0
+    assert row["consumer_cpu_s_per_gb"] == 3.0
+    assert row["consumer_app_s_per_gb"] == 0.75 and row["consumer_client_s_per_gb"] == 2.25
+    assert row["member_cpu_s_per_gb_max"] == 4.0 and row["member_cpu_pct_max"] == 50.0
+    assert row["broker_cpu_s_per_gb"] == 2.0 and row["broker_cpu_pct"] == 100.0
+    assert row["broker_nic_tx_bytes_per_gb"] == 1.5 * gb and row["rebalances"] == 3
+    # a group that lost records is FAILED_LOSS, as every other experiment's rows
+    lossy = dataclasses.replace(res, lost=3, drain={**res.drain, "lost": 3})
+    (bad,) = rules.rows_for(c, 1, lossy, corpus.generate("json", 5000), 4.0, 1)["G"]
+    assert bad["status"] == "FAILED_LOSS" and bad["lost"] == 3
+
+
+def test_decompression_phase_is_timed_for_a_codec_and_zero_for_none() -> None:
+    from kbench.model import microbench
+    from kbench.model.codecs import parse_spec
+
+    c = corpus.generate("json", 300_000, seed=4)
+    assert microbench.batch_decompress_us(c, parse_spec("none"), 65536) == 0.0
+    z = microbench.batch_decompress_us(c, parse_spec("zstd:3"), 65536)
+    zc = microbench.batch_compress_us(c, parse_spec("zstd:3"), 65536)
+    assert 0 < z < zc  # zstd decompresses faster than it compresses at level 3
+
+
+@pytest.mark.kafka
+def test_a_reports_the_consumer_phases(tmp_path: Path, kafka1: Any) -> None:
+    """A on the session cluster: the consumer's decompression phase is > 0 for zstd and 0 for none,
+    and decompression + fetch wait is e2e p50 − service p50."""
+    p = tmp_path / "a.toml"
+    p.write_text(
+        f"""
+name = "a"
+repetitions = 1
+warmup = false
+duration_s = 3
+max_steal_pct = 100
+saturation_bound_ms = 60000
+corpus_size = 500000
+[transport]
+kind = "bootstrap"
+bootstrap = "{kafka1.bootstrap_servers}"
+header_sample = 10
+[[sweep]]
+experiments = ["A"]
+codec = ["none", "zstd:3"]
+batch_size = 65536
+linger_ms = 20
+rate = 2000
+"""
+    )
+    plan = plan_mod.load(str(p))
+    out = execute(opts(tmp_path / "run", plan), KafkaTransport(plan.transport))
+    rows = {r["codec"]: r for r in store.read_rows(out.run_dir / "A.csv")}
+    assert set(rows) == {"none", "zstd:3"}, rows
+    for codec, r in rows.items():
+        dec, wait = float(r["phase_decompress_p50_us"]), float(r["phase_fetch_wait_p50_us"])
+        assert (dec > 0) == (codec != "none"), (codec, dec)
+        assert dec + wait == pytest.approx(float(r["e2e_p50_us"]) - float(r["service_p50_us"]), abs=1.0)

@@ -244,17 +244,26 @@ def _sum_cpu(cpus: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     """Queue wait, compression and request medians (µs) of one fixed-rate run: the first and last
-    from librdkafka's statistics, compression timed here on a block of the median batch's size."""
+    from librdkafka's statistics, compression and (the consumer's) decompression timed here on a
+    block of the median batch's size."""
     from kbench.model import microbench
 
     ph = stats_mod.latency_phases(path, req.topic)
     if ph is None:
         return {}
-    compress = None
+    compress = decompress = None
     if ph.batch_records_p50:
         per_record = req.corpus.size / max(1, len(req.corpus.records))
-        compress = microbench.batch_compress_us(req.corpus, req.cell.spec, int(ph.batch_records_p50 * per_record))
-    return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
+        block = int(ph.batch_records_p50 * per_record)
+        compress = microbench.batch_compress_us(req.corpus, req.cell.spec, block)
+        # the consumer's side of the same batch: librdkafka decompresses a fetched batch whole
+        decompress = microbench.batch_decompress_us(req.corpus, req.cell.spec, block)
+    return {
+        "queue_p50_us": ph.queue_p50_us,
+        "compress_p50_us": compress,
+        "request_p50_us": ph.request_p50_us,
+        "decompress_p50_us": decompress,
+    }
 
 
 @dataclass
