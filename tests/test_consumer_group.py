@@ -97,7 +97,13 @@ def test_a_group_of_two_reads_every_record_once(kafka1: Any, json_records: tuple
     )
     sent = drivers.produce(spec, json_records, run_id=7)
     assert sent.delivered == 6000
-    cprops = {**props, "group.id": "kbench-test-two", "fetch.max.bytes": "1", "max.partition.fetch.bytes": "1"}
+    cprops = {
+        **props,
+        "group.id": "kbench-test-two",
+        "fetch.max.bytes": "1000",
+        "message.max.bytes": "1000",
+        "max.partition.fetch.bytes": "1",
+    }
     members = [drivers.new_consumer(cprops, topic, 7, 0, 60.0, group=True, from_beginning=True) for _ in range(2)]
     bgs = [drivers.Background(m, f"member-{i}") for i, m in enumerate(members)]
     res = [b.result() for b in bgs]

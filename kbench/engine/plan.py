@@ -566,6 +566,8 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
             ("fetch_min_bytes", 1),
         )
     }
+    if any(v < 1000 for v in catch["fetch_max_bytes"]):
+        raise PlanError(f"{w}fetch_max_bytes: must be >= 1000 (librdkafka's smallest message.max.bytes)")
     backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
     if not backlog and any(k in tbl for k in catch):
         raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
