@@ -91,12 +91,12 @@ def test_a_group_of_two_reads_every_record_once(kafka1: Any, json_records: tuple
         topic=topic,
         props={**props, "batch.size": "2000", "linger.ms": "0"},
         mode="saturated",
-        count=6000,
+        count=10_000,
         keys="round-robin",
         nkeys=64,
     )
     sent = drivers.produce(spec, json_records, run_id=7)
-    assert sent.delivered == 6000
+    assert sent.delivered == 10_000
     cprops = {
         **props,
         "group.id": "kbench-test-two",
@@ -108,10 +108,10 @@ def test_a_group_of_two_reads_every_record_once(kafka1: Any, json_records: tuple
     bgs = [drivers.Background(m, f"member-{i}") for i, m in enumerate(members)]
     res = [b.result() for b in bgs]
     assert not any(r["timed_out"] for r in res)
-    g = merge.group_counts([r["parts"] for r in res], expected=6000)
+    g = merge.group_counts([r["parts"] for r in res], expected=10_000)
     for row in g["partitions"]:  # every partition: each stored record read exactly once
         assert row["stored"] > 0 and row["read"] == row["stored"] and row["duplicates"] == 0 and row["lost"] == 0, row
-    assert g["unique"] == g["records"] == 6000 and g["lost"] == 0
+    assert g["unique"] == g["records"] == 10_000 and g["lost"] == 0
     assert all(r["rebalances"] >= 1 and r["records"] > 0 for r in res), [(r["rebalances"], r["records"]) for r in res]
     # the group committed where it stopped: a third member of the same group finds nothing left
     late = drivers.new_consumer(cprops, topic, 7, 0, 20.0, group=True, from_beginning=True)
