@@ -314,3 +314,44 @@ rate = 2000
         dec, wait = float(r["phase_decompress_p50_us"]), float(r["phase_fetch_wait_p50_us"])
         assert (dec > 0) == (codec != "none"), (codec, dec)
         assert dec + wait == pytest.approx(float(r["e2e_p50_us"]) - float(r["service_p50_us"]), abs=1.0)
+
+
+def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> None:
+    """G's rows, console table and report section from a transport whose drain is made up: the
+    plumbing (columns, the consumers axis splitting cells, the section's table) without Kafka."""
+    from engine_fakes import FakeTransport
+
+    from kbench.engine.transports.base import CpuSample, RunResult
+    from kbench.reporting import report
+
+    class Drains(FakeTransport):
+        def run(self, req: RunRequest) -> RunResult:
+            res = super().run(req)
+            k = req.cell.consumers
+            per = 10**9 // k
+            cpu = tuple(
+                CpuSample(f"consumer-{i + 1}", 1.0, 0.5, 4.0, loadgen_s=0.3, client_s=1.2, window_payload_bytes=per)
+                for i in range(k)
+            ) + (CpuSample("broker-0", 1.0, 1.0, 4.0, pid=1, window_payload_bytes=10**9),)
+            drain = {"unique": 1000, "records": 1000, "bytes": 10**9, "lost": 0, "duplicated": 0, "span_s": 2.0 / k}
+            return dataclasses.replace(res, cpu=cpu, drain={**drain, "members": [{}] * k})
+
+    p = tmp_path / "g.toml"
+    p.write_text(
+        'name = "g"\nrepetitions = 2\nwarmup = false\nduration_s = 1\n[transport]\nkind = "local"\n'
+        '[[sweep]]\nexperiments = ["G"]\ncodec = ["none", "lz4"]\nrate = "saturated"\n'
+        "backlog_bytes = 1000000\nconsumers = [1, 2]\n"
+    )
+    plan = plan_mod.load(str(p))
+    out = execute(opts(tmp_path, plan), Drains())
+    rows = store.read_rows(out.run_dir / "G.csv")
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"OK"}
+    by_k = {r["consumers"]: float(r["drain_records_per_s"]) for r in rows}
+    assert by_k == {"1": 500.0, "2": 1000.0}
+    # members' CPU summed per GB drained: 1.5 CPU-s each, one or two members
+    assert {(r["consumers"], float(r["consumer_cpu_s_per_gb"])) for r in rows} == {("1", 1.5), ("2", 3.0)}
+    md = report.write([out.run_dir], tmp_path / "rep", with_plots=False).markdown.read_text()
+    section = md.split("Experiment G · catch-up", 1)[1].split("\n## ", 1)[0]
+    table = [ln for ln in section.splitlines() if ln.startswith("|")]
+    assert "records/s median [range]" in table[0] and len(table) == 2 + 4  # header, rule, 2 codecs x 2 groups
+    assert sum(" 1,000 " in ln for ln in table) == 2 and sum(" 500 " in ln for ln in table) == 2

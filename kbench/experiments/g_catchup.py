@@ -86,11 +86,11 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     keys = ["machine"] + labels
     metrics = {
         "drain_records_per_s": "int",
-        "drain_mb_per_s": "f1",
+        "drain_mb_per_s": "f2",
         "consumer_cpu_s_per_gb": "f2",
         "consumer_app_s_per_gb": "f2",
         "consumer_client_s_per_gb": "f2",
-        "member_cpu_pct_max": "f1",
+        "member_cpu_pct_max": "pct1",
         "broker_cpu_s_per_gb": "f2",
         "broker_nic_tx_bytes_per_gb": "int",
     }
