@@ -571,6 +571,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
     if not backlog and any(k in tbl for k in catch):
         raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
+    if backlog and clients != ["librdkafka"]:
+        raise PlanError(
+            f'{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the librdkafka driver has; use client = "librdkafka"'
+        )
     axes.update(catch, backlog_bytes=[backlog])
     for e in exps:
         check = registry.get(e).sweep_check
@@ -750,6 +754,11 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    for i, s in enumerate(sweeps):
+        if group and s.client != ("librdkafka",):
+            raise PlanError(
+                f'sweep[{i}].client: transport.consumer_group needs consumer groups, which only the librdkafka driver has; use client = "librdkafka"'
+            )
     if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
