@@ -281,9 +281,10 @@ def test_decompression_phase_is_timed_for_a_codec_and_zero_for_none() -> None:
 
 
 @pytest.mark.kafka
-def test_a_reports_the_consumer_phases(tmp_path: Path, kafka1: Any) -> None:
-    """A on the session cluster: the consumer's decompression phase is > 0 for zstd and 0 for none,
-    and decompression + fetch wait is e2e p50 − service p50."""
+def test_a_reports_the_consumer_phases_with_a_local_group_of_two(tmp_path: Path, kafka1: Any) -> None:
+    """A on the session cluster, its consumers a local group of two: every record read once (lost
+    and duplicated 0, per partition); the consumer's decompression phase is > 0 for zstd and 0 for
+    none, and decompression + fetch wait is e2e p50 − service p50."""
     p = tmp_path / "a.toml"
     p.write_text(
         f"""
@@ -298,9 +299,13 @@ corpus_size = 500000
 kind = "bootstrap"
 bootstrap = "{kafka1.bootstrap_servers}"
 header_sample = 10
+consumers = 2
+consumer_group = true
 [[sweep]]
 experiments = ["A"]
 codec = ["none", "zstd:3"]
+partitions = 4
+key_policy = "round-robin"
 batch_size = 65536
 linger_ms = 20
 rate = 2000
@@ -311,6 +316,7 @@ rate = 2000
     rows = {r["codec"]: r for r in store.read_rows(out.run_dir / "A.csv")}
     assert set(rows) == {"none", "zstd:3"}, rows
     for codec, r in rows.items():
+        assert (r["lost"], r["duplicated"]) == ("0", "0"), (codec, r["status"], r["reason"])
         dec, wait = float(r["phase_decompress_p50_us"]), float(r["phase_fetch_wait_p50_us"])
         assert (dec > 0) == (codec != "none"), (codec, dec)
         assert dec + wait == pytest.approx(float(r["e2e_p50_us"]) - float(r["service_p50_us"]), abs=1.0)
