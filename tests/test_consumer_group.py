@@ -361,3 +361,47 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
     table = [ln for ln in section.splitlines() if ln.startswith("|")]
     assert "records/s median [range]" in table[0] and len(table) == 2 + 4  # header, rule, 2 codecs x 2 groups
     assert sum(" 1,000 " in ln for ln in table) == 2 and sum(" 500 " in ln for ln in table) == 2
+
+
+@pytest.mark.kafka
+def test_java_and_c_group_consumers_agree_on_a_backlog(tmp_path: Path, kafka1: Any) -> None:
+    """The same backlog drained by the C consumer's group and by the Java driver's: the same
+    records and bytes, every partition read whole (docs/drivers.md: the job's ``group``)."""
+    from kbench.engine.transports.local_pool import spawn
+
+    props = kafka1.client_props()
+    topic = "java-vs-c"
+    admin.create_topic(props, topic, partitions=3)
+    recs = corpus.generate("json", 200_000, seed=5).records
+    spec = drivers.ProducerSpec(
+        topic=topic,
+        props={**props, "compression.type": "zstd"},
+        mode="saturated",
+        count=5000,
+        keys="round-robin",
+        nkeys=32,
+    )
+    assert drivers.produce(spec, recs, run_id=11).delivered == 5000
+    c = drivers.Background(
+        drivers.new_consumer({**props, "group.id": "c-group"}, topic, 11, 0, 60.0, group=True, from_beginning=True),
+        "c",
+    ).result()
+    job = {
+        "props": {**props, "group.id": "java-group"},
+        "topic": topic,
+        "run_id": 11,
+        "expected": 0,
+        "timeout": 60.0,
+        "skip_s": 0.0,
+        "group": True,
+        "from_beginning": True,
+    }
+    w = spawn("consumer", job, tmp_path / "java.err", "java")
+    w.expect("READY", 120.0)
+    j = w.result(120.0)
+    for r in (c, j):
+        assert not r["timed_out"] and r["commit_errors"] == 0
+    assert (j["records"], j["bytes"], j["unique"], j["duplicates"]) == (c["records"], c["bytes"], c["unique"], 0)
+    assert c["records"] == 5000
+    gc, gj = merge.group_counts([c["parts"]]), merge.group_counts([j["parts"]])
+    assert gc["partitions"] == gj["partitions"] and gj["lost"] == 0

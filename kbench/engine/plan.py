@@ -129,6 +129,10 @@ SWEEP_KEYS = {
 }
 
 
+#: The drivers with a consumer-group mode (docs/drivers.md: the job's ``group``).
+GROUP_CLIENTS = ("librdkafka", "java")
+
+
 class PlanError(ValueError):
     """A plan is invalid; the message is one line naming the key and the fix."""
 
@@ -571,9 +575,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
     if not backlog and any(k in tbl for k in catch):
         raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
-    if backlog and clients != ["librdkafka"]:
+    if backlog and not set(clients) <= set(GROUP_CLIENTS):
         raise PlanError(
-            f'{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the librdkafka driver has; use client = "librdkafka"'
+            f"{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the "
+            f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
         )
     axes.update(catch, backlog_bytes=[backlog])
     for e in exps:
@@ -755,9 +760,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
     for i, s in enumerate(sweeps):
-        if group and s.client != ("librdkafka",):
+        if group and not set(s.client) <= set(GROUP_CLIENTS):
             raise PlanError(
-                f'sweep[{i}].client: transport.consumer_group needs consumer groups, which only the librdkafka driver has; use client = "librdkafka"'
+                f"sweep[{i}].client: transport.consumer_group needs consumer groups, which only the "
+                f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
             )
     if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
