@@ -194,6 +194,7 @@ max_steal_pct = 100
 [transport]
 kind = "bootstrap"
 bootstrap = "{kafka1.bootstrap_servers}"
+broker_pids = [{kafka1.pids[0]}]
 [[sweep]]
 experiments = ["G"]
 codec = ["zstd:3"]
@@ -213,6 +214,7 @@ max_partition_fetch_bytes = 65536
     assert r["consumers"] == "2" and r["lost"] == "0" and r["duplicated"] == "0"
     assert int(r["drain_records"]) == int(r["messages"]) > 0
     assert float(r["drain_records_per_s"]) > 0 and float(r["consumer_cpu_s_per_gb"]) > 0
+    assert float(r["broker_cpu_s_per_gb"]) > 0
     bad = execute(opts(tmp_path / "bad", plan), _KillSecondConsumer(plan.transport))
     rows = store.read_rows(bad.run_dir / "G.csv")
     assert rows and all(x["status"] == "FAILED_RUN" and "consumer-2" in x["reason"] for x in rows), rows
@@ -260,7 +262,7 @@ def test_g_row_against_a_hand_calculation() -> None:
     assert row["consumer_usr_s_per_gb"] == 2.0 and row["consumer_sys_s_per_gb"] == 1.0
     assert row["consumer_cpu_s_per_gb"] == 3.0
     assert row["consumer_app_s_per_gb"] == 0.75 and row["consumer_client_s_per_gb"] == 2.25
-    assert row["member_cpu_s_per_gb_max"] == 4.0 and row["member_cpu_pct_max"] == 50.0
+    assert row["member_cpu_s_per_gb_max"] == 4.0 and row["member_cpu_pct_max"] == 100.0  # 4 CPU-s over 4 s
     assert row["broker_cpu_s_per_gb"] == 2.0 and row["broker_cpu_pct"] == 100.0
     assert row["broker_nic_tx_bytes_per_gb"] == 1.5 * gb and row["rebalances"] == 3
     # a group that lost records is FAILED_LOSS, as every other experiment's rows
@@ -361,6 +363,13 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
     table = [ln for ln in section.splitlines() if ln.startswith("|")]
     assert "records/s median [range]" in table[0] and len(table) == 2 + 4  # header, rule, 2 codecs x 2 groups
     assert sum(" 1,000 " in ln for ln in table) == 2 and sum(" 500 " in ln for ln in table) == 2
+    # a broker's unreadable CPU leaves G's row OK, its broker columns NA, and says why
+    res = Drains().run(_catch_up_request("lz4", 1, "t"))
+    res = dataclasses.replace(res, cpu=(*res.cpu[:-1], CpuSample("broker-0", None, None, 4.0, note="no local pid")))
+    from kbench.engine import rules
+
+    (row,) = rules.rows_for(_catch_up_request("lz4", 1, "t").cell, 1, res, corpus.generate("json", 5000), 4.0, 1)["G"]
+    assert row["status"] == "OK" and row["broker_cpu_s_per_gb"] is None and "broker-0" in row["reason"]
 
 
 @pytest.mark.kafka

@@ -52,9 +52,14 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
     members = [c for c in res.cpu if c.role.startswith("consumer")]
     brokers = [c for c in res.cpu if c.role.startswith("broker")]
     judged = [(c, cpu_role(c)) for c in members + brokers]
-    bad = [(st, why) for _, (_, _, _, st, why) in judged if st is not None]
+    # a member's CPU unreadable or going backwards voids the row; a broker's unreadable CPU (a
+    # bootstrap cluster without pids or metrics) leaves its columns NA and says so
+    bad = [(st, why) for c, (_, _, _, st, why) in judged if st is not None and (c in members or st != Status.NA)]
     if bad:
         v = v.merged(Verdict(bad[0][0], [why for _, why in bad]))
+    unread = [why for c, (_, _, _, st, why) in judged if c in brokers and st == Status.NA]
+    if unread:
+        v = v.merged(Verdict(Status.OK, unread))
     usr = _sum([c.usr_s for c in members])
     sys_ = _sum([c.sys_s for c in members])
     row["consumer_usr_s_per_gb"] = per_gb(usr, gb)
@@ -64,8 +69,9 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
     row["consumer_client_s_per_gb"] = per_gb(_sum([c.client_s for c in members]), gb)
     own = [per_gb(cpu, (c.window_payload_bytes or 0) / GB) for c, (_, _, cpu, _, _) in judged if c in members]
     row["member_cpu_s_per_gb_max"] = None if not own or any(o is None for o in own) else max(own)  # type: ignore[type-var]
-    pct = [(u or 0) + (s or 0) for c, (u, s, _, st, _) in judged if c in members and st is None]
-    row["member_cpu_pct_max"] = max(pct) if pct and len(pct) == len(members) else None
+    # how tight the busiest member's CPU was while the group drained: its CPU over the drain span
+    cpus = [cpu for c, (_, _, cpu, st, _) in judged if c in members and st is None and cpu is not None]
+    row["member_cpu_pct_max"] = max(cpus) / span * 100 if span and cpus and len(cpus) == len(members) else None
     b_cpu = _sum([r[2] for _, r in judged[len(members) :]])
     b_wall = max((c.wall_s for c in brokers), default=0.0)
     row["broker_cpu_s_per_gb"] = per_gb(b_cpu, gb)
