@@ -99,11 +99,12 @@ TRANSPORT_KEYS = {
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
     "workers": "Dask scheduler address (tcp://host:8786): run each cell's drivers on Dask workers",
     "producers": "producer drivers per cell on Dask workers (the rate is split among them)",
-    "consumers": "consumer drivers per cell on Dask workers (each reads every record)",
+    "consumers": "consumer drivers per cell (each reads every record; with consumer_group they share the partitions, locally too)",
     "drivers_per_worker": "drivers placed on one Dask worker process (default 1)",
     "broker_metrics": "Prometheus endpoints of the brokers (URL or host:port, one per broker): broker CPU, version, bytes",
     "broker_version": "the brokers' Kafka version, when neither the cluster nor its metrics report it",
     "header_sample": "one record in this many carries the kb latency header (default 1000)",
+    "consumer_group": "true: the cell's consumers join one consumer group and share the partitions (default false: each reads every record)",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
@@ -126,7 +127,16 @@ SWEEP_KEYS = {
     "topic_config": "table of extra topic configs",
     "key_policy": "none, round-robin or random",
     "client": "the Kafka client driving the cell: librdkafka or java, or a list",
+    "consumers": "catch-up: members of the consumer group that drains the backlog, or a list (default 1)",
+    "backlog_bytes": "catch-up: payload bytes of the backlog produced before the drain (> 0 makes the cell a catch-up run)",
+    "fetch_max_bytes": "catch-up: the consumer's fetch.max.bytes, or a list (default 52428800, Kafka's)",
+    "max_partition_fetch_bytes": "catch-up: the consumer's max.partition.fetch.bytes, or a list (default 1048576)",
+    "fetch_min_bytes": "catch-up: the consumer's fetch.min.bytes, or a list (default 1)",
 }
+
+
+#: The drivers with a consumer-group mode (docs/drivers.md: the job's ``group``).
+GROUP_CLIENTS = ("librdkafka", "java")
 
 
 class PlanError(ValueError):
@@ -148,6 +158,7 @@ class TransportDef:
     broker_metrics: tuple[str, ...] = ()
     broker_version: str | None = None
     header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
+    consumer_group: bool = False  # the cell's consumers share the partitions as one consumer group
     #: testbed (docs/testbed.md): NIC rates (Mbit/s, None: unshaped) and a one-way delay per host
     broker_nic_mbit: float | None = None
     client_nic_mbit: float | None = None
@@ -179,6 +190,11 @@ class Sweep:
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"
     client: tuple[str, ...] = ("librdkafka",)
+    consumers: tuple[int, ...] = (1,)
+    backlog_bytes: int = 0
+    fetch_max_bytes: tuple[int, ...] = (52428800,)
+    max_partition_fetch_bytes: tuple[int, ...] = (1048576,)
+    fetch_min_bytes: tuple[int, ...] = (1,)
 
 
 @dataclass(frozen=True)
@@ -568,6 +584,26 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         "partitions": parts,
     }
     axes.update(acks=acks, rate=rates, topic_compression=tc, client=clients)
+    catch = {
+        k: _axis(f"{w}{k}", [int(_number(f"{w}{k}", v, integer=True)) for v in _as_list(tbl.get(k, d))])
+        for k, d in (
+            ("consumers", 1),
+            ("fetch_max_bytes", 52428800),
+            ("max_partition_fetch_bytes", 1048576),
+            ("fetch_min_bytes", 1),
+        )
+    }
+    if any(v < 1000 for v in catch["fetch_max_bytes"]):
+        raise PlanError(f"{w}fetch_max_bytes: must be >= 1000 (librdkafka's smallest message.max.bytes)")
+    backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
+    if not backlog and any(k in tbl for k in catch):
+        raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
+    if backlog and not set(clients) <= set(GROUP_CLIENTS):
+        raise PlanError(
+            f"{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the "
+            f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
+        )
+    axes.update(catch, backlog_bytes=[backlog])
     for e in exps:
         check = registry.get(e).sweep_check
         problem = check(axes) if check is not None else ""
@@ -587,6 +623,11 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
         client=tuple(clients),
+        consumers=tuple(catch["consumers"]),
+        backlog_bytes=backlog,
+        fetch_max_bytes=tuple(catch["fetch_max_bytes"]),
+        max_partition_fetch_bytes=tuple(catch["max_partition_fetch_bytes"]),
+        fetch_min_bytes=tuple(catch["fetch_min_bytes"]),
     )
 
 
@@ -707,6 +748,14 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError(
             "transport.workers: the testbed runs every role on an emulated host of this machine; drop workers"
         )
+    group = t.get("consumer_group", False)
+    if not isinstance(group, bool):
+        raise PlanError("transport.consumer_group: must be true or false")
+    if dist["consumers"] > 1 and workers is None and not group:
+        raise PlanError(
+            "transport.consumers: several consumers on this machine share a topic as a group; set consumer_group = true "
+            "or give workers"
+        )
     transport = TransportDef(
         kind,
         brokers,
@@ -719,6 +768,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         broker_metrics=endpoints,
         broker_version=None if bver is None else str(bver),
         header_sample=hs,
+        consumer_group=group,
         broker_nic_mbit=shaping["broker_nic_mbit"],
         client_nic_mbit=shaping["client_nic_mbit"],
         delay_ms=shaping["delay_ms"],
@@ -739,6 +789,12 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    for i, s in enumerate(sweeps):
+        if group and not set(s.client) <= set(GROUP_CLIENTS):
+            raise PlanError(
+                f"sweep[{i}].client: transport.consumer_group needs consumer groups, which only the "
+                f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
+            )
     if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
@@ -796,7 +852,8 @@ def expand(plan: Plan) -> list[Cell]:
         combos = itertools.product(
             s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression, s.client
         )
-        for j, (c, corp, bs, lg, p, a, r, tc, cl) in enumerate(combos):
+        catch = list(itertools.product(s.consumers, s.fetch_max_bytes, s.max_partition_fetch_bytes, s.fetch_min_bytes))
+        for j, ((c, corp, bs, lg, p, a, r, tc, cl), (k, fmx, mpf, fmn)) in enumerate(itertools.product(combos, catch)):
             cells.append(
                 Cell(
                     cell_id=f"{s.name}-{j:03d}",
@@ -814,6 +871,11 @@ def expand(plan: Plan) -> list[Cell]:
                     topic_config=s.topic_config,
                     key_policy=s.key_policy,
                     client=cl,
+                    consumers=k,
+                    backlog_bytes=s.backlog_bytes,
+                    fetch_max_bytes=fmx,
+                    max_partition_fetch_bytes=mpf,
+                    fetch_min_bytes=fmn,
                 )
             )
     return cells

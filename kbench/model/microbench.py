@@ -247,10 +247,21 @@ def write_csv(rows: Iterable[MRow], path: Path) -> Path:
     return w.close()
 
 
+def batch_decompress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float = 0.02) -> float:
+    """Microseconds to decompress one block of ``block_bytes`` of the corpus compressed with
+    ``spec`` on this machine (as :func:`batch_compress_us`): the consumer's decompression phase of
+    one batch of that size.  0 for codec none."""
+    return _batch_us(corpus, spec, block_bytes, min_time, decompress=True)
+
+
 def batch_compress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float = 0.02) -> float:
     """Microseconds to compress one block of ``block_bytes`` of the corpus with ``spec`` on this
     machine: experiment M at one block size (median of 3 timed runs, a warm-up excluded), used to
     put a time on the compression phase of a producer's latency.  0 for codec none."""
+    return _batch_us(corpus, spec, block_bytes, min_time, decompress=False)
+
+
+def _batch_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float, decompress: bool) -> float:
     if spec.codec == "none" or block_bytes <= 0:
         return 0.0
     block = int(block_bytes)
@@ -259,6 +270,7 @@ def batch_compress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_tim
         block = len(data)
     nblocks = -(-len(data) // block)
     b = _native.CodecBench(data, block, spec.codec, spec.level)
-    loops = _calibrate(b.compress, min_time)
-    times = [b.compress(loops) for _ in range(4)][1:]
+    run = b.decompress if decompress else b.compress
+    loops = _calibrate(run, min_time)
+    times = [run(loops) for _ in range(4)][1:]
     return statistics.median(times) / 1e3 / (loops * nblocks)

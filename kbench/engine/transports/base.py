@@ -184,6 +184,10 @@ class RunResult:
     kafka_bytes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
+    #: A catch-up repetition (Cell.catch_up): consumers, records, payload bytes, span_s (first
+    #: fetched record to last record, any member), lost, duplicated, and per member its records,
+    #: bytes and CPU (usr_s, sys_s, app_s: the loop thread, client_s: librdkafka's threads).  Empty otherwise.
+    drain: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Transport(Protocol):

@@ -184,6 +184,8 @@ class Jobs:
     producer: Mapping[str, Any]
     consumer: Mapping[str, Any] | None  # None: saturated (no consumer)
     count: int  # messages to send at a fixed rate (0: saturated, for the duration)
+    consumers: int = 1  # consumer drivers (more than one: a consumer group, or Dask fan-out)
+    catch_up: bool = False  # produce ``count`` messages first, then drain them with the consumers
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class PoolResult:
     e2e_na: str = ""  # why end-to-end latency cannot stand ('' when it can)
     coordinator: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    drain: Mapping[str, Any] = field(default_factory=dict)  # a catch-up repetition's drain (RunResult.drain)
 
 
 class DriverPool(Protocol):
@@ -276,4 +279,5 @@ def assemble(
         nic_bytes=window.nic_bytes(),
         nic_window_payload_bytes=payload if window.nic else None,
         kafka_bytes=window.kafka_bytes(),
+        drain=dict(pool.drain),
     )
