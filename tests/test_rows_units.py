@@ -671,3 +671,42 @@ def test_per_process_deltas() -> None:
     ]
     assert ds[0].total_s == 0.75 and ds[2].total_s is None
     assert b.get(3, 7) is b.procs[2] and b.get(3) is None and b.get(9) is None
+
+
+# --------------------------------------------------------------------------- merge and D's compare frame
+
+from kbench.kafka import merge  # noqa: E402
+from kbench.kafka.drivers import Histogram  # noqa: E402
+
+
+def _h(*values: int) -> dict[str, object]:
+    import base64
+
+    h = Histogram()
+    for v in values:
+        h.record(v)
+    return {"encoded": base64.b64encode(h.encode()).decode()}
+
+
+def test_merge_producers_every_field() -> None:
+    a = {"sent": 3, "send_seconds": None, "client_errors": {"x": 1}, "corrected": _h(1000, 2000), "service": None}
+    b = {"sent": 4, "send_seconds": 0.5, "client_errors": {"x": 2, "y": 1}, "corrected": _h(3000)}
+    m = merge.merge_producers([a, b])
+    assert m["sent"] == 7 and m["delivered"] == 0 and m["send_seconds"] == 0.5
+    assert m["client_errors"] == {"x": 3, "y": 1} and m["delivery_errors"] == {}
+    assert m["corrected"]["count"] == 3 and m["service"] is None and m["delay"] is None
+    assert merge.merge_producers([{"sent": 1}])["send_seconds"] == 0.0
+    for fn, what in ((merge.merge_producers, "producer"), (merge.merge_consumers, "consumer")):
+        with pytest.raises(ValueError) as e:
+            fn([])
+        assert str(e.value) == f"no {what} results to merge"
+
+
+def test_d_compare_frame_totals_usr_and_sys() -> None:
+    import pandas as pd
+
+    from kbench.experiments import d_cpu
+
+    df = d_cpu._compare_frame(pd.DataFrame({"usr_pct": [10.0, 1.5], "sys_pct": [5.0, 0.25]}))
+    assert list(df["total_pct"]) == [15.0, 1.75]
+    assert "total_pct" not in d_cpu._compare_frame(pd.DataFrame({"usr_pct": [1.0]})).columns
