@@ -710,3 +710,13 @@ def test_d_compare_frame_totals_usr_and_sys() -> None:
     df = d_cpu._compare_frame(pd.DataFrame({"usr_pct": [10.0, 1.5], "sys_pct": [5.0, 0.25]}))
     assert list(df["total_pct"]) == [15.0, 1.75]
     assert "total_pct" not in d_cpu._compare_frame(pd.DataFrame({"usr_pct": [1.0]})).columns
+
+
+def test_failed_rows_default_attempt_and_f_with_idle_brokers() -> None:
+    assert rules.failed_rows(CELL, 1, None, "x")["C"][0]["attempt"] == 1
+    idle = (
+        CpuSample("broker-0", 0.0, 0.0, 4.0, pid=13, window_payload_bytes=5 * 10**8),
+        CpuSample("broker-1", 0.0, 0.0, 4.0, pid=14, window_payload_bytes=5 * 10**8),
+    )
+    (f,) = _rows(_full(cpu=idle))["F"]
+    assert (f["broker_usr_pct"], f["broker_sys_pct"], f["broker_cpu_s_per_gb"], f["status"]) == (0.0, 0.0, 0.0, "OK")
