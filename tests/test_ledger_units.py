@@ -543,3 +543,20 @@ def test_labels_a_report_may_copy_and_rows_without_their_usual_columns(tmp_path:
     t = provenance._Tables([d])
     t.table("C")
     assert t.describe("C", 0) == "r9/C.csv row 1 (? rep ?, OK)"
+
+
+def test_frames_pooling_checks_name_what_differs(tmp_path: Path) -> None:
+    a = _run_dir(tmp_path, "a", ROWS, transport={"name": "no kind"})
+    b = _run_dir(tmp_path, "b", ROWS, transport=None)
+    assert [r.index for r in frames.load_runs([a, b])] == [0, 1]  # neither names a kind: one (unknown) kind
+    assert frames.read_run(a).index == 0
+    two = {"c1": {"rate": 1}, "c2": {"rate": 2}}
+    x = _run_dir(tmp_path, "x", ROWS, cells=two, plan_name=None)
+    y = _run_dir(tmp_path, "y", ROWS, cells={**two, "c2": {"rate": 3}}, plan_name="p2")
+    man = json.loads((x / "manifest.json").read_text())
+    del man["plan_name"]
+    (x / "manifest.json").write_text(json.dumps(man))
+    assert _raises(frames.load_runs, [x, y]) == (
+        f"{x} (plan ?) and {y} (plan p2) ran different plans (cell c2 differs); pooling them would compare "
+        "cells not measured alike: report each plan's runs separately"
+    )

@@ -671,3 +671,85 @@ def test_per_process_deltas() -> None:
     ]
     assert ds[0].total_s == 0.75 and ds[2].total_s is None
     assert b.get(3, 7) is b.procs[2] and b.get(3) is None and b.get(9) is None
+
+
+# --------------------------------------------------------------------------- merge and D's compare frame
+
+from kbench.kafka import merge  # noqa: E402
+from kbench.kafka.drivers import Histogram  # noqa: E402
+
+
+def _h(*values: int) -> dict[str, object]:
+    import base64
+
+    h = Histogram()
+    for v in values:
+        h.record(v)
+    return {"encoded": base64.b64encode(h.encode()).decode()}
+
+
+def test_merge_producers_every_field() -> None:
+    a = {"sent": 3, "send_seconds": None, "client_errors": {"x": 1}, "corrected": _h(1000, 2000), "service": None}
+    b = {"sent": 4, "send_seconds": 0.5, "client_errors": {"x": 2, "y": 1}, "corrected": _h(3000)}
+    m = merge.merge_producers([a, b])
+    assert m["sent"] == 7 and m["delivered"] == 0 and m["send_seconds"] == 0.5
+    assert m["client_errors"] == {"x": 3, "y": 1} and m["delivery_errors"] == {}
+    assert m["corrected"]["count"] == 3 and m["service"] is None and m["delay"] is None
+    assert merge.merge_producers([{"sent": 1}])["send_seconds"] == 0.0
+    for fn, what in ((merge.merge_producers, "producer"), (merge.merge_consumers, "consumer")):
+        with pytest.raises(ValueError) as e:
+            fn([])
+        assert str(e.value) == f"no {what} results to merge"
+
+
+def test_d_compare_frame_totals_usr_and_sys() -> None:
+    import pandas as pd
+
+    from kbench.experiments import d_cpu
+
+    df = d_cpu._compare_frame(pd.DataFrame({"usr_pct": [10.0, 1.5], "sys_pct": [5.0, 0.25]}))
+    assert list(df["total_pct"]) == [15.0, 1.75]
+    assert "total_pct" not in d_cpu._compare_frame(pd.DataFrame({"usr_pct": [1.0]})).columns
+
+
+def test_failed_rows_default_attempt_and_f_with_idle_brokers() -> None:
+    assert rules.failed_rows(CELL, 1, None, "x")["C"][0]["attempt"] == 1
+    idle = (
+        CpuSample("broker-0", 0.0, 0.0, 4.0, pid=13, window_payload_bytes=5 * 10**8),
+        CpuSample("broker-1", 0.0, 0.0, 4.0, pid=14, window_payload_bytes=5 * 10**8),
+    )
+    (f,) = _rows(_full(cpu=idle))["F"]
+    assert (f["broker_usr_pct"], f["broker_sys_pct"], f["broker_cpu_s_per_gb"], f["status"]) == (0.0, 0.0, 0.0, "OK")
+
+
+def test_edges_of_the_row_rules() -> None:
+    sat = a_latency.saturation_reasons
+    assert sat(_full(latency_delay=_lat(20_008), latency_phases={}), 7.0, 20.0) != []  # 20,010 µs > 20 ms
+    assert sat(_full(latency_delay=_lat(0), latency_phases={"queue_p50_us": 27_010.0}), 7.0, 20.0) != []
+    assert sat(_full(latency_delay=_lat(0), latency_phases={"queue_p50_us": 7_900.0}), 7.0, 0.5) == [
+        "saturated: queue wait p50 7.9 ms − linger.ms 7 = 0.900 ms > 0.5 ms (batches waited for the sender)"
+    ]
+    assert sat(_full(latency_delay=_lat(0), latency_phases={}), 7.0, 0.5) == []  # e2e − corrected = 100 µs
+    assert sat(_full(latency_delay=_lat(0), latency_phases={}, latency_e2e=_lat(1300)), 7.0, 1.0) == []
+    assert sat(_full(latency_delay=_lat(99_998), latency_phases={}), 7.0, 20.0)[0].startswith(
+        "saturated: send delay p99 100.0 ms"
+    )
+    (b,) = _rows(_full(achieved_rate=0.0, target_rate=None))["B"]
+    assert math.isnan(b["payload_mb_per_s"])
+    (b,) = _rows(_full(achieved_rate=0.5, target_rate=None))["B"]
+    assert b["payload_mb_per_s"] == 4_100_000_000 / (820 / 0.5) / 1e6
+    assert rules.rows_for(CELL, 2, _full(), CORPUS, 6.3, 3)["C"][0]["corpus_near_random"] is True
+    cpu = (
+        CpuSample("producer", 3.0, 1.0, 8.0, pid=11, loadgen_s=1.5, window_payload_bytes=2 * 10**9),
+        CpuSample("worker-1", 1.0, 1.0, 8.0, pid=None, window_payload_bytes=2 * 10**9),
+    )
+    d = {r["role"]: r for r in _rows(_full(cpu=cpu))["D"]}
+    assert d["producer"]["loadgen_cpu_s_per_gb"] is None and d["producer"]["loadgen_cpu_s"] is None
+    assert (d["worker-1"]["wire_bytes"], d["worker-1"]["wire_source"]) == (None, "")
+    assert rowkit.cpu_role(CpuSample("p", 1.0, 1.0, 2.0, total_s=2.0)) == (50.0, 50.0, 2.0, None, "")
+    assert rowkit.base(CELL, 1, None, None)["attempt"] == 1
+    assert verdict._fmt(None) == "NA" and verdict._fmt(100.0) == "100" and verdict._fmt(99.5) == "99.50"
+    assert merge.split_count(5, 1) == [(0, 5)] and merge.split_count(5, 2) == [(0, 3), (3, 2)]
+    with pytest.raises(ValueError) as e:
+        merge.split_count(5, 0)
+    assert str(e.value) == "parts must be >= 1"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def _result(mismatches: int = 0, payload: int = 2_000_000_000) -> sim.SimResult:
         seed=42,
     )
     stages = {
-        "producer": sim.StageResult("producer", 1.5, 2.0, 11, 12, 4, 100),
+        "producer": sim.StageResult("producer", 1.23456789, 2.0, 11, 12, 4, 100),
         "broker": sim.StageResult("broker", 0.25, 2.5, 21, 22, 5, 101),
         "consumer": sim.StageResult("consumer", 0.125, 3.0, 31, 32, 6, 102),
     }
@@ -55,7 +56,7 @@ def _result(mismatches: int = 0, payload: int = 2_000_000_000) -> sim.SimResult:
         payload_bytes=payload,
         raw_batch_bytes=3_000_000_000,
         produced_bytes=900_000,
-        stored_bytes=800_000_000,
+        stored_bytes=700_000_000,
         recompressed=3,
         verified=100 - mismatches,
         mismatches=mismatches,
@@ -66,8 +67,8 @@ def _result(mismatches: int = 0, payload: int = 2_000_000_000) -> sim.SimResult:
 
 def test_row_is_every_figure_of_the_result() -> None:
     r = _result()
-    assert r.stored_ratio == 3.75 and r.payload_ratio == 2.5
-    assert r.cpu_s_per_gb("producer") == 0.75 and r.cpu_s_per_gb("consumer") == 0.0625
+    assert r.stored_ratio == 3e9 / 7e8 and r.payload_ratio == 2e9 / 7e8
+    assert r.cpu_s_per_gb("producer") == 1.23456789 / 2 and r.cpu_s_per_gb("consumer") == 0.0625
     assert r.stored_codecs == {"zstd": 1, "lz4": 3}
     assert r.close_reasons == {"full": 1, "linger": 2, "flush": 1}
     assert r.row() == {
@@ -90,9 +91,9 @@ def test_row_is_every_figure_of_the_result() -> None:
         "payload_bytes": 2_000_000_000,
         "raw_batch_bytes": 3_000_000_000,
         "produced_bytes": 900_000,
-        "stored_bytes": 800_000_000,
-        "stored_ratio": 3.75,
-        "payload_ratio": 2.5,
+        "stored_bytes": 700_000_000,
+        "stored_ratio": 4.2857,  # 4 decimals
+        "payload_ratio": 2.8571,
         "stored_codecs": "lz4=3;zstd=1",
         "recompressed_batches": 3,
         "batches": 4,
@@ -110,8 +111,8 @@ def test_row_is_every_figure_of_the_result() -> None:
         "closed_flush": 1,
         "verified_records": 100,
         "mismatches": 0,
-        "producer_cpu_s": 1.5,
-        "producer_cpu_s_per_gb": 0.75,
+        "producer_cpu_s": 1.234568,  # 6 decimals
+        "producer_cpu_s_per_gb": 0.6173,  # 4 decimals
         "producer_bytes_in": 11,
         "producer_bytes_out": 12,
         "broker_cpu_s": 0.25,
@@ -132,7 +133,7 @@ def test_row_of_a_mismatch_and_of_nothing_stored() -> None:
     assert math.isnan(r.cpu_s_per_gb("broker")) and r.payload_ratio == 0.0
     empty = sim.SimResult(**{**r.__dict__, "stored_bytes": 0, "batches": ()})
     assert math.isnan(empty.stored_ratio) and math.isnan(empty.payload_ratio)
-    assert empty.row()["closed_full"] == 0 and empty.row()["closed_flush"] == 0
+    assert (empty.row()["closed_full"], empty.row()["closed_linger"], empty.row()["closed_flush"]) == (0, 0, 0)
     assert sim.SimResult(**{**r.__dict__, "config": sim.SimConfig()}).row()["topic_compression"] == "producer"
 
 
@@ -172,8 +173,9 @@ def test_offsets_are_the_cumulative_record_lengths() -> None:
 
 
 def test_write_csv_is_one_row_per_result(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="no results to write"):
+    with pytest.raises(ValueError) as e:
         sim.write_csv([], tmp_path / "x.csv")
+    assert str(e.value) == "no results to write"
     assert not (tmp_path / "x.csv").exists()
     a, b = _result(), _result(mismatches=1)
     out = sim.write_csv([a, b], tmp_path / "s.csv")
@@ -182,8 +184,9 @@ def test_write_csv_is_one_row_per_result(tmp_path: Path) -> None:
     rows = list(csv.DictReader(out.open(newline="")))
     assert list(rows[0]) == list(a.row())
     assert [r["status"] for r in rows] == ["OK", "FAILED_VERIFY"]
-    assert rows[0]["stored_ratio"] == "3.75" and rows[1]["mismatches"] == "1"
-    assert [p.name for p in tmp_path.iterdir()] == ["s.csv"]
+    assert rows[0]["stored_ratio"] == "4.2857" and rows[1]["mismatches"] == "1"
+    assert len(list(csv.DictReader(sim.write_csv([a], tmp_path / "one.csv").open(newline="")))) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "s.csv"]
 
 
 def _decoded_groups(seg: Path, r: sim.SimResult) -> list[list[batch.Record]]:
@@ -221,3 +224,11 @@ def test_run_and_prediction_agree_on_the_segments(tmp_path: Path) -> None:
     assert [b.records for b in r2.batches] == [b.records for b in r.batches]
     assert sim.predict_stored_bytes(groups, "lz4", topic_compression="none") == r2.stored_bytes > r.stored_bytes
     assert sim.predict_stored_bytes(groups, "lz4", topic_compression="lz4") == r.stored_bytes
+    assert sim.predict_stored_bytes(groups, "lz4", topic_compression="producer") == r.stored_bytes
+    z9 = sum(len(batch.encode(g, "zstd", 9)) for g in groups)
+    assert sim.predict_stored_bytes(groups, "zstd", 9) == z9 != sim.predict_stored_bytes(groups, "zstd", 1)
+    assert sim.predict_stored_bytes(groups, "lz4", topic_compression="zstd", topic_level=9) == z9
+    rnd = random.Random(1)
+    noise = [[batch.Record(value=rnd.randbytes(300)) for _ in range(8)]]
+    fallback = sim.predict_stored_bytes(noise, "lz4", client="librdkafka")  # compression grows it: sent as none
+    assert fallback == len(batch.encode(noise[0], "none", client="librdkafka")) < sim.predict_stored_bytes(noise, "lz4")
