@@ -467,7 +467,10 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     na_status = _run_dir(tmp_path, "nas", [ROWS[0], _c("c9", 1, "zstd", "1.0", status="NA")])
     assert list(frames.load(na_status, experiment="C")["status"]) == ["OK", "NA"]
     nocol = _run_dir(tmp_path, "nocol", [{"cell_id": "c1", "ratio": "1"}])
-    assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: no column status; is this a kbench C.csv?"
+    assert _raises(frames.load, nocol) == (
+        f"{nocol / 'C.csv'}: no column status, rep, which every kbench C.csv has; it was written by another "
+        "command: restore the run's own C.csv, or move this file out of the run directory"
+    )
     (nocol / "C.csv").write_text("")
     assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: empty; remove it or re-run the experiment"
     (nocol / "C.csv").write_bytes(b'a,b\r\n"1,2\r\n')
