@@ -89,8 +89,8 @@ def test_aggregates_and_row_sets() -> None:
 
 def test_manifest_paths_and_label_keys() -> None:
     man = {"a": {"b": [10, {"c": 3}]}, "s": "x"}
-    assert provenance._manifest_value(man, "a/b/0") == 10 and provenance._manifest_value(man, "a/b/1/c") == 3
-    assert provenance._manifest_value(man, "s/t") is None and provenance._manifest_value(man, "q") is None
+    assert provenance.manifest_value(man, "a/b/0") == 10 and provenance.manifest_value(man, "a/b/1/c") == 3
+    assert provenance.manifest_value(man, "s/t") is None and provenance.manifest_value(man, "q") is None
     canon = provenance._canon
     assert canon(None) == canon("") == canon(" NA ") == canon("-") == canon("nan") == "NA"
     assert canon("5000") == canon("5000.0") == "5000.0" and canon(" zstd:3 ") == "zstd:3"
@@ -429,7 +429,7 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     assert both["extra"].isna().sum() == 6 and list(both["extra"][6:]) == [7.0, 7.0]  # m1 has no extra column
 
     assert _raises(frames.load_runs, []) == "no run directory given; give one or more RUN_DIRs made by kbench run"
-    assert _raises(frames.load, d, experiment="q") == "unknown experiment 'q'; use one of A, B, C, D, E, F, M"
+    assert _raises(frames.load, d, experiment="q") == "unknown experiment 'q'; use one of A, B, C, D, E, F, G, M"
     a = _run_dir(tmp_path, "a", ROWS)
     b = _run_dir(tmp_path, "b", ROWS, transport={"kind": "sim"})
     assert _raises(frames.load_runs, [b, a]) == (
