@@ -94,37 +94,46 @@ def test_pareto_front_is_the_undominated_cheapest_first() -> None:
     assert adv.pareto_front([]) == []
 
 
-def test_recommendation_and_its_sentence() -> None:
+def test_recommendation_is_the_knee_and_its_sentence() -> None:
+    cheapest = cand("zstd:12", 1 << 20, 50.0, total_usd_month=10.0, added_p99_ms=30.0)
     best = cand(
-        "zstd:3", total_usd_month=10.0, cpu_usd_month=6.0, network_usd_month=3.0, storage_usd_month=1.0, ratio=4.0
+        "zstd:3",
+        total_usd_month=10.05,
+        added_p99_ms=10.0,
+        cpu_usd_month=6.0,
+        network_usd_month=3.0,
+        storage_usd_month=1.05,
+        ratio=4.0,
     )
-    same = cand("zstd:3", 65536, total_usd_month=11.0)
-    runner = cand("lz4", total_usd_month=12.5, cpu_usd_month=4.0, network_usd_month=6.0, storage_usd_month=2.5)
-    none = cand("none", total_usd_month=20.0)
-    none2 = cand("none", 65536, total_usd_month=21.0)
+    slower = cand("lz4", total_usd_month=10.08, added_p99_ms=15.0)  # within the tolerance, dominated by best
+    none = cand("none", total_usd_month=20.0, added_p99_ms=0.0)  # on the front, outside the tolerance
     over = cand("snappy", total_usd_month=1.0, within_budget=False)
-    b, r, why = adv.recommend([none2, over, runner, none, same, best])
-    assert b is best and r is runner
-    assert why == (
-        "zstd:3 batch.size=16KiB linger.ms=5 is the cheapest candidate within the p99 budget at $10.00/month "
-        "(CPU is its largest part, $6.00); it stores 4.00x less than the payload, and beats the runner-up lz4 "
-        "by $2.50/month (network+storage +4.50, CPU -2.00 for the runner-up); no compression would cost $20.00/month."
+    ch = adv.recommend([none, over, slower, cheapest, best])
+    assert ch.best is best and ch.runner_up is cheapest and ch.cheapest is cheapest
+    assert ch.reason == (
+        "zstd:3 batch.size=16KiB linger.ms=5 adds the least p99 latency (10.00 ms) of the candidates within the "
+        "p99 budget costing at most 1 % more than the cheapest, at $10.05/month (CPU is its largest part, $6.00); "
+        "it stores 4.00x less than the payload; no compression would cost $20.00/month."
     )
+    # a zero tolerance is the cheapest itself; its runner-up the next point of the front
+    ch0 = adv.recommend([none, slower, cheapest, best], tolerance_pct=0.0)
+    assert ch0.best is cheapest and ch0.runner_up is best
+    # a wide tolerance reaches the front's other end
+    assert adv.recommend([none, slower, cheapest, best], tolerance_pct=100.0).best is none
     net = cand("lz4", total_usd_month=5.0, cpu_usd_month=1.0, network_usd_month=3.0, storage_usd_month=1.0, ratio=2.0)
-    b, r, why = adv.recommend([net])
-    assert b is net and r is None
-    assert why == (
-        "lz4 batch.size=16KiB linger.ms=5 is the cheapest candidate at $5.00/month (network is its largest part, "
-        "$3.00); it stores 2.00x less than the payload."
-    )
+    one = adv.recommend([net])
+    assert one.best is net and one.runner_up is None and one.cheapest is net
+    assert "(network is its largest part, $3.00)" in one.reason and "no compression" not in one.reason
     tie = cand("lz4", 65536, total_usd_month=5.0, added_p99_ms=-1.0, storage_usd_month=9.0)
-    assert adv.recommend([net, tie])[0] is tie  # equal cost: the lower added p99 first
-    assert "storage is its largest part" in adv.recommend([tie])[2]
-    n, _, why = adv.recommend([none])
-    assert n is none and "no compression would cost" not in why
+    assert adv.recommend([net, tie]).best is tie  # equal cost: the lower added p99 first
+    assert "storage is its largest part" in adv.recommend([tie]).reason
+    assert "no compression would cost" not in adv.recommend([none]).reason
     with pytest.raises(adv.CostError) as e:
         adv.recommend([over])
     assert str(e.value) == "no candidate meets the p99 budget; raise --p99-budget-ms or add --linger-ms 0"
+    for bad in (-1.0, 101.0, float("nan")):
+        with pytest.raises(adv.CostError, match="--cost-tolerance"):
+            adv.recommend([net], tolerance_pct=bad)
 
 
 def test_workload_checks_every_figure() -> None:
@@ -200,7 +209,7 @@ def test_advise_prices_given_shapes_and_recommends(tmp_path: Path) -> None:
     assert a.best == dataclasses.replace(z, equivalent_batch_sizes=(65536,)) and a.best.ratio == 4.0
     assert [c.codec for c in a.candidates] == ["zstd", "none"] and a.runner_up is not None
     assert a.runner_up.codec == "none" and a.front == [a.best, a.runner_up] and a.m_measured == 0 and a.notes == []
-    assert a.reason == adv.recommend(a.candidates)[2] and a.workload is work and a.corpus is corpus
+    assert a.reason == adv.recommend(a.candidates).reason and a.workload is work and a.corpus is corpus
     assert a.prices == adv.Prices()
     shapes[("none", 16384, 5.0)] = (_shape(1.0, steady=False), ())
     a = adv.advise(corpus, work, adv.Prices(), specs=[CodecSpec("none")], shapes=shapes, m=m)
