@@ -118,8 +118,10 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         goto out;
     if (assign_at_end(rk, c, tms, &start, err) < 0)
         goto out;
-    atomic_store(&c->ready, 1);
     c->t_start = kb_now_ns();
+    if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
+        goto out;
+    atomic_store(&c->ready, 1);
     int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
     int64_t target = c->expected, samples_seen = 0;
     int rechecked = 0;
@@ -143,9 +145,11 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         }
         int64_t left_ms = (deadline - now) / 1000000;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+        now = kb_now_ns();
+        if (c->iv.width_ns)
+            kb_iv_at(&c->iv, now); /* also while nothing arrives: a stall is a run of empty intervals */
         if (!m)
             continue;
-        now = kb_now_ns();
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 kb_errcount_add(&c->errors, m->err);
@@ -172,11 +176,17 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         c->t_last = now;
         c->records++;
         c->bytes += (int64_t)m->len;
+        if (c->iv.width_ns) {
+            c->iv.sent++;
+            c->iv.bytes += (int64_t)m->len;
+        }
         if (t < 0 || seq < 0) {
             c->no_header++;
         } else {
             c->sampled++;
             kb_hist_record(c->e2e, now - t);
+            if (c->iv.width_ns)
+                kb_hist_record(c->iv.cur, now - t);
             if (seen) {
                 if (seq % hs != 0 || seq / hs >= c->samples_expected) {
                     c->out_of_range++;
@@ -198,6 +208,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     c->samples_missing = c->samples_expected - samples_seen;
 out:
     c->t_end = kb_now_ns();
+    kb_iv_finish(&c->iv, c->t_end);
     atomic_store(&c->ready, 1); /* never leave a waiter hanging, even on error */
     if (start)
         rd_kafka_topic_partition_list_destroy(start);

@@ -12,6 +12,7 @@
 
 #include "errcount.h"
 #include "histogram.h"
+#include "intervals.h"
 #include "kafka_conf.h"
 
 /** A consumer run: inputs set by the caller, outputs filled by kb_consumer_run(). */
@@ -25,6 +26,7 @@ typedef struct {
     int64_t max_records;   /* stop after this many records (0 = no limit) */
     double timeout_s;      /* stop after this long from the start of consumption */
     double connect_timeout_s;
+    int64_t interval_ns;   /* > 0: record the time series (iv) in intervals this long; 0 = none */
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
     /* outputs */
@@ -36,6 +38,7 @@ typedef struct {
     int32_t partitions;
     int timed_out, stopped;
     kb_errcount errors;
+    kb_intervals iv;       /* the time series (interval_ns > 0): records, bytes and e2e per interval; the caller frees it (kb_iv_free) */
 } kb_consumer;
 
 /**
