@@ -65,6 +65,8 @@ MODES = ("fixed-rate", "saturated")
 DEFAULT_HEADER_SAMPLE = 1000
 #: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).
 DEFAULT_TICK_S = 500e-6
+#: The time series' interval (docs/drivers.md section 4.4): the runner sends it as ``interval_s``.
+SERIES_INTERVAL_S = 1.0
 KEY_POLICIES = ("none", "round-robin", "random")
 
 

@@ -25,6 +25,7 @@ from kbench.reporting import document as doc
 from kbench.reporting.context import ReportContext, is_text
 from kbench.reporting.frames import frames, load_runs, unique_dirs
 from kbench.reporting.provenance import Ledger
+from kbench.reporting.series import section as series_section
 from kbench.reporting.summary import label_text
 
 if TYPE_CHECKING:
@@ -447,6 +448,9 @@ def build(
         doc.Items(ctx.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
     )
     ctx.add(*body.blocks)
+    over_time = series_section(runs, ctx.ledger, with_plots)
+    ctx.add(*over_time.blocks)
+    plots = {**plots, **over_time.plots}
     _claims(ctx, sorted(fr))
     if images:
         ctx.add(doc.Heading(2, "Plots", "plots"), *images)

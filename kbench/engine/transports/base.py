@@ -181,6 +181,11 @@ class RunResult:
     nic_window_payload_bytes: int | None = None
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
+    #: The repetition's time series (kbench.engine.series.assemble_rows: one row per second per
+    #: role, without cell_id/rep/attempt/breaks) and its interval histograms as an HdrHistogram
+    #: interval log ('' when no driver gave intervals).  Empty: not measured by this transport.
+    series: tuple[Mapping[str, Any], ...] = ()
+    hlog: str = ""
 
 
 class Transport(Protocol):

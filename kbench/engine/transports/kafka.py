@@ -159,7 +159,8 @@ class KafkaTransport:
         return fn()
 
     def _window(self, req: RunRequest) -> Window:
-        return Window(self._snapshot, req.steal_source or procstat.system_cpu, self._probe)
+        roles = {f"broker-{b.broker_id}": b.pid for b in self.brokers if b.pid}
+        return Window(self._snapshot, req.steal_source or procstat.system_cpu, self._probe, roles=roles)
 
     # ------------------------------------------------------------------ helpers
     def _admin_props(self, client: Mapping[str, str]) -> dict[str, str]:
@@ -306,6 +307,7 @@ class KafkaTransport:
                 "header_sample": self.defn.header_sample,
                 "timeout": req.duration_s + distributed.START_LEAD_S + 30.0,
                 "skip_s": req.steady_skip_s,
+                "interval_s": drivers.SERIES_INTERVAL_S,
             }
         producer = {
             "props": self._producer_props(req),
@@ -320,6 +322,7 @@ class KafkaTransport:
             "skip_s": req.steady_skip_s,
             "header_sample": self.defn.header_sample,
             "tick_s": drivers.DEFAULT_TICK_S,
+            "interval_s": drivers.SERIES_INTERVAL_S,
         }
         return Jobs(producer, consumer, count)
 

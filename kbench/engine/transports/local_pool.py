@@ -22,6 +22,7 @@ from typing import Any
 
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, driver_fill
+from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import clients
 from kbench.kafka import rdstats as stats_mod
@@ -185,10 +186,17 @@ class LocalPool:
         return self._corpus_files[key]
 
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
-        fixed = req.rate is not None
         stats = self.tmp / f"{req.topic}.stats.jsonl"
-        consumer = None
         window.nic_start()
+        sampler = window.per_second()
+        try:
+            return self._run(req, jobs, window, stats, sampler)
+        finally:
+            sampler.stop()
+
+    def _run(self, req: RunRequest, jobs: Jobs, window: Window, stats: Path, sampler: PerSecond) -> PoolResult:
+        fixed = req.rate is not None
+        consumer = None
         if jobs.consumer is not None:
             cprops = {**(JAVA_PARITY if req.cell.client == "librdkafka" else {}), **jobs.consumer["props"]}
             consumer = spawn(
@@ -198,6 +206,7 @@ class LocalPool:
                 req.cell.client,
                 self.launch,
             )
+            sampler.add("consumer", consumer.proc.pid)
             consumer.expect("READY", WORKER_START_TIMEOUT)
         producer = spawn(
             "producer",
@@ -206,6 +215,7 @@ class LocalPool:
             req.cell.client,
             self.launch,
         )
+        sampler.add("producer", producer.proc.pid)
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             t_start = time.monotonic()
@@ -274,4 +284,5 @@ class LocalPool:
             wire_bytes=int(wire) if wire is not None else None,
             client_fill=client_fill,
             phases=phases,
+            samples=tuple(sampler.stop()),
         )
