@@ -251,15 +251,14 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _judged(rows: Iterable[Mapping[str, Any]], role: str) -> list[Mapping[str, Any]]:
-    return [
-        r
-        for r in rows
-        if r.get("role") == role
+def _is_judged(r: Mapping[str, Any], role: str) -> bool:
+    """A row of ``role`` the steady-state and drift rules judge: in the window, from the driver."""
+    return (
+        r.get("role") == role
         and str(r.get("in_window")) == "1"
         and str(r.get("source", "")).startswith("driver")
         and _num(r.get("rate")) is not None
-    ]
+    )
 
 
 def mark_breaks(rows: Sequence[dict[str, Any]], bounds: Bounds) -> list[dict[str, Any]]:
@@ -268,7 +267,7 @@ def mark_breaks(rows: Sequence[dict[str, Any]], bounds: Bounds) -> list[dict[str
     for r in rows:
         r["breaks"] = ""
     for role in ("producer", "consumer"):
-        judged = _judged(rows, role)
+        judged = [r for r in rows if _is_judged(r, role)]
         rates = [_num(r["rate"]) or 0.0 for r in judged]
         p99s = [p for r in judged if (p := _num(r.get("p99_us"))) is not None]
         if not judged:
@@ -329,7 +328,7 @@ def _half_drift(values: Sequence[float]) -> float | None:
 
 def drift(rows: Iterable[Mapping[str, Any]], bounds: Bounds) -> Drift:
     """The drift of one repetition's producer rate and p99 (rows of that repetition)."""
-    judged = sorted(_judged(list(rows), "producer"), key=lambda r: float(r["second"]))
+    judged = sorted((r for r in rows if _is_judged(r, "producer")), key=lambda r: float(r["second"]))
     rates = [_num(r["rate"]) or 0.0 for r in judged]
     p99s = [p for r in judged if (p := _num(r.get("p99_us"))) is not None]
     return Drift(_half_drift(rates), _half_drift(p99s), len(judged), bounds)
