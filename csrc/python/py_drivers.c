@@ -285,7 +285,7 @@ static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
     }
     return Py_BuildValue(
         "{s:N,s:N,s:L,s:L,s:L,s:L,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "cpu",
-        cpu, "header_sample", (long long)p->header_sample, "sampled", (long long)p->sampled, "wakes",
+        cpu, "intervals", ivs, "header_sample", (long long)p->header_sample, "sampled", (long long)p->sampled, "wakes",
         (long long)p->wakes, "tick_ns", (long long)(p->tick_ns > 0 ? p->tick_ns : KB_DEFAULT_TICK_NS), "mode",
         p->mode == KB_MODE_FIXED_RATE ? "fixed-rate" : "saturated", "sent", (long long)p->sent, "delivered",
         (long long)p->delivered, "failed", (long long)p->failed, "undelivered", (long long)p->undelivered, "bytes",
