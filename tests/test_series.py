@@ -337,3 +337,39 @@ def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
         for p in (50.0, 99.0, 99.9):
             v = ours.percentile(p)
             assert abs(merged.get_value_at_percentile(p) - v) <= _bucket_width(v), (rep, p)
+
+
+def test_driver_intervals_on_librdkafkas_mock_cluster(tmp_path: Path) -> None:
+    """The librdkafka driver's RESULT (docs/drivers.md section 4.4) without a broker: librdkafka's
+    in-process mock cluster (``test.mock.num.brokers``, loopback) acknowledges every message."""
+    from kbench.kafka import worker
+    from kbench.model.corpus import generate, write_lenprefixed
+
+    corpus_file = write_lenprefixed(generate("json", 50_000, seed=1).records, tmp_path / "c.bin")
+    job = {
+        "topic": "t",
+        "props": {"bootstrap.servers": "127.0.0.1:1", "test.mock.num.brokers": "1"},
+        "run_id": 5,
+        "mode": "fixed-rate",
+        "rate": 2000.0,
+        "count": 3000,
+        "corpus_file": str(corpus_file),
+        "interval_s": 1.0,
+    }
+    out = worker.producer(job)
+    ivs = out["intervals"]
+    assert out["intervals_latency"] == "corrected" and out["sent"] == out["delivered"] == 3000
+    assert sum(iv["count"] for iv in ivs) == 3000 and sum(iv["acked"] for iv in ivs) == 3000
+    assert sum(iv["latency"]["count"] for iv in ivs) == 3000 == out["corrected"]["count"]
+    assert all(b["start_mono_ns"] == a["end_mono_ns"] and b["start_mono_ns"] % NS == 0 for a, b in zip(ivs, ivs[1:]))
+    assert ivs[0]["start_mono_ns"] == out["t0_ns"] - 1_000_000 and 2 <= len(ivs) <= 3
+    text = series.hlog_of(out, None)
+    path = tmp_path / "p.hlog"
+    path.write_text(text)
+    reader = HistogramLogReader(str(path), HdrHistogram(hlog.LOWEST, hlog.HIGHEST, hlog.SIGNIFICANT_FIGURES))
+    counts = []
+    while (h := reader.get_next_interval_histogram()) is not None:
+        counts.append(h.get_total_count())
+    assert counts == [iv["latency"]["count"] for iv in ivs]
+    off = dict(job, interval_s=0)
+    assert worker.producer(off)["intervals"] is None
