@@ -31,7 +31,7 @@ from kbench.engine.transports.base import RunRequest, RunResult
 from kbench.engine.transports.persecond import SecondSample
 from kbench.model import hlog
 from kbench.model.stats import histogram_us
-from kbench.reporting import report
+from kbench.reporting import provenance, report
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = 1_000_000_000
@@ -253,6 +253,8 @@ def test_run_writes_series_flags_drift_and_reports_it(tmp_path: Path) -> None:
     section = md.split("## Over time")[1].split("\n## ")[0]
     assert "fixed-000 r2: " + man["drift"]["fixed-000 r2"] in section
     assert "series-fixed-000.png" in section and (out / "plots" / "series-fixed-000.png").stat().st_size > 1000
+    # every number of the section is traceable to the run's files (kbench report --verify)
+    assert provenance.verify(json.loads(files.provenance.read_text()), [run], md) == []
 
 
 def test_reconcile_drops_series_rows_of_an_unfinished_repetition(tmp_path: Path) -> None:
@@ -337,6 +339,10 @@ def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
         for p in (50.0, 99.0, 99.9):
             v = ours.percentile(p)
             assert abs(merged.get_value_at_percentile(p) - v) <= _bucket_width(v), (rep, p)
+    files = report.write([run], tmp_path / "report")
+    md = files.markdown.read_text()
+    assert "## Over time" in md and (tmp_path / "report" / "plots" / "series-fixed-000.png").exists()
+    assert provenance.verify(json.loads(files.provenance.read_text()), [run], md) == []
 
 
 def test_driver_intervals_on_librdkafkas_mock_cluster(tmp_path: Path) -> None:
