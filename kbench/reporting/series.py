@@ -60,30 +60,51 @@ def cell_figure(cell_id: str, rows: Sequence[Mapping[str, str]], dpi: int = 100)
     fig = Figure(figsize=(8.0, 4.6), dpi=dpi)
     FigureCanvasAgg(fig)
     ax_rate, ax_p99 = fig.subplots(2, 1, sharex=True)
-    fig.subplots_adjust(left=0.11, right=0.98, top=0.9, bottom=0.12, hspace=0.15)
+    fig.subplots_adjust(left=0.11, right=0.98, top=0.84, bottom=0.12, hspace=0.15)
     breaks = 0
     reps = sorted({r["rep"] for r in prod}, key=int)
+    nan = float("nan")
     for rep in reps:
         rr = sorted((r for r in prod if r["rep"] == rep), key=lambda r: float(r["start_s"]))
-        x = [float(r["start_s"]) for r in rr]
+        # each second at its middle: a cut first or last interval sits where its messages were
+        x = [float(r["start_s"]) + float(r["interval_s"]) / 2 for r in rr]
         rate = [_f(r["rate"]) for r in rr]
-        p99 = [(_f(r["p99_us"]) or float("nan")) / 1000 for r in rr]
-        (line,) = ax_rate.plot(x, [v if v is not None else float("nan") for v in rate], marker=".", label=f"rep {rep}")
-        ax_p99.plot(x, p99, marker=".", color=line.get_color())
+        p99 = [v / 1000 if (v := _f(r["p99_us"])) is not None else None for r in rr]
+        inside = [r.get("in_window") == "1" for r in rr]
+
+        def only(vals: list[float | None], keep: list[bool]) -> list[float]:
+            return [v if v is not None and k else nan for v, k in zip(vals, keep)]
+
+        (line,) = ax_rate.plot(x, only(rate, inside), marker=".", label=f"rep {rep}")
+        color = line.get_color()
+        ax_p99.plot(x, only(p99, inside), marker=".", color=color)
+        outside = [not k for k in inside]  # outside the steady window: hollow, not joined
+        ax_rate.plot(x, only(rate, outside), "o", mfc="none", color=color, markersize=4)
+        ax_p99.plot(x, only(p99, outside), "o", mfc="none", color=color, markersize=4)
         for r, xi, ri, pi in zip(rr, x, rate, p99):
-            if r.get("in_window") != "1":
-                ax_rate.plot([xi], [ri if ri is not None else float("nan")], "o", color="white", markersize=3)
-            if r.get("breaks"):
-                breaks += 1
-                ax_rate.plot([xi], [ri if ri is not None else 0.0], "x", color="red", markersize=9, mew=2)
+            why = r.get("breaks") or ""
+            breaks += bool(why)
+            if "rate" in why or "stall" in why:
+                ax_rate.plot([xi], [ri or 0.0], "x", color="red", markersize=9, mew=2)
+            if "p99" in why and pi is not None:
                 ax_p99.plot([xi], [pi], "x", color="red", markersize=9, mew=2)
+    ax_rate.plot([], [], "o", mfc="none", color="grey", label="outside the steady window")
     if breaks:
         ax_rate.plot([], [], "x", color="red", mew=2, label="breaks steady state")
     ax_rate.set_ylabel("rate (msgs/s)")
     ax_p99.set_ylabel(f"p99 {prod[0].get('latency') or ''} (ms)".replace("  ", " "))
     ax_p99.set_xlabel("seconds since the first due send (intervals: whole seconds of the monotonic clock)")
-    ax_rate.set_title(f"{cell_id}: producer per second")
-    ax_rate.legend(loc="lower right", fontsize="small", ncol=min(4, len(reps) + 1))
+    fig.suptitle(f"{cell_id}: producer per second", y=0.98)
+    handles, labels = ax_rate.get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.93),
+        fontsize="small",
+        ncol=min(6, len(labels)),
+        frameon=False,
+    )
     ax_rate.set_ylim(bottom=0)
     ax_p99.set_ylim(bottom=0)
     for ax in (ax_rate, ax_p99):
