@@ -298,14 +298,31 @@ rate = 2000
 """
 
 
-def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
-    plan = write_plan(tmp_path, REAL)
+def _real_run(tmp_path: Path, kafka1: Any, plan_text: str) -> Path:
+    plan = write_plan(tmp_path, plan_text)
     run = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(ROOT), KBENCH_INJECT_STEAL_PCT="0")
     cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--broker-pid", str(kafka1.pids[0]), "--gate-sample-s", "0.1", "--force"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
+    return run
+
+
+def test_real_run_series_java_driver(tmp_path: Path, kafka1: Any) -> None:
+    """The Java driver's intervals (docs/drivers.md section 4.4): the same rows and interval log."""
+    run = _real_run(tmp_path, kafka1, REAL.replace("repetitions = 2", "repetitions = 1") + 'client = ["java"]\n')
+    rows = store.read_rows(run / store.SERIES)
+    for role in ("producer", "consumer"):
+        mine = [x for x in rows if x["role"] == role and x["source"] == "driver"]
+        assert sum(int(x["messages"]) for x in mine) == 6000, role
+        assert {x["latency"] for x in mine} == {"corrected" if role == "producer" else "e2e"}
+    text = (run / "histograms" / "fixed-000-r1.hlog").read_text()
+    assert "Tag=producer-corrected," in text and "Tag=consumer-e2e," in text
+
+
+def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
+    run = _real_run(tmp_path, kafka1, REAL)
     a = {x["rep"]: x for x in store.read_rows(run / "A.csv")}
     rows = store.read_rows(run / store.SERIES)
     for rep in ("1", "2"):
