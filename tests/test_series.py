@@ -309,14 +309,18 @@ def _real_run(tmp_path: Path, kafka1: Any, plan_text: str) -> Path:
     return run
 
 
-def test_real_run_series_java_driver(tmp_path: Path, kafka1: Any) -> None:
-    """The Java driver's intervals (docs/drivers.md section 4.4): the same rows and interval log."""
-    run = _real_run(tmp_path, kafka1, REAL.replace("repetitions = 2", "repetitions = 1") + 'client = ["java"]\n')
+@pytest.mark.parametrize("client", ["java", "kafka-go"])
+def test_real_run_series_other_drivers(tmp_path: Path, kafka1: Any, client: str) -> None:
+    """The Java and Go drivers' intervals (docs/drivers.md section 4.4): the same rows and log."""
+    plan = REAL.replace("repetitions = 2", "repetitions = 1").replace("duration_s = 3", "duration_s = 2")
+    run = _real_run(tmp_path, kafka1, plan + f'linger_ms = 5\nclient = ["{client}"]\n')
     rows = store.read_rows(run / store.SERIES)
     for role in ("producer", "consumer"):
         mine = [x for x in rows if x["role"] == role and x["source"] == "driver"]
-        assert sum(int(x["messages"]) for x in mine) == 6000, role
+        assert sum(int(x["messages"]) for x in mine) == 4000, role
         assert {x["latency"] for x in mine} == {"corrected" if role == "producer" else "e2e"}
+        secs = [int(x["second"]) for x in mine]
+        assert secs == list(range(secs[0], secs[0] + len(secs))), (role, secs)
     text = (run / "histograms" / "fixed-000-r1.hlog").read_text()
     assert "Tag=producer-corrected," in text and "Tag=consumer-e2e," in text
 
