@@ -121,7 +121,14 @@ def _samples(res: dict[str, Any], roles: tuple[str, ...] = ("producer", "broker-
     ivs = res["intervals"]
     first, last = ivs[0]["start_mono_ns"], ivs[-1]["end_mono_ns"]
     ts = [first] + [t for t in range((first // NS + 1) * NS, last, NS)] + [last]
-    return [SecondSample(t, {r: (0.2 * (t - first) / NS, 0.05 * (t - first) / NS) for r in roles}, {}) for t in ts]
+    return [
+        SecondSample(
+            t,
+            {r: (0.2 * (t - first) / NS, 0.05 * (t - first) / NS) for r in roles},
+            {"producer": (1000 * (t - first) // NS, 10 * (t - first) // NS)},
+        )
+        for t in ts
+    ]
 
 
 def test_rows_one_per_second_per_role_with_cpu() -> None:
@@ -141,6 +148,8 @@ def test_rows_one_per_second_per_role_with_cpu() -> None:
     assert full["rate"] == pytest.approx(1000.0) and full["latency"] == "corrected"
     assert full["p99_us"] == pytest.approx(2000.0, rel=2e-3)
     assert full["cpu_pct"] == pytest.approx(25.0) and full["source"] == "driver"
+    assert (full["nic_tx_bytes"], full["nic_rx_bytes"]) == (1000, 10)  # the testbed host's NIC over the second
+    assert by_role["broker-1"][1]["nic_tx_bytes"] is None
     assert by_role["broker-1"][1]["source"] == "runner /proc" and by_role["broker-1"][1]["rate"] is None
 
 
