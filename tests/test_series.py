@@ -348,7 +348,7 @@ def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
         prod = [x for x in mine if x["role"] == "producer" and x["source"] == "driver"]
         # the producer's intervals cover its loop: 3 s at 2000 msgs/s, cut at whole seconds
         assert 4 <= len(prod) <= 5, prod
-        assert sum(int(x["messages"]) for x in prod) == int(a[rep]["messages_sent"]) == 6000
+        assert sum(int(x["messages"]) for x in prod) == int(a[rep]["messages"]) == 6000
         cons = [x for x in mine if x["role"] == "consumer" and x["source"] == "driver"]
         assert sum(int(x["messages"]) for x in cons) == 6000
         assert all(float(x["cpu_pct"]) >= 0 for x in mine if x["role"] == "broker-1" and x["cpu_pct"] != "NA")
