@@ -12,6 +12,7 @@ import base64
 import dataclasses
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -42,6 +43,15 @@ def _bucket_width(v: int) -> int:
     return 1 << max(0, v.bit_length() - 11)
 
 
+def _hdr_value(h: HdrHistogram, p: float) -> int:
+    """HdrHistogram's value at the sample kbench's percentile rule picks (docs/drivers.md 5.1:
+    rank = max(1, ceil(p / 100 x total)) in double arithmetic); HdrHistogram's reader rounds the
+    rank to nearest instead, which in a sparse tail is another sample, not another bucket layout."""
+    n = h.get_total_count()
+    rank = max(1, math.ceil(p / 100.0 * n))
+    return int(h.get_value_at_percentile(100.0 * (rank - 0.25) / n))
+
+
 def _hist(values: list[int]) -> Any:
     h = _native.Histogram()
     for v in values:
@@ -70,7 +80,7 @@ def test_hlog_reads_back_with_hdrhistogram(tmp_path: Path) -> None:
     assert x.get_total_count() == h.count == len(values)
     for p in (50.0, 90.0, 99.0, 99.9):
         ours = h.percentile(p)
-        assert abs(x.get_value_at_percentile(p) - ours) <= _bucket_width(ours), p
+        assert abs(_hdr_value(x, p) - ours) <= _bucket_width(ours), p
     assert got.get_next_interval_histogram() is None
 
 
@@ -368,7 +378,7 @@ def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
         assert merged.get_total_count() == ours.count == 6000
         for p in (50.0, 99.0, 99.9):
             v = ours.percentile(p)
-            assert abs(merged.get_value_at_percentile(p) - v) <= _bucket_width(v), (rep, p)
+            assert abs(_hdr_value(merged, p) - v) <= _bucket_width(v), (rep, p)
     files = report.write([run], tmp_path / "report")
     md = files.markdown.read_text()
     assert "## Over time" in md and (tmp_path / "report" / "plots" / "series-fixed-000.png").exists()
