@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from kbench import __version__
+
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.codecs",
@@ -72,6 +74,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kbench",
         description="kbench: measure Apache Kafka compression (codecs, batches, latency, throughput, CPU per role).",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"kbench {__version__}", help="print the version and exit"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

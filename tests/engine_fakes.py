@@ -36,6 +36,7 @@ class FakeTransport:
     fail_on: Callable[[RunRequest], bool] | None = None  # raise TransportError
     interrupt_after: int | None = None  # KeyboardInterrupt at this call number (1-based)
     broker_versions: tuple[str | None, ...] = ("4.1.2",)
+    knee: dict[str, float] = field(default_factory=dict)  # per codec: above this fixed rate sends fall 10 ms behind
     requests: list[RunRequest] = field(default_factory=list)
     opened: int = 0
     closed: int = 0
@@ -97,7 +98,7 @@ class FakeTransport:
             target_rate=req.rate,
             achieved_rate=achieved,
             latency_service=lat(100),
-            latency_delay=lat(10),
+            latency_delay=lat(10_000 if req.rate is not None and req.rate > self.knee.get(codec, float("inf")) else 10),
             latency_corrected=lat(120 if codec == "none" else 130),
             latency_e2e=lat(200),
             consumed=n,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from engine_fakes import SECRETS, grep_secrets
 
+from kbench.commands.run import EXIT_SHORT
 from kbench.engine import store
 from kbench.experiments import registry
 from kbench.kafka import procstat
@@ -239,7 +240,7 @@ rate = 1000000
 
 def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path) -> None:
     p, run = run_kbench(tmp_path, TOO_FAST)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == EXIT_SHORT, p.stderr[-3000:]  # the cell ends with no OK repetition
     _, body = rows(run / "A.csv")
     # the repetition and its one retry (budget = repetitions = 1), both REJECTED by the rate rule
     assert [(r["rep"], r["attempt"], r["status"]) for r in body] == [("1", "1", "REJECTED"), ("1", "2", "REJECTED")]

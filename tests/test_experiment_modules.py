@@ -1,4 +1,4 @@
-"""Adding an experiment is one module and one registry line: a toy experiment defined here runs
+"""Adding an experiment is one module and one registry line: a toy experiment (id T) defined here runs
 through a plan, the runner, the CSV store, the end-of-run tables and the report, with no other
 code changed."""
 
@@ -32,13 +32,13 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
 
 
 def _section(ctx: Any, df: Any) -> None:
-    st = stats(ctx.ledger, df, "G", "bytes_per_message", ["machine", "codec"], "f2")
+    st = stats(ctx.ledger, df, "T", "bytes_per_message", ["machine", "codec"], "f2")
     rows = [[*k, s.cell()] for k, s in sorted(st.items())]
-    ctx.add(doc.Heading(2, TOY_TITLE, "exp-g"), doc.Table(["machine", "codec", "bytes/message"], rows))
+    ctx.add(doc.Heading(2, TOY_TITLE, "exp-t"), doc.Table(["machine", "codec", "bytes/message"], rows))
 
 
 TOY = Experiment(
-    id="G",
+    id="T",
     title="toy: payload bytes per message",
     own_columns=("bytes_per_message",),
     compared=("codec",),
@@ -58,7 +58,7 @@ duration_s = 1
 steady_skip_s = 0
 
 [[sweep]]
-experiments = ["G"]
+experiments = ["T"]
 codec = ["none", "zstd:3"]
 rate = 1000
 """
@@ -66,7 +66,7 @@ rate = 1000
 
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> Experiment:
-    monkeypatch.setitem(registry.EXPERIMENTS, "G", TOY)  # the one registry line
+    monkeypatch.setitem(registry.EXPERIMENTS, "T", TOY)  # the one registry line
     return TOY
 
 
@@ -74,14 +74,14 @@ def test_a_toy_experiment_runs_through_plan_runner_store_tables_and_report(tmp_p
     p = tmp_path / "toy.toml"
     p.write_text(PLAN)
     plan = plan_mod.load(str(p))
-    assert list(plan.experiments) == ["G"]
+    assert list(plan.experiments) == ["T"]
     tables = io.StringIO()
     outcome = execute(opts(tmp_path, plan, print_tables=tables), FakeTransport())
-    rows = store.read_rows(outcome.run_dir / "G.csv")
+    rows = store.read_rows(outcome.run_dir / "T.csv")
     assert list(rows[0]) == list(toy.columns)
     assert len(rows) == 4 and {r["status"] for r in rows} == {"OK"}
     assert all(float(r["bytes_per_message"]) > 0 for r in rows)
-    assert "== G: toy: payload bytes per message ==" in tables.getvalue()
+    assert "== T: toy: payload bytes per message ==" in tables.getvalue()
     files = report.write([outcome.run_dir], tmp_path / "report", with_plots=False)
     md = files.markdown.read_text()
     assert f"## {TOY_TITLE}" in md
@@ -91,5 +91,5 @@ def test_a_toy_experiment_runs_through_plan_runner_store_tables_and_report(tmp_p
 def test_without_the_registry_line_the_plan_refuses_the_experiment(tmp_path: Path) -> None:
     p = tmp_path / "toy.toml"
     p.write_text(PLAN)
-    with pytest.raises(plan_mod.PlanError, match="unknown experiment 'G'"):
+    with pytest.raises(plan_mod.PlanError, match="unknown experiment 'T'"):
         plan_mod.load(str(p))

@@ -286,7 +286,7 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
             "--consume",
             "--header-sample",
             "4",
-            "--json",
+            "-o",
             str(out),
         ],
         env=env,

@@ -432,3 +432,88 @@ def test_a_resume_derives_every_fraction_from_the_first_derivation(tmp_path: Pat
     assert execute(_opts(tmp_path, plan, resume=True), FakeTransport()).state == "complete"
     targets = {(r["rate"], float(r["target_rate_msgs"])) for r in _csv(run / "A.csv")}
     assert targets == {("auto:0.2", 6000.0), ("auto:0.6", 18000.0)}
+
+
+# ------------------------------------------------------------------ rate = "auto" from the pipeline's knee
+
+
+def _pipeline(tmp: Path, rates: str, head: str = "") -> plan_mod.Plan:
+    return _plan(tmp, _text(rates, head='auto_rate_basis = "pipeline"\nknee_probe_s = 0.5\n' + head))
+
+
+def test_the_pipeline_basis_probes_each_pipeline_and_derives_from_the_lowest_knee(tmp_path: Path) -> None:
+    # producer-only saturation: none 40,000, zstd:3 30,000 msgs/s; with the consumer running the
+    # pipeline falls behind above 12,000 (none) and 9,500 (zstd:3)
+    plan = _pipeline(tmp_path, '["auto", "auto:0.2", 20000]')
+    t = FakeTransport(knee={"none": 12_000.0, "zstd:3": 9_500.0})
+    assert execute(_opts(tmp_path, plan), t).state == "complete"
+    run = tmp_path / "run"
+    deriv = json.loads((run / "manifest.json").read_text())["rate_derivation"]
+    assert deriv["basis"] == "pipeline" and deriv["producer_saturation_msgs"] == 30000.0
+    # probes at 1, 0.7, 0.5, 0.35, 0.25 x 30,000: none passes at 10,500, zstd:3 at 7,500
+    assert sorted(deriv["knees_msgs"].values()) == [7500.0, 10500.0]
+    assert deriv["knee_msgs"] == 7500.0 and deriv["rate_msgs"] == 3750.0  # auto_rate_fraction 0.5
+    assert deriv["fractions"] == {"auto:0.2": 1500.0}
+    assert "fallback" not in deriv
+    assert [(p["rate_msgs"], p["passed"]) for p in deriv["probes"] if p["codec"] == "zstd:3"] == [
+        (30000.0, False),
+        (21000.0, False),
+        (15000.0, False),
+        (10500.0, False),
+        (7500.0, True),
+    ]
+    assert all("send delay p99 30.0 ms > 20 ms" in p["reason"] for p in deriv["probes"] if not p["passed"])
+    # the probes ran as short repetitions on topics of their own; they left no CSV row
+    probes = [req for req in t.requests if req.topic.rsplit("-", 1)[-1].startswith("k")]
+    assert len(probes) == 9 and {req.duration_s for req in probes} == {0.5}
+    assert all(req.cell.sweep == "a" and req.rate is not None for req in probes)
+    rows = _csv(run / "A.csv")
+    assert {float(r["target_rate_msgs"]) for r in rows} == {3750.0, 1500.0, 20000.0}
+    # below the knee every repetition is OK; above it (20,000 msgs/s) every one is flagged, never OK
+    for r in rows:
+        if float(r["target_rate_msgs"]) < 7500:
+            assert r["status"] == "OK", r["reason"]
+        else:
+            assert r["status"] == "SATURATED" and "send delay p99" in r["reason"], r
+
+
+def test_the_producer_basis_stays_the_default(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _text('["auto"]'))
+    assert plan.auto_rate_basis == "producer"
+    t = FakeTransport(knee={"none": 12_000.0, "zstd:3": 9_500.0})
+    execute(_opts(tmp_path, plan), t)
+    deriv = json.loads((tmp_path / "run" / "manifest.json").read_text())["rate_derivation"]
+    assert deriv["basis"] == "producer" and deriv["rate_msgs"] == 15000.0 and "probes" not in deriv
+    # at half the producer's saturation this pipeline is past its knee: A says so
+    assert {r["status"] for r in _csv(tmp_path / "run" / "A.csv")} == {"SATURATED"}
+
+
+def test_no_probe_below_the_knee_falls_back_visibly(tmp_path: Path) -> None:
+    plan = _pipeline(tmp_path, '["auto"]')
+    tables = io.StringIO()
+    t = FakeTransport(knee={"none": 100.0, "zstd:3": 100.0})
+    execute(_opts(tmp_path, plan, print_tables=tables), t)
+    deriv = json.loads((tmp_path / "run" / "manifest.json").read_text())["rate_derivation"]
+    assert deriv["knee_msgs"] == 1500.0 and deriv["rate_msgs"] == 750.0  # 0.05 x 30,000, then x 0.5
+    assert "no probe rate passed the saturation check" in deriv["fallback"]
+    assert 'rate = "auto" fell back: no probe rate passed' in tables.getvalue()
+    assert {r["status"] for r in _csv(tmp_path / "run" / "A.csv")} == {"SATURATED"}
+
+
+def test_a_resume_does_not_probe_again(tmp_path: Path) -> None:
+    plan = _pipeline(tmp_path, '["auto"]')
+    knee = {"none": 12_000.0, "zstd:3": 9_500.0}
+    with pytest.raises(KeyboardInterrupt):
+        execute(_opts(tmp_path, plan), FakeTransport(knee=knee, interrupt_after=15))  # 4 B, 9 probes, 1 A
+    first = json.loads((tmp_path / "run" / "manifest.json").read_text())["rate_derivation"]
+    assert first["rate_msgs"] == 3750.0
+    again = FakeTransport(knee=knee)
+    assert execute(_opts(tmp_path, plan, resume=True), again).state == "complete"
+    assert not [req for req in again.requests if req.topic.rsplit("-", 1)[-1].startswith("k")]
+    assert {float(r["target_rate_msgs"]) for r in _csv(tmp_path / "run" / "A.csv")} == {3750.0}
+
+
+@pytest.mark.parametrize(("text", "says"), [('"consumer"', "not one of producer, pipeline"), ("1", "not one of")])
+def test_bad_auto_rate_bases_are_refused(tmp_path: Path, text: str, says: str) -> None:
+    with pytest.raises(plan_mod.PlanError, match=f"auto_rate_basis: .*{says}"):
+        _plan(tmp_path, _text(head=f"auto_rate_basis = {text}"))

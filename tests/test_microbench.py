@@ -50,12 +50,12 @@ def test_cli_writes_table_and_tidy_csv(tmp_path: Path) -> None:
             "--codecs",
             "zstd:3,lz4",
             "--block-sizes",
-            "16k,64k",
+            "16KiB,64KiB",
             "--min-time",
             "0.02",
             "--repeats",
             "2",
-            "--csv",
+            "-o",
             str(out),
         ],
         capture_output=True,
@@ -92,3 +92,10 @@ def test_cli_bad_input_one_line_and_existing_csv_untouched(tmp_path: Path) -> No
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert out.read_text() == "precious\n"
+
+
+def test_table_prints_median_and_range_at_one_precision() -> None:
+    """A median of 5.5 MB/s over repetitions all at 5.5 read "5.5 [6-6]": outside its own range."""
+    s = microbench.MSummary("json", 5.0, "lz4", None, 16384, 2.0, 5.5, 5.5, 5.5, 1234.56, 1200.04, 1300.0, 3)
+    line = microbench.format_table([s]).splitlines()[2]
+    assert line.split()[-4:] == ["5.5", "[5.5-5.5]", "1234.6", "[1200.0-1300.0]"]

@@ -208,7 +208,7 @@ def test_consumer_byte_count_against_kcat(tmp_path: Path, keeping_broker: object
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "produce", "--bootstrap", bs, "--topic", "oracle-kcat", "--create"]
         + ["--partitions", "2", "--rate", "4000", "--count", str(n), "--codec", "zstd"]
-        + ["--corpus", str(tmp_path / "corpus.txt"), "--consume", "--json", str(out)],
+        + ["--corpus", str(tmp_path / "corpus.txt"), "--consume", "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -52,7 +52,7 @@ def kbench_p50_ms(bs: str, topic: str, corpus: Path, out: Path) -> float:
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "produce", "--bootstrap", bs, "--topic", topic, "--create"]
         + ["--rate", "200", "--count", str(N), "--header-sample", "1", "--corpus", str(corpus)]
-        + ["-X", "linger.ms=0", "-X", "acks=1", "--consume", "--json", str(out)],
+        + ["-X", "linger.ms=0", "-X", "acks=1", "--consume", "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=300,

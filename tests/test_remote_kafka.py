@@ -218,7 +218,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
             "--codecs",
             "zstd:3",
             "--block-sizes",
-            "16k",
+            "16KiB",
             "--min-time",
             "0.05",
             "--repeats",

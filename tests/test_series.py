@@ -25,6 +25,7 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 from kbench import _native
+from kbench.commands.run import EXIT_SHORT
 from kbench.engine import plan as plan_mod
 from kbench.engine import series, store
 from kbench.engine.runner import RunOptions, execute
@@ -324,7 +325,10 @@ def _real_run(tmp_path: Path, kafka1: Any, plan_text: str) -> Path:
     cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--broker-pid", str(kafka1.pids[0]), "--gate-sample-s", "0.1", "--force"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
+    # a loaded host may leave the cell short (A SATURATED, e.g. the JVM's start-up backlog): exit 4,
+    # said so; its repetitions still carry their series, which is what these tests check
+    assert r.returncode in (0, EXIT_SHORT), r.stderr[-3000:]
+    assert (r.returncode == EXIT_SHORT) <= ("short of OK repetitions" in r.stderr), r.stderr[-3000:]
     return run
 
 
@@ -385,16 +389,20 @@ def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
     assert provenance.verify(json.loads(files.provenance.read_text()), [run], md) == []
 
 
-def test_driver_intervals_on_librdkafkas_mock_cluster(tmp_path: Path) -> None:
-    """The librdkafka driver's RESULT (docs/drivers.md section 4.4) without a broker: librdkafka's
-    in-process mock cluster (``test.mock.num.brokers``, loopback) acknowledges every message."""
-    from kbench.kafka import worker
+def test_driver_intervals_on_the_session_cluster(tmp_path: Path, kafka1: Any) -> None:
+    """The librdkafka driver's RESULT intervals (docs/drivers.md section 4.4) on the session
+    cluster: the producer's at a fixed rate, then a consumer group member's (group mode, from the
+    beginning) draining the same records; their hlog reads back interval by interval."""
+    from kbench.kafka import admin, worker
     from kbench.model.corpus import generate, write_lenprefixed
 
+    topic = "series-driver-intervals"
+    props = kafka1.client_props()
+    admin.create_topic(props, topic, partitions=2, replication_factor=1)
     corpus_file = write_lenprefixed(generate("json", 50_000, seed=1).records, tmp_path / "c.bin")
     job = {
-        "topic": "t",
-        "props": {"bootstrap.servers": "127.0.0.1:1", "test.mock.num.brokers": "1"},
+        "topic": topic,
+        "props": dict(props),
         "run_id": 5,
         "mode": "fixed-rate",
         "rate": 2000.0,
@@ -417,5 +425,58 @@ def test_driver_intervals_on_librdkafkas_mock_cluster(tmp_path: Path) -> None:
     while (h := reader.get_next_interval_histogram()) is not None:
         counts.append(h.get_total_count())
     assert counts == [iv["latency"]["count"] for iv in ivs]
+
+    cjob = {
+        "topic": topic,
+        "props": {**props, "group.id": "series-driver-intervals"},
+        "run_id": 5,
+        "expected": 0,
+        "timeout": 60.0,
+        "group": True,
+        "from_beginning": True,
+        "interval_s": 1.0,
+    }
+    got = worker.consumer(cjob)
+    civs = got["intervals"]
+    assert got["records"] == got["unique"] == 3000 and not got["timed_out"]
+    assert sum(iv["count"] for iv in civs) == 3000 and sum(iv["bytes"] for iv in civs) == got["bytes"]
+    assert sum((iv["latency"] or {}).get("count", 0) for iv in civs) == got["sampled"] == got["e2e"]["count"]
+    assert all(b["start_mono_ns"] == a["end_mono_ns"] and b["start_mono_ns"] % NS == 0 for a, b in zip(civs, civs[1:]))
     off = dict(job, interval_s=0)
     assert worker.producer(off)["intervals"] is None
+
+
+def test_group_members_intervals_merge_per_second() -> None:
+    """Two group members' series as the group's: the intervals of one second summed, their
+    histograms merged exactly, a truncated member marks the merged series truncated."""
+    from kbench.kafka import merge
+    from kbench.kafka.drivers import Histogram
+
+    def iv(start: int, end: int, n: int, lat_ns: int) -> dict[str, Any]:
+        h = Histogram()
+        for _ in range(n):
+            h.record(lat_ns)
+        return {
+            "start_mono_ns": start,
+            "end_mono_ns": end,
+            "start_wall_ns": start + 7,
+            "count": n,
+            "acked": 0,
+            "failed": 0,
+            "bytes": 10 * n,
+            "latency": {**(histogram_us(h) or {}), "encoded": base64.b64encode(h.encode()).decode()} if n else None,
+        }
+
+    a = [iv(5 * NS + 300, 6 * NS, 3, 1_000_000), iv(6 * NS, 6 * NS + 500, 2, 2_000_000)]
+    b = [iv(5 * NS + 100, 6 * NS, 4, 3_000_000), iv(6 * NS, 7 * NS, 0, 0), iv(7 * NS, 7 * NS + 9, 1, 5_000_000)]
+    m = merge.merge_intervals([a, b])
+    assert [(x["start_mono_ns"], x["end_mono_ns"], x["count"], x["bytes"]) for x in m] == [
+        (5 * NS + 100, 6 * NS, 7, 70),
+        (6 * NS, 7 * NS, 2, 20),
+        (7 * NS, 7 * NS + 9, 1, 10),
+    ]
+    assert m[0]["start_wall_ns"] == 5 * NS + 107 and m[0]["latency"]["count"] == 7
+    assert m[0]["latency"]["max_us"] == pytest.approx(3000, rel=0.01)
+    assert merge.merge_intervals([a, [{"truncated": True}]])[-1] == {"truncated": True}
+    cons = merge.merge_consumers([{"records": 5, "intervals": a}, {"records": 5, "intervals": b}])
+    assert [x["count"] for x in cons["intervals"]] == [7, 2, 1]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from kbench.kafka import metrics
 from kbench.testbed import (
     HostSpec,
     Testbed,
@@ -498,12 +499,24 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
             HostSpec("client", cpus=tuple(cpus)),
         )
     )
-    n = 3000
+    # 15,000 JSON records of ~370 B at 5,000/s with linger.ms 100: batches of ~60 KB per partition,
+    # so that Kafka's framing and the TCP/IP headers are a few % of the bytes (docs/testbed.md)
+    n = 15_000
+    brokers = ["b1", "b2", "b3"]
     with Testbed.create(spec) as t:
-        with cluster_on(t, ["b1", "b2", "b3"], "client") as c:
+        with cluster_on(t, brokers, "client") as c:
             assert c.bootstrap_servers.split(",") == [f"198.18.0.{i}:{b.port}" for i, b in enumerate(c.brokers, 1)]
-            for b, host in zip(c.brokers, ["b1", "b2", "b3"]):
+            for b, host in zip(c.brokers, brokers):
                 assert os.stat(f"/proc/{b.pid}/ns/net").st_ino == os.stat(network.NETNS_DIR / t.netns(host)).st_ino
+            urls = {h: b.metrics_url for h, b in zip(brokers, c.brokers)}
+
+            def scrape(h: str) -> metrics.BrokerMetrics:
+                url = urls[h]
+                assert url is not None and url.startswith(f"http://{t.address(h)}:"), url
+                # from inside the broker's host: the scrape stays on its loopback, off the NIC measured
+                return t.call_in(h, lambda: metrics.scrape(url))
+
+            k0 = {h: scrape(h) for h in brokers}
             before = {h: t.nic_bytes(h) for h in t.hosts}
             out = tmp_path / "r.json"
             p = t.spawn(
@@ -526,14 +539,16 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
                     "min.insync.replicas=2",
                     "-X",
                     "acks=all",
+                    "-X",
+                    "linger.ms=100",
                     "--rate",
-                    "1500",
+                    "5000",
                     "--count",
                     str(n),
                     "--codec",
                     "none",
                     "--consume",
-                    "--json",
+                    "-o",
                     str(out),
                 ],
                 stdout=subprocess.PIPE,
@@ -548,6 +563,7 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
             payload = r["producer"]["bytes"]
             assert r["consumer"]["records"] == n and r["consumer"]["bytes"] == payload > 0
             d = {h: tuple(a - b for a, b in zip(t.nic_bytes(h), before[h])) for h in t.hosts}
+            kafka = {h: metrics.delta(k0[h], scrape(h)) for h in brokers}
     # the client sent every record to the leaders and fetched every record back
     assert d["client"][0] >= payload and d["client"][1] >= payload, (d, payload)
     # with RF 3 every broker stores every record: from the producer as leader, or by fetching as follower
@@ -555,3 +571,18 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
         assert d[b][1] >= payload, (b, d, payload)
     # the brokers sent each record to the consumer once and to two followers
     assert sum(d[b][0] for b in ("b1", "b2", "b3")) >= 3 * payload, (d, payload)
+    # Each broker's NIC bytes against the bytes Kafka itself counted (its JMX exporter): what it sent
+    # is fetch responses to the consumer (BytesOut) and to followers (ReplicationBytesOut), what it
+    # received produce requests (BytesIn) and fetched replicas (ReplicationBytesIn); the NIC also
+    # carries Kafka's request/response framing, TCP ACKs and TCP/IP/Ethernet headers: within 10 %.
+    for h in brokers:
+        k = kafka[h]
+        assert not k.regressed, (h, k)
+        assert k.bytes_in and k.bytes_out and k.replication_bytes_in and k.replication_bytes_out, (h, k)
+        tx = d[h][0] / (k.bytes_out + k.replication_bytes_out)
+        rx = d[h][1] / (k.bytes_in + k.replication_bytes_in)
+        assert 1.0 <= tx <= 1.10 and 1.0 <= rx <= 1.10, (h, tx, rx, d[h], k)
+    # RF 3: every record reaches the two followers of its partition's leader
+    sum_in = sum(k.bytes_in or 0 for k in kafka.values())
+    sum_repl = sum(k.replication_bytes_in or 0 for k in kafka.values())
+    assert abs(sum_repl / (2 * sum_in) - 1) < 0.02, (sum_repl, sum_in)

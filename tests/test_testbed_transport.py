@@ -5,6 +5,7 @@ compression buys throughput, and clean-up after kbench is killed with SIGKILL mi
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -124,9 +125,26 @@ def test_nic_bytes_per_role_against_the_clients_own_counts(tmp_path: Path) -> No
             assert stored <= float(role[col]) <= stored * most, (role["role"], col, role[col], stored)
         # librdkafka's own tx_bytes (its last statistics line) can only lag the NIC, never exceed it.
         assert float(prod["wire_bytes"]) <= float(prod["nic_tx_bytes"]), prod
+        # The broker's own counters (its JMX exporter, over the NIC bytes' span) sit beside its NIC
+        # bytes: it took in the stored batches once and sent them to the consumer once (RF 1: no
+        # replication); its NIC carries them plus the protocol (the 10 % test runs at a bulk load:
+        # tests/test_testbed.py's three brokers).
+        assert abs(f(brk, "kafka_bytes_in") / stored - 1) < 0.05, (brk, stored)
+        assert abs(f(brk, "kafka_bytes_out") / stored - 1) < 0.05, (brk, stored)
+        assert f(brk, "kafka_replication_bytes_in") == f(brk, "kafka_replication_bytes_out") == 0, brk
+        assert f(brk, "nic_rx_overhead") >= 1 and f(brk, "nic_tx_overhead") >= 1, brk
+        assert "BytesIn" in brk["kafka_bytes_source"] and "198.18." in brk["kafka_bytes_source"], brk
+        assert prod["kafka_bytes_in"] == "NA" and prod["kafka_bytes_source"] in ("", "NA"), prod
     # zstd sends fewer bytes than none for the same payload.
     per_codec = {r["codec"]: float(r["nic_tx_bytes_per_gb"]) for r in d if r["role"] == "producer"}
     assert per_codec["zstd:3"] < per_codec["none"] / 2, per_codec
+    # The manifest lists the hosts, their CPU sets and NIC rates, and how CPUs were split.
+    tb = json.loads(json.loads((run / "manifest.json").read_text())["transport"]["extra"]["testbed"])
+    assert {h["name"] for h in tb["hosts"]} == {"producer", "consumer", "broker-1"}, tb
+    for h in tb["hosts"]:
+        assert h["cpus"] and set(h["cpus"]) <= os.sched_getaffinity(0) and "nic_rate_mbit" in h, h
+        assert h["address"].startswith("198.18.0.") and h["netns"].startswith("kbench-"), h
+    assert "hosts on" in tb["cpu_split"], tb
     assert _namespaces() == before_ns and _cgroups() == before_cg
 
 

@@ -78,6 +78,361 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     kb_errcount_add(&c->errors, err);
 }
 
+/* ------------------------------------------------------------------ group mode */
+
+void kb_consumer_free_parts(kb_consumer *c) {
+    for (int i = 0; c->parts && i < c->nparts; i++)
+        free(c->parts[i].runs);
+    free(c->parts);
+    c->parts = NULL;
+    c->nparts = 0;
+}
+
+static kb_part_seen *part_of(kb_consumer *c, int32_t pid) {
+    for (int i = 0; i < c->nparts; i++)
+        if (c->parts[i].partition == pid)
+            return &c->parts[i];
+    return NULL;
+}
+
+/** Offset o read from p: extend the current run or open a new one; 0 or KB_ENOMEM. */
+static int part_read(kb_part_seen *p, int64_t o, size_t len) {
+    p->records++;
+    p->bytes += (int64_t)len;
+    p->eof = 0;
+    if (p->nruns > 0 && p->runs[2 * p->nruns - 1] == o) {
+        p->runs[2 * p->nruns - 1] = o + 1;
+    } else {
+        if (p->nruns == p->cap) {
+            int cap = p->cap ? 2 * p->cap : 4;
+            int64_t *r = realloc(p->runs, sizeof(int64_t) * 2 * (size_t)cap);
+            if (!r)
+                return KB_ENOMEM;
+            p->runs = r;
+            p->cap = cap;
+        }
+        p->runs[2 * p->nruns] = o;
+        p->runs[2 * p->nruns + 1] = o + 1;
+        p->nruns++;
+    }
+    p->next = o + 1;
+    return 0;
+}
+
+static int cmp_run(const void *a, const void *b) {
+    int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
+    return (x > y) - (x < y);
+}
+
+/** Sort p's runs and merge overlapping ones; the distinct offsets read. */
+static int64_t part_normalize(kb_part_seen *p) {
+    if (p->nruns == 0)
+        return 0;
+    qsort(p->runs, (size_t)p->nruns, 2 * sizeof(int64_t), cmp_run);
+    int w = 0;
+    for (int i = 1; i < p->nruns; i++) {
+        if (p->runs[2 * i] <= p->runs[2 * w + 1]) {
+            if (p->runs[2 * i + 1] > p->runs[2 * w + 1])
+                p->runs[2 * w + 1] = p->runs[2 * i + 1];
+        } else {
+            w++;
+            p->runs[2 * w] = p->runs[2 * i];
+            p->runs[2 * w + 1] = p->runs[2 * i + 1];
+        }
+    }
+    p->nruns = w + 1;
+    int64_t n = 0;
+    for (int i = 0; i < p->nruns; i++)
+        n += p->runs[2 * i + 1] - p->runs[2 * i];
+    return n;
+}
+
+/** Commit the position of every partition read from since its last commit (only = -1: all, else that one). */
+static void commit_positions(rd_kafka_t *rk, kb_consumer *c, int async, const rd_kafka_topic_partition_list_t *only) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(c->nparts);
+    for (int i = 0; i < c->nparts; i++) {
+        kb_part_seen *p = &c->parts[i];
+        if (p->next < 0 || p->next == p->committed)
+            continue;
+        if (only && !rd_kafka_topic_partition_list_find(only, c->topic, p->partition))
+            continue;
+        if (!only && !p->assigned)
+            continue;
+        rd_kafka_topic_partition_list_add(l, c->topic, p->partition)->offset = p->next;
+    }
+    if (l->cnt > 0) {
+        rd_kafka_resp_err_t e = rd_kafka_commit(rk, l, async);
+        if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+            c->commit_errors++;
+        } else if (!async) { /* an asynchronous commit is repeated until a synchronous one is known to hold */
+            for (int i = 0; i < l->cnt; i++)
+                part_of(c, l->elems[i].partition)->committed = l->elems[i].offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque) {
+    kb_consumer *c = opaque;
+    int cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        c->rebalances++;
+        for (int i = 0; i < parts->cnt; i++) {
+            kb_part_seen *p = part_of(c, parts->elems[i].partition);
+            if (p) {
+                p->assigned = 1;
+                p->eof = 0;
+            }
+        }
+        if (cooperative)
+            rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));
+        else
+            rd_kafka_assign(rk, parts);
+    } else {
+        commit_positions(rk, c, 0, parts); /* what was read here is the next owner's start */
+        for (int i = 0; i < parts->cnt; i++) {
+            kb_part_seen *p = part_of(c, parts->elems[i].partition);
+            if (p)
+                p->assigned = 0;
+        }
+        if (cooperative)
+            rd_kafka_error_destroy(rd_kafka_incremental_unassign(rk, parts));
+        else
+            rd_kafka_assign(rk, NULL);
+    }
+}
+
+/** Every partition of the topic with its watermarks; the group's start offsets committed where it had none. */
+static int group_prepare(rd_kafka_t *rk, kb_consumer *c, int tms, int64_t *stored_now, kb_error *err) {
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
+    rd_kafka_topic_destroy(rkt);
+    if (e || md->topic_cnt != 1 || md->topics[0].err) {
+        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' not available (%s); create it first", c->topic,
+                     e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        return KB_EKAFKA;
+    }
+    int np = md->topics[0].partition_cnt;
+    c->parts = calloc((size_t)(np > 0 ? np : 1), sizeof(kb_part_seen));
+    if (!c->parts) {
+        rd_kafka_metadata_destroy(md);
+        return kb_error_set(err, KB_ENOMEM, -1, "out of memory for %d partitions", np);
+    }
+    c->nparts = np;
+    c->partitions = np;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
+    int64_t *hi_of = calloc((size_t)(np > 0 ? np : 1), sizeof(int64_t));
+    int64_t *lo_of = calloc((size_t)(np > 0 ? np : 1), sizeof(int64_t));
+    int rc = 0;
+    if (!hi_of || !lo_of)
+        rc = kb_error_set(err, KB_ENOMEM, -1, "out of memory for %d partitions", np);
+    for (int i = 0; i < np && rc == 0; i++) {
+        int32_t pid = md->topics[0].partitions[i].id;
+        kb_part_seen *p = &c->parts[i];
+        p->partition = pid;
+        p->end = p->next = p->committed = -1;
+        int64_t until = kb_now_ns() + (int64_t)tms * 1000000;
+        while ((e = rd_kafka_query_watermark_offsets(rk, c->topic, pid, &lo_of[i], &hi_of[i], 2000)) != 0 &&
+               kb_now_ns() < until && !atomic_load(&c->stop))
+            rd_kafka_poll(rk, 100);
+        if (e)
+            rc = kb_error_set(err, KB_EKAFKA, -1, "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
+        rd_kafka_topic_partition_list_add(l, c->topic, pid);
+    }
+    rd_kafka_metadata_destroy(md);
+    for (int attempt = 0; rc == 0 && attempt < 5; attempt++) {
+        e = rd_kafka_committed(rk, l, tms);
+        if (e) {
+            rc = kb_error_set(err, KB_EKAFKA, -1, "committed offsets of group for %s: %s", c->topic, rd_kafka_err2str(e));
+            break;
+        }
+        rd_kafka_topic_partition_list_t *missing = rd_kafka_topic_partition_list_new(np);
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].offset < 0)
+                rd_kafka_topic_partition_list_add(missing, c->topic, l->elems[i].partition)->offset =
+                    c->from_beginning ? lo_of[i] : hi_of[i];
+        int n = missing->cnt;
+        /* another member may commit first (then this commit is refused): read the offsets again */
+        if (n > 0)
+            rd_kafka_commit(rk, missing, 0);
+        rd_kafka_topic_partition_list_destroy(missing);
+        if (n == 0)
+            break;
+        if (attempt == 4)
+            rc = kb_error_set(err, KB_EKAFKA, -1, "could not commit the group's start offsets of %s", c->topic);
+    }
+    int64_t stored = 0;
+    for (int i = 0; rc == 0 && i < l->cnt; i++) {
+        c->parts[i].start = l->elems[i].offset;
+        stored += hi_of[i] > l->elems[i].offset ? hi_of[i] - l->elems[i].offset : 0;
+    }
+    *stored_now = stored;
+    rd_kafka_topic_partition_list_destroy(l);
+    free(hi_of);
+    free(lo_of);
+    return rc;
+}
+
+/** Records past the start offsets in the group's committed offsets; -1 when unreadable. */
+static int64_t group_committed(rd_kafka_t *rk, kb_consumer *c) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(c->nparts);
+    for (int i = 0; i < c->nparts; i++)
+        rd_kafka_topic_partition_list_add(l, c->topic, c->parts[i].partition);
+    int64_t n = 0;
+    if (rd_kafka_committed(rk, l, 5000)) {
+        n = -1;
+    } else {
+        for (int i = 0; i < l->cnt; i++) {
+            kb_part_seen *p = part_of(c, l->elems[i].partition);
+            if (p && l->elems[i].offset > p->start)
+                n += l->elems[i].offset - p->start;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return n;
+}
+
+/** High watermarks now into parts[].end; sum of (end - start), -1 when unreadable. */
+static int64_t group_stored(rd_kafka_t *rk, kb_consumer *c) {
+    int64_t n = 0;
+    for (int i = 0; i < c->nparts; i++) {
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_query_watermark_offsets(rk, c->topic, c->parts[i].partition, &lo, &hi, 5000))
+            return -1;
+        c->parts[i].end = hi;
+        n += hi - c->parts[i].start;
+    }
+    return n;
+}
+
+static int mine_at_end(const kb_consumer *c) {
+    for (int i = 0; i < c->nparts; i++)
+        if (c->parts[i].assigned && !c->parts[i].eof)
+            return 0;
+    return 1;
+}
+
+/** The group loop: see consumer.h. */
+static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
+    int64_t stored_now = 0;
+    if (group_prepare(rk, c, tms, &stored_now, err) < 0)
+        return err->code;
+    atomic_store(&c->ready, 1);
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, c->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (e)
+        return kb_error_set(err, KB_EKAFKA, -1, "subscribe %s: %s", c->topic, rd_kafka_err2str(e));
+    c->t_start = kb_now_ns();
+    if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
+        return err->code;
+    int64_t cpu0 = kb_thread_cpu_ns();
+    int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
+    int64_t target = c->expected > 0 ? c->expected : stored_now;
+    int64_t next_commit = c->t_start + 500000000LL, next_check = 0;
+    int rechecked = 0;
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        int64_t now = kb_now_ns();
+        if (c->max_records > 0 && c->records >= c->max_records)
+            break;
+        if (now >= deadline) {
+            c->timed_out = 1;
+            break;
+        }
+        if (now >= next_commit) {
+            commit_positions(rk, c, 1, NULL);
+            next_commit = now + 500000000LL;
+        }
+        if (now >= next_check) {
+            /* the group is done once its committed offsets cover the target, whoever read what
+             * (a partition just reassigned here need not be read again): asked 10 times a second
+             * while this member's partitions are at their end, once a second while it reads */
+            next_check = now + (mine_at_end(c) ? 100000000LL : 1000000000LL);
+            commit_positions(rk, c, 0, NULL);
+            int64_t done = group_committed(rk, c);
+            if (done >= 0 && done >= target) {
+                if (rechecked)
+                    break;
+                /* the group read everything expected: were more records (duplicates) stored than that? */
+                rechecked = 1;
+                int64_t stored = group_stored(rk, c);
+                if (stored > target)
+                    target = stored;
+                next_check = 0;
+                continue;
+            }
+        }
+        int64_t left_ms = (deadline - now) / 1000000;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+        now = kb_now_ns();
+        if (c->iv.width_ns)
+            kb_iv_at(&c->iv, now); /* also while nothing arrives: a stall is a run of empty intervals */
+        if (!m)
+            continue;
+        if (m->err) {
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                kb_part_seen *p = part_of(c, m->partition);
+                if (p) /* a record fetched after this clears it again (part_read) */
+                    p->eof = 1;
+                next_check = 0;
+            } else {
+                kb_errcount_add(&c->errors, m->err);
+            }
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        kb_part_seen *p = part_of(c, m->partition);
+        if (p && part_read(p, m->offset, m->len) < 0) {
+            rd_kafka_message_destroy(m);
+            return kb_error_set(err, KB_ENOMEM, -1, "out of memory for the offsets read of %s [%d]", c->topic,
+                                (int)m->partition);
+        }
+        if (c->records == 0)
+            c->t_first = now;
+        c->t_last = now;
+        c->records++;
+        c->bytes += (int64_t)m->len;
+        if (c->iv.width_ns) {
+            c->iv.sent++;
+            c->iv.bytes += (int64_t)m->len;
+        }
+        rd_kafka_headers_t *h = NULL;
+        rd_kafka_message_headers(m, &h);
+        const void *hv = NULL;
+        size_t hsz = 0;
+        if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
+            int64_t t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
+            int64_t run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+            if (c->run_id && (uint64_t)run != c->run_id) {
+                c->foreign++;
+            } else {
+                c->sampled++;
+                kb_hist_record(c->e2e, now - t);
+                if (c->iv.width_ns)
+                    kb_hist_record(c->iv.cur, now - t);
+            }
+        } else {
+            c->no_header++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    c->loop_cpu_ns = kb_thread_cpu_ns() - cpu0;
+    c->stopped = atomic_load(&c->stop);
+    commit_positions(rk, c, 0, NULL);
+    c->stored_records = group_stored(rk, c);
+    int64_t distinct = 0;
+    for (int i = 0; i < c->nparts; i++)
+        distinct += part_normalize(&c->parts[i]);
+    c->unique = distinct;
+    c->duplicates = c->records - distinct;
+    return 0;
+}
+
 int kb_consumer_run(kb_consumer *c, kb_error *e) {
     kb_error local = KB_ERROR_INIT;
     kb_error *err = e ? e : &local;
@@ -85,7 +440,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     c->stored_records = -1;
     uint8_t *seen = NULL;
     int64_t hs = c->header_sample;
-    c->samples_expected = (c->expected > 0 && hs > 0) ? (c->expected + hs - 1) / hs : 0;
+    c->samples_expected = (!c->group && c->expected > 0 && hs > 0) ? (c->expected + hs - 1) / hs : 0;
     if (c->samples_expected > 0) {
         seen = calloc((size_t)(c->samples_expected + 7) / 8, 1);
         if (!seen) {
@@ -106,6 +461,10 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_error_cb(conf, on_error);
+    if (c->group) {
+        rd_kafka_conf_set(conf, "enable.partition.eof", "true", NULL, 0);
+        rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    }
     rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err);
     if (!rk) {
         free(seen);
@@ -116,12 +475,17 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     int tms = (int)(c->connect_timeout_s * 1000);
     if (kb_wait_reachable(rk, kb_props_get(&c->props, "bootstrap.servers"), tms, err) < 0)
         goto out;
+    if (c->group) {
+        group_loop(rk, c, tms, err);
+        goto out;
+    }
     if (assign_at_end(rk, c, tms, &start, err) < 0)
         goto out;
     c->t_start = kb_now_ns();
     if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
         goto out;
     atomic_store(&c->ready, 1);
+    int64_t cpu0 = kb_thread_cpu_ns();
     int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
     int64_t target = c->expected, samples_seen = 0;
     int rechecked = 0;
@@ -200,6 +564,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         }
         rd_kafka_message_destroy(m);
     }
+    c->loop_cpu_ns = kb_thread_cpu_ns() - cpu0;
     c->stopped = atomic_load(&c->stop);
     c->duplicates = c->sample_duplicates;
     if (c->expected > 0 && c->records - c->expected > c->duplicates)

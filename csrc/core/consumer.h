@@ -15,6 +15,26 @@
 #include "intervals.h"
 #include "kafka_conf.h"
 
+/**
+ * Group mode: what one consumer read of one partition.  Offsets in a partition are
+ * contiguous (no transactions, no compaction on kbench's topics), so the offsets
+ * read are kept as sorted, disjoint [lo, hi) runs: their length is the distinct
+ * records read, records - that is the duplicates, and the union of every group
+ * member's runs against [start, end) is what the group lost (exact per partition).
+ */
+typedef struct {
+    int32_t partition;
+    int64_t start;   /* the group's first offset (committed before the run) */
+    int64_t end;     /* high watermark read at the end (-1 = not read) */
+    int64_t records; /* records read here, duplicates included */
+    int64_t bytes;
+    int64_t *runs;   /* nruns pairs lo, hi */
+    int nruns, cap;
+    int64_t next;      /* offset after the last record read (-1 = none) */
+    int64_t committed; /* the last next committed from here (-1 = none) */
+    int assigned, eof;
+} kb_part_seen;
+
 /** A consumer run: inputs set by the caller, outputs filled by kb_consumer_run(). */
 typedef struct {
     /* inputs */
@@ -27,6 +47,8 @@ typedef struct {
     double timeout_s;      /* stop after this long from the start of consumption */
     double connect_timeout_s;
     int64_t interval_ns;   /* > 0: record the time series (iv) in intervals this long; 0 = none */
+    int group;             /* 1: join the consumer group group.id (subscribe) instead of assigning every partition */
+    int from_beginning;    /* group: partitions the group has no offset for start at the low (1) or high (0) watermark */
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
     /* outputs */
@@ -35,7 +57,12 @@ typedef struct {
     int64_t sampled, samples_expected, samples_missing, sample_duplicates;
     int64_t stored_records; /* sum of (high watermark - start offset) at the end; -1 = not read */
     int64_t t_start, t_first, t_last, t_end;
+    int64_t loop_cpu_ns;   /* CPU of the loop thread from t_start to the end of the loop (usr+sys) */
     int32_t partitions;
+    kb_part_seen *parts;   /* group mode: one per partition of the topic (nparts), else NULL */
+    int nparts;
+    int64_t rebalances;    /* group mode: assignments received */
+    int64_t commit_errors; /* group mode: offset commits that failed */
     int timed_out, stopped;
     kb_errcount errors;
     kb_intervals iv;       /* the time series (interval_ns > 0): records, bytes and e2e per interval; the caller frees it (kb_iv_free) */
@@ -53,5 +80,22 @@ typedef struct {
  * cannot be created, reached or assigned.
  */
 int kb_consumer_run(kb_consumer *c, kb_error *e);
+
+/*
+ * Group mode (c->group): the group's start offset of every partition is made
+ * durable first (a partition the group has no committed offset for gets the low
+ * watermark with from_beginning, else the high one), then ready is set and the
+ * consumer subscribes; partitions come and go by rebalance (a revoked partition's
+ * position is committed synchronously, every partition's every 500 ms).  It stops
+ * once the group's committed offsets hold `expected` records past the start
+ * offsets (expected 0: every record stored when the run began, the catch-up
+ * drain), then, like above, the stored records are read once more.  It asks the
+ * group 10 times a second while its own partitions are at their end, once a
+ * second while it reads.  The header's sequence-number bitmap is not kept
+ * (a member sees a share of the samples): loss and duplicates come from parts.
+ */
+
+/** Free what kb_consumer_run() allocated in c->parts. */
+void kb_consumer_free_parts(kb_consumer *c);
 
 #endif

@@ -334,6 +334,7 @@ typedef struct {
 static void consumer_dealloc(ConsumerObject *o) {
     if (o->c) {
         kb_props_free(&o->c->props);
+        kb_consumer_free_parts(o->c);
         free(o->c->topic);
         free(o->c->e2e);
         kb_iv_free(&o->c->iv);
@@ -344,13 +345,16 @@ static void consumer_dealloc(ConsumerObject *o) {
 
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
-                             "timeout", "connect_timeout", "header_sample", "interval", NULL};
+                             "timeout", "connect_timeout", "header_sample", "group",    "from_beginning",
+                             "interval", NULL};
     PyObject *props;
     const char *topic;
     long long run_id = 0, expected = 0, max_records = 0, header_sample = 1;
     double timeout = 60, conn_to = 10, interval = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
-                                     &expected, &max_records, &timeout, &conn_to, &header_sample, &interval))
+    int group = 0, from_beginning = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+                                     &expected, &max_records, &timeout, &conn_to, &header_sample, &group,
+                                     &from_beginning, &interval))
         return NULL;
     if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0 ||
         !(interval >= 0) || interval > 3600) {
@@ -380,11 +384,50 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->timeout_s = timeout;
     c->connect_timeout_s = conn_to;
     c->interval_ns = (int64_t)(interval * 1e9);
+    c->group = group;
+    c->from_beginning = from_beginning;
     if (!c->topic || !c->e2e) {
         Py_DECREF(o);
         return PyErr_NoMemory();
     }
     return (PyObject *)o;
+}
+
+/** d[key] = v; 0 or -1 with an exception set. */
+static int set_ll(PyObject *d, const char *key, int64_t v) {
+    PyObject *o = PyLong_FromLongLong((long long)v);
+    int rc = o ? PyDict_SetItemString(d, key, o) : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+/** Group mode: one dict per partition (partition, start, end, records, bytes, runs as [lo, hi) pairs); None otherwise. */
+static PyObject *group_parts(const kb_consumer *c) {
+    if (!c->group)
+        Py_RETURN_NONE;
+    PyObject *l = PyList_New(c->nparts);
+    for (int i = 0; l && i < c->nparts; i++) {
+        const kb_part_seen *p = &c->parts[i];
+        PyObject *runs = PyList_New(p->nruns);
+        for (int j = 0; runs && j < p->nruns; j++) {
+            PyObject *r = Py_BuildValue("[LL]", (long long)p->runs[2 * j], (long long)p->runs[2 * j + 1]);
+            if (!r) {
+                Py_CLEAR(runs);
+                break;
+            }
+            PyList_SET_ITEM(runs, j, r);
+        }
+        PyObject *e = runs ? Py_BuildValue("{s:i,s:L,s:L,s:L,s:L,s:N}", "partition", (int)p->partition, "start",
+                                           (long long)p->start, "end", (long long)p->end, "records",
+                                           (long long)p->records, "bytes", (long long)p->bytes, "runs", runs)
+                           : NULL;
+        if (!e) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, e);
+    }
+    return l;
 }
 
 static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
@@ -399,13 +442,21 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
     Py_BEGIN_ALLOW_THREADS
     rc = kb_consumer_run(c, &err);
     Py_END_ALLOW_THREADS
-    if (rc < 0)
+    if (rc < 0) {
+        kb_consumer_free_parts(c);
         return kb_py_kafka_error(&c->props, &err);
+    }
+    PyObject *parts = group_parts(c);
+    kb_consumer_free_parts(c);
+    if (!parts)
+        return NULL;
     PyObject *ivs = intervals_list(&c->iv);
     kb_iv_free(&c->iv);
-    if (!ivs)
+    if (!ivs) {
+        Py_DECREF(parts);
         return NULL;
-    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}",
+    }
+    PyObject *d = Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}",
                          "intervals", ivs, "sampled", (long long)c->sampled, "samples_expected", (long long)c->samples_expected,
                          "samples_missing", (long long)c->samples_missing, "sample_duplicates",
                          (long long)c->sample_duplicates, "stored_records", (long long)c->stored_records, "records",
@@ -416,6 +467,15 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
                          "end_ns", (long long)c->t_end, "partitions", (int)c->partitions, "timed_out",
                          c->timed_out ? Py_True : Py_False, "stopped", c->stopped ? Py_True : Py_False, "errors",
                          errdict(&c->errors), "e2e", take_hist(&c->e2e));
+    if (!d || PyDict_SetItemString(d, "parts", parts) < 0 ||
+        set_ll(d, "rebalances", c->rebalances) < 0 || set_ll(d, "commit_errors", c->commit_errors) < 0 ||
+        set_ll(d, "loop_cpu_ns", c->loop_cpu_ns) < 0) {
+        Py_XDECREF(d);
+        Py_DECREF(parts);
+        return NULL;
+    }
+    Py_DECREF(parts);
+    return d;
 }
 
 static PyObject *consumer_stop(ConsumerObject *o, PyObject *unused) {

@@ -6,7 +6,12 @@ batching model at the given rate and partition count for every codec × level ×
 linger.ms; each candidate is priced with CPU measured here (experiment M, cached), bytes on the
 network and bytes stored (docs/advise.md).  Prints the prices used, the Pareto front over
 (cost, added p99 latency), one recommendation with its reason, and seed 001's decision matrix
-filled with these numbers.  -o DIR writes advise.csv (every candidate) and advise.png.
+filled with these numbers.  -o DIR writes advise.csv (every candidate, the choice marked) and
+advise.png.  Results go to stdout (--json: one JSON document), progress and notes to stderr.
+
+The recommendation is the knee of the front: among the candidates costing at most
+--cost-tolerance percent more than the cheapest, the one adding the least p99 latency; the
+line after it says what the cheapest (the front's extreme) would save against it.
 --verify runs the recommendation, the runner-up and none on a real cluster (local, or
 --bootstrap) and prints predicted vs measured.
 """
@@ -14,16 +19,19 @@ filled with these numbers.  -o DIR writes advise.csv (every candidate) and advis
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from kbench.commands.args import SIZE_HELP, add_json, add_list, add_output, sizes
 from kbench.kafka import clients
 from kbench.kafka.drivers import client_level_range
 from kbench.model import advise as adv
 from kbench.model import advise_matrix
 from kbench.model.paths import check_output_file
-from kbench.model.units import parse_size
 
 NAME = "advise"
 
@@ -49,13 +57,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--client", choices=tuple(adv.CLIENT_SPECS), default="librdkafka", help="producer client")
     p.add_argument("--p99-budget-ms", type=float, default=None, help="latency kbench may add at p99 (ms)")
     p.add_argument("--costs", type=Path, default=None, help="TOML cost file (docs/advise.md); defaults otherwise")
-    p.add_argument("--batch-size", action="append", help="batch.size to sweep, repeatable (default 16KiB..1MiB)")
+    add_list(p, "--batch-size", help=f"batch.size to sweep (default 16KiB,64KiB,256KiB,1MiB; {SIZE_HELP})")
+    add_list(p, "--linger-ms", help="linger.ms to sweep (default 0,5,20,50)")
+    add_list(p, "--codec", help="codec[:level] to sweep (default: the client's range)")
     p.add_argument(
-        "--linger-ms", action="append", type=float, help="linger.ms to sweep, repeatable (default 0,5,20,50)"
+        "--cost-tolerance",
+        type=float,
+        default=adv.DEFAULT_COST_TOLERANCE_PCT,
+        metavar="PCT",
+        help="recommend the least added p99 among candidates costing at most PCT %% more than the cheapest "
+        f"(default {adv.DEFAULT_COST_TOLERANCE_PCT:g}; 0: the cheapest)",
     )
-    p.add_argument("--codec", action="append", help="codec[:level] to sweep, repeatable (default: the client's range)")
     p.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus and the model (default 1)")
-    p.add_argument("-o", "--out", type=Path, default=None, help="write advise.csv and advise.png to this directory")
+    add_output(p, "write advise.csv and advise.png to this directory", "--out")
+    add_json(p, "the workload, prices, front, recommendation and decision matrix")
     p.add_argument("--top", type=int, default=12, help="rows of the front to print (default 12)")
     p.add_argument("--verify", action="store_true", help="run recommendation, runner-up and none on a real cluster")
     p.add_argument("--bootstrap", default=None, help="with --verify: an existing cluster instead of a local one")
@@ -84,14 +99,15 @@ def _money(x: float) -> str:
     return f"${x:,.2f}"
 
 
-def _table(cands: list[adv.Candidate], best: adv.Candidate) -> list[str]:
+def _table(cands: list[adv.Candidate], advice: adv.Advice) -> list[str]:
     head = (
         f"  {'':1}{'codec':<8} {'batch.size':>10} {'linger':>6} {'ratio':>6} {'rec/b':>6} {'+p99 ms':>8} "
         f"{'cores p/b/c':>17} {'net TB/mo':>9} {'stored TB':>9} {'CPU $':>10} {'net $':>10} {'disk $':>10} {'total $/mo':>11}"
     )
     out = [head]
     for c in cands:
-        mark = "*" if c is best else ("!" if not c.within_budget else " ")
+        marks = {"recommended": "*", "runner-up": "^", "cheapest": "$"}
+        mark = marks.get(advice.choice_of(c)) or ("!" if not c.within_budget else " ")
         cores = f"{c.producer_cores:.2f}/{c.broker_cores:.2f}/{c.consumer_cores:.2f}"
         out.append(
             f"  {mark}{c.spec:<8} {adv._size(c.batch_size):>10} {c.linger_ms:>6g} {c.ratio:>6.2f} "
@@ -100,6 +116,43 @@ def _table(cands: list[adv.Candidate], best: adv.Candidate) -> list[str]:
             f"{c.storage_usd_month:>10,.0f} {c.total_usd_month:>11,.0f}"
         )
     return out
+
+
+def _lingers(items: list[str] | None) -> list[float]:
+    if items is None:
+        return list(adv.DEFAULT_LINGERS_MS)
+    out = []
+    for t in items:
+        try:
+            out.append(float(t))
+        except ValueError:
+            raise adv.CostError(
+                f"--linger-ms: '{t}' is not a number of milliseconds; write e.g. --linger-ms 0,5,20"
+            ) from None
+    return out
+
+
+def _doc(advice: adv.Advice, top: int) -> dict[str, Any]:
+    """--json: what the tables print, as one document."""
+
+    def cand(c: adv.Candidate | None) -> dict[str, Any] | None:
+        return None if c is None else {**c.row(), "label": c.label, "choice": advice.choice_of(c)}
+
+    w = advice.workload
+    return {
+        "workload": dataclasses.asdict(w),
+        "corpus": {"name": advice.corpus.name, "records": len(advice.corpus.records), "sha256": advice.corpus.sha256},
+        "prices": {"source": advice.prices.source, "lines": advice.prices.lines()},
+        "cost_tolerance_pct": advice.tolerance_pct,
+        "front": [cand(c) for c in advice.front[:top]],
+        "recommendation": cand(advice.best),
+        "runner_up": cand(advice.runner_up),
+        "cheapest": cand(advice.cheapest),
+        "reason": advice.reason,
+        "extreme_saving": adv.extreme_saving(advice),
+        "decision_matrix": [dataclasses.asdict(r) for r in advise_matrix.decision_matrix(advice)],
+        "candidates": len(advice.candidates),
+    }
 
 
 def main(args: argparse.Namespace) -> int:
@@ -113,6 +166,8 @@ def main(args: argparse.Namespace) -> int:
         p99_budget_ms=args.p99_budget_ms,
     )
     work.validate()
+    if not (0 <= args.cost_tolerance <= 100):
+        raise adv.CostError(f"--cost-tolerance: {args.cost_tolerance:g} is out of range; give 0 to 100 (percent)")
     prices = adv.load_prices(args.costs)
     from kbench.model.codecs import parse_spec
 
@@ -124,72 +179,96 @@ def main(args: argparse.Namespace) -> int:
             raise adv.CostError(
                 f"--codec {spec}: {why}; use {spec.codec}:{max(lo, 1)}..{spec.codec}:{hi}, or --client java for higher levels"
             )
-    sizes = [parse_size(s) for s in args.batch_size] if args.batch_size else list(adv.DEFAULT_BATCH_SIZES)
-    lingers = args.linger_ms if args.linger_ms else list(adv.DEFAULT_LINGERS_MS)
-    if any(x < 0 for x in lingers) or any(s <= 0 for s in sizes):
+    batch_sizes = sizes("--batch-size", args.batch_size, adv.DEFAULT_BATCH_SIZES)
+    lingers = _lingers(args.linger_ms)
+    if any(x < 0 for x in lingers) or any(s <= 0 for s in batch_sizes) or not lingers:
         raise adv.CostError("--linger-ms must be >= 0 and --batch-size > 0")
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise adv.CostError(f"-o {args.out} exists and is not a directory; give a directory")
-    if args.out is not None and args.out.is_dir():
+    out_dir = args.output
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise adv.CostError(f"-o {out_dir} exists and is not a directory; give a directory")
+    if out_dir is not None and out_dir.is_dir():
         for name in ("advise.csv", "advise.png"):
-            check_output_file("-o", args.out / name)
+            check_output_file("-o", out_dir / name)
+    status = sys.stderr  # progress and notes; the answer goes to stdout
     corpus, note = adv.corpus_for(args.corpus, work, lingers, fmt=args.corpus_format, seed=args.seed)
+    lines: list[str] = []  # the answer, printed as text unless --json
     near = " (near random: a control, not real-shaped data)" if corpus.near_random else ""
-    print(
+    lines.append(
         f"corpus {corpus.name}: {len(corpus.records)} records, {corpus.size / len(corpus.records):.0f} B/record, "
         f"entropy {corpus.entropy:.3f} bits/byte{near}, sha256 {corpus.sha256[:16]}"
     )
     if note:
-        print(f"note: {note}")
-    print(
+        print(f"note: {note}", file=status)
+    lines.append(
         f"workload: {work.rate:g} records/s ({work.rate * corpus.size / len(corpus.records) / 1e6:.2f} MB/s payload), "
         f"{work.partitions} partitions, RF {work.replication_factor}, retention {work.retention_hours:g} h, "
         f"client {work.client}, p99 budget {'none' if work.p99_budget_ms is None else f'{work.p99_budget_ms:g} ms'}"
     )
-    print(f"prices ({prices.source}):")
-    print("\n".join(prices.lines()))
-    n = len(specs) * len(sizes) * len(lingers)
+    lines.append(f"prices ({prices.source}):")
+    lines.extend(prices.lines())
+    n = len(specs) * len(batch_sizes) * len(lingers)
     print(
-        f"sweeping {len(specs)} codec specs x {len(sizes)} batch.size x {len(lingers)} linger.ms = {n} candidates ..."
+        f"sweeping {len(specs)} codec specs x {len(batch_sizes)} batch.size x {len(lingers)} linger.ms = {n} candidates ...",
+        file=status,
+        flush=True,
     )
-    sys.stdout.flush()
-    advice = adv.advise(corpus, work, prices, specs=specs, batch_sizes=sizes, lingers=lingers)
+    advice = adv.advise(
+        corpus, work, prices, specs=specs, batch_sizes=batch_sizes, lingers=lingers, tolerance_pct=args.cost_tolerance
+    )
     print(
         f"{len(advice.candidates)} distinct candidates priced in {time.monotonic() - t0:.1f} s "
-        f"(M cells measured now: {advice.m_measured}, the rest from the cache; CPU from M on this machine)"
+        f"(M cells measured now: {advice.m_measured}, the rest from the cache; CPU from M on this machine)",
+        file=status,
     )
     for n_ in advice.notes:
-        print(f"note: {n_}")
-    print()
-    print("Pareto front (total cost vs added p99 latency), cheapest first; * = recommendation, ! = over the budget:")
-    print("\n".join(_table(advice.front[: args.top], advice.best)))
-    if advice.best not in advice.front[: args.top]:
-        print("\n".join(_table([advice.best], advice.best)[1:]))
-    print()
-    print(f"recommendation: {advice.best.label}")
-    print(f"  why: {advice.reason}")
+        print(f"note: {n_}", file=status)
+    lines.append("")
+    lines.append(
+        "Pareto front (total cost vs added p99 latency), cheapest first; * = recommendation, "
+        "^ = runner-up, $ = cheapest, ! = over the budget:"
+    )
+    lines.extend(_table(advice.front[: args.top], advice))
+    shown = advice.front[: args.top]
+    lines.extend(
+        row
+        for c in (advice.best, advice.runner_up)
+        if c is not None and c not in shown
+        for row in _table([c], advice)[1:]
+    )
+    lines.append("")
+    lines.append(f"recommendation: {advice.best.label}")
+    lines.append(f"  why: {advice.reason}")
+    lines.append(f"  extreme: {adv.extreme_saving(advice)}")
     if advice.runner_up is not None:
-        print(f"  runner-up: {advice.runner_up.label} ({_money(advice.runner_up.total_usd_month)}/month)")
-    print()
-    print("seed 001's decision matrix, answered with these numbers:")
-    print(f"  {'scenario':<58} {'seed says':<9} {'kbench':<28} {'agrees':<6} evidence")
+        lines.append(
+            f"  runner-up: {advice.runner_up.label} ({_money(advice.runner_up.total_usd_month)}/month, "
+            f"+p99 {advice.runner_up.added_p99_ms:.2f} ms; the front's row "
+            f"{'above' if advice.runner_up.total_usd_month <= advice.best.total_usd_month else 'below'} the recommendation)"
+        )
+    lines.append("")
+    lines.append("seed 001's decision matrix, answered with these numbers:")
+    lines.append(f"  {'scenario':<58} {'seed says':<9} {'kbench':<28} {'agrees':<6} evidence")
     for r in advise_matrix.decision_matrix(advice):
-        print(f"  {r.scenario:<58} {r.seed_choice:<9} {r.ours:<28} {r.agrees:<6} {r.evidence}")
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        csv_path = adv.write_csv(advice.candidates, args.out / "advise.csv")
-        print(f"\nwrote {csv_path}")
+        lines.append(f"  {r.scenario:<58} {r.seed_choice:<9} {r.ours:<28} {r.agrees:<6} {r.evidence}")
+    if args.json:
+        print(json.dumps(_doc(advice, args.top), indent=1))
+    else:
+        print("\n".join(lines), flush=True)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        csv_path = adv.write_csv(advice.candidates, out_dir / "advise.csv", advice)
+        print(f"wrote {csv_path}", file=status)
         try:
             from kbench.reporting.advise_plot import write_png
         except ImportError:  # pragma: no cover - matplotlib is an optional extra
-            print("no plot: install matplotlib (pip install kbench[report])")
+            print("no plot: install matplotlib (pip install kbench[report])", file=status)
         else:
-            print(f"wrote {write_png(advice, args.out / 'advise.png')}")
-    print(f"done in {time.monotonic() - t0:.1f} s")
+            print(f"wrote {write_png(advice, out_dir / 'advise.png')}", file=status)
+    print(f"done in {time.monotonic() - t0:.1f} s", file=status)
     if args.verify:
         from kbench.engine.advise_verify import verify
 
         return verify(
-            advice, bootstrap=args.bootstrap, duration_s=args.verify_duration, out=args.out, rate=args.verify_rate
+            advice, bootstrap=args.bootstrap, duration_s=args.verify_duration, out=out_dir, rate=args.verify_rate
         )
     return 0

@@ -6,10 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench.commands.args import key_value
+from kbench.commands.args import SIZE_HELP, key_value, size
 from kbench.kafka import admin
 from kbench.kafka.cluster import (
-    DEFAULT_HEAP,
     DEFAULT_PORT_BASE,
     ClusterError,
     LocalCluster,
@@ -45,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="K=V",
         help="extra broker setting, repeatable (defaults pin compression.type=producer)",
     )
-    up.add_argument("--heap", default=DEFAULT_HEAP, help=f"broker JVM heap (default {DEFAULT_HEAP})")
+    up.add_argument(
+        "--heap", default="384MiB", help=f"broker JVM heap, at least 16MiB, whole MiB (default 384MiB; {SIZE_HELP})"
+    )
     up.add_argument(
         "--port-base",
         type=int,
@@ -61,13 +62,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.set_defaults(func=_up)
 
     st = csub.add_parser("status", help="show the cluster's brokers, pids and whether they are alive")
-    st.add_argument("--dir", type=Path, default=None)
+    st.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
     st.set_defaults(func=_status)
 
     dn = csub.add_parser("down", help="stop the processes 'up' started (and only those)")
-    dn.add_argument("--dir", type=Path, default=None)
+    dn.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
     dn.add_argument("--timeout", type=float, default=15.0, help="seconds before SIGKILL")
     dn.set_defaults(func=_down)
+
+
+def _heap(text: str) -> str:
+    """The JVM's spelling (-Xmx384m, m = MiB) of a --heap size written by the one size rule."""
+    n = size("--heap", text)
+    if n < 16 << 20 or n % (1 << 20):
+        raise ValueError(f"--heap: {n} bytes; give a whole number of MiB, at least 16MiB (e.g. 384MiB or 1GiB)")
+    return f"{n >> 20}m"
 
 
 def _dir(args: argparse.Namespace) -> Path:
@@ -95,7 +104,7 @@ def _up(args: argparse.Namespace) -> int:
             brokers=args.brokers,
             directory=d,
             broker_config=dict(args.broker_config),
-            heap=args.heap,
+            heap=_heap(args.heap),
             port_base=args.port_base,
             start_timeout=args.timeout,
             die_with_parent=False,

@@ -3,42 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
 
+from kbench.commands.args import SIZE_HELP, add_json, add_list, add_output, size, sizes
 from kbench.model import codecs, corpus, limits, microbench
 from kbench.model.codecs import CodecSpec
 from kbench.model.paths import check_output_file
 
-DEFAULT_CODECS = "zstd:1,zstd:3,lz4,snappy,gzip:6"
-DEFAULT_BLOCKS = "16384,65536,1048576"
-DEFAULT_CORPORA = "json,logs,random"
+DEFAULT_CODECS = ("zstd:1", "zstd:3", "lz4", "snappy", "gzip:6")
+DEFAULT_BLOCKS = (16384, 65536, 1048576)
+DEFAULT_CORPORA = ("json", "logs", "random")
 
 
-def _specs(text: str) -> list[CodecSpec]:
-    specs = [codecs.parse_spec(t) for t in text.split(",") if t.strip()]
+def _specs(items: list[str] | None) -> list[CodecSpec]:
+    specs = [codecs.parse_spec(t) for t in (items if items is not None else DEFAULT_CODECS)]
     if not specs:
         raise ValueError("--codecs is empty; give e.g. --codecs zstd:3,lz4")
     return specs
 
 
-def _blocks(text: str) -> list[int]:
-    out = []
-    for t in text.split(","):
-        t = t.strip().lower()
-        mult = 1
-        if t.endswith("k"):
-            mult, t = 1024, t[:-1]
-        elif t.endswith("m"):
-            mult, t = 1 << 20, t[:-1]
-        try:
-            v = int(t) * mult
-        except ValueError:
-            raise ValueError(f"bad block size '{t}' in --block-sizes; give bytes like 16384,65536 or 16k,1m") from None
-        out.append(int(limits.check("--block-sizes", v, "block_size")))
-    if not out:
-        raise ValueError("--block-sizes is empty; give e.g. --block-sizes 16384,65536")
+def _blocks(items: list[str] | None) -> list[int]:
+    out = [int(limits.check("--block-sizes", v, "block_size")) for v in sizes("--block-sizes", items, DEFAULT_BLOCKS)]
     if len(set(out)) != len(out):
         raise ValueError("--block-sizes: a size is listed twice; list each once")
     return out
@@ -66,14 +55,13 @@ def _bench(args: argparse.Namespace) -> int:
     limits.check("--repeats", args.repeats, "repeats")
     limits.check("--min-time", args.min_time, "min_time")
     limits.check("--seed", args.seed, "seed")
-    limits.check_corpus_size("--corpus-size", args.corpus_size)
-    if args.csv:
-        check_output_file("--csv", args.csv)
-    corpora = [
-        corpus.load(c.strip(), size=args.corpus_size, seed=args.seed, fmt=args.corpus_format)
-        for c in args.corpus.split(",")
-        if c.strip()
-    ]
+    corpus_size = limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
+    if args.output:
+        check_output_file("-o", args.output)
+    names = args.corpus if args.corpus is not None else DEFAULT_CORPORA
+    if not names:
+        raise ValueError("--corpus is empty; give e.g. --corpus json,logs")
+    corpora = [corpus.load(c, size=corpus_size, seed=args.seed, fmt=args.corpus_format) for c in names]
     for c in corpora:
         if c.near_random:
             print(
@@ -81,7 +69,7 @@ def _bench(args: argparse.Namespace) -> int:
                 "ratios will be ~1; use it only as a control",
                 file=sys.stderr,
             )
-    writer = microbench.RowWriter(Path(args.csv)) if args.csv else None
+    writer = microbench.RowWriter(Path(args.output)) if args.output else None
     total = len(corpora) * len(specs) * len(blocks)
     t0 = time.monotonic()
 
@@ -103,7 +91,12 @@ def _bench(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     rows = microbench.run(corpora, specs, blocks, args.min_time, args.repeats, on_cell=progress)
-    print(microbench.format_table(microbench.summarize(rows)))
+    summary = microbench.summarize(rows)
+    if args.json:
+        doc = {"experiment": "M", "cells": [{**dataclasses.asdict(x), "spec": str(x.spec)} for x in summary]}
+        print(json.dumps(doc, indent=1))
+    else:
+        print(microbench.format_table(summary))
     if writer:
         print(f"wrote {writer.close()}", file=sys.stderr)
     return 0
@@ -130,19 +123,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    b.add_argument(
-        "--corpus", default=DEFAULT_CORPORA, help="comma-separated built-in corpora (json, logs, random) or file paths"
+    add_list(
+        b, "--corpus", help=f"built-in corpora (json, logs, random) or file paths (default {','.join(DEFAULT_CORPORA)})"
     )
     b.add_argument(
         "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
     )
-    b.add_argument("--corpus-size", type=int, default=4 << 20, help="bytes generated for a built-in corpus")
+    b.add_argument("--corpus-size", default="4MiB", help=f"bytes generated for a built-in corpus ({SIZE_HELP})")
     b.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus generators")
-    b.add_argument("--codecs", default=DEFAULT_CODECS, help="comma-separated codec[:level] list")
-    b.add_argument(
-        "--block-sizes", default=DEFAULT_BLOCKS, help="comma-separated block sizes in bytes (k/m suffixes ok)"
-    )
+    add_list(b, "--codecs", "--codec", help=f"codec[:level] specs (default {','.join(DEFAULT_CODECS)})")
+    add_list(b, "--block-sizes", "--block-size", help=f"block sizes (default 16KiB,64KiB,1MiB; {SIZE_HELP})")
     b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds per timed figure")
     b.add_argument("--repeats", type=int, default=5, help="timed repetitions per figure")
-    b.add_argument("--csv", help="write tidy rows (one per cell × repetition) to this CSV, atomically")
+    add_output(b, "write tidy rows (one per cell × repetition) to this CSV, atomically", "--csv")
+    add_json(b, "the summary (one object per cell)")
     b.set_defaults(func=_bench)

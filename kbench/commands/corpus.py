@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from kbench import KafkaError
+from kbench.commands.args import SIZE_HELP, size
 from kbench.engine.redact import Scrubber
 from kbench.kafka import clients
 from kbench.kafka import sample as sample_mod
@@ -39,7 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--count", type=int, required=True, help="records to read at most")
     s.add_argument("-o", "--output", type=Path, required=True, help="the corpus file to write (length-prefixed)")
     s.add_argument("--keys", action="store_true", help="also write the keys, to OUTPUT.keys (length-prefixed)")
-    s.add_argument("--max-bytes", type=int, default=sample_mod.DEFAULT_MAX_BYTES, help="keys + values kept at most")
+    s.add_argument(
+        "--max-bytes",
+        default=str(sample_mod.DEFAULT_MAX_BYTES),
+        help=f"keys + values kept at most (default {sample_mod.DEFAULT_MAX_BYTES}; {SIZE_HELP})",
+    )
     s.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up on reaching --count")
     s.add_argument(
         "-X",
@@ -58,6 +63,9 @@ def _pct(sorted_vals: list[int], q: float) -> int:
 
 
 def run_sample(args: argparse.Namespace) -> int:
+    args.max_bytes = size("--max-bytes", args.max_bytes)
+    if args.max_bytes < 1:
+        raise ValueError(f"--max-bytes: {args.max_bytes} is out of range; give at least 1 byte")
     props = dict(args.props)
     clients.check_properties("-X", props, {"librdkafka"})  # before connecting or writing
     props["bootstrap.servers"] = args.bootstrap

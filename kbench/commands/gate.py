@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kbench.commands.args import add_list
 from kbench.engine import gate as gate_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
@@ -18,9 +19,7 @@ from kbench.model import limits
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gate", help="check the environment before collecting", description=__doc__)
     p.add_argument("--bootstrap", help="host:port of a cluster to check (broker versions, compression.type)")
-    p.add_argument(
-        "--broker-metrics", metavar="URL[,URL...]", help="Prometheus endpoints of the brokers of --bootstrap"
-    )
+    add_list(p, "--broker-metrics", metavar="URL", help="Prometheus endpoints of the brokers of --bootstrap")
     p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
     p.add_argument("--plan", help="a plan whose topic compression and corpora to check")
     p.add_argument("--dir", default=".", help="where results will be written (free disk is checked there)")
@@ -44,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         defn = plan_mod.TransportDef(
             kind="bootstrap",
             bootstrap=args.bootstrap,
-            broker_metrics=tuple(args.broker_metrics.split(",")) if args.broker_metrics else (),
+            broker_metrics=tuple(args.broker_metrics or ()),
             broker_version=args.broker_version,
         )
         t = make(defn)

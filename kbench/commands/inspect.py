@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from kbench.commands.args import add_output
 from kbench.model import segment
 from kbench.model.paths import atomic_write, check_output_file
 
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".log files or topic-partition directories")
-    p.add_argument("--csv", type=Path, default=None, help="write the per-batch rows to this CSV (atomically)")
+    add_output(p, "write the per-batch rows to this CSV (atomically)", "--csv")
     p.add_argument(
         "--no-decompress",
         action="store_true",
@@ -48,8 +49,8 @@ def _shown(name: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.csv is not None:
-        check_output_file("--csv", args.csv)
+    if args.output is not None:
+        check_output_file("-o", args.output)
     try:
         files = segment.log_files(args.paths)
         rows = [r for f in files for r in segment.scan_file(f, decompress=not args.no_decompress)]
@@ -91,12 +92,12 @@ def main(args: argparse.Namespace) -> int:
     print(f"  codecs: {', '.join(f'{k} {v}' for k, v in sorted(s.codecs.items())) or 'none'}")
     if s.problems:
         print(f"  problems: {', '.join(f'{k} {v}' for k, v in sorted(s.problems.items()))}")
-    if args.csv is not None:
+    if args.output is not None:
         buf = io.StringIO(newline="")
         w = csv.DictWriter(buf, fieldnames=list(segment.BatchRow.CSV_FIELDS))
         w.writeheader()
         w.writerows(r.csv_row() for r in rows)
         # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
-        atomic_write(args.csv, buf.getvalue().encode("utf-8", "surrogateescape"))
-        print(f"wrote {_shown(str(args.csv))}")
+        atomic_write(args.output, buf.getvalue().encode("utf-8", "surrogateescape"))
+        print(f"wrote {_shown(str(args.output))}")
     return 1 if s.problems else 0

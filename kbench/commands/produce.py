@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import key_value
+from kbench.commands.args import SIZE_HELP, add_output, key_value, size
 from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
@@ -50,12 +50,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="librdkafka",
         help="the Kafka client: librdkafka (C loops in this process), java (the Java driver), kafka-go or sarama (the Go driver)",
     )
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to produce to (and consume from with --consume)")
     p.add_argument("--create", action="store_true", help="create the topic first")
-    p.add_argument("--partitions", type=int, default=3)
-    p.add_argument("--replication-factor", type=int, default=1)
-    p.add_argument("--topic-config", type=_KV, action="append", default=[], metavar="K=V")
-    p.add_argument("--mode", choices=("fixed-rate", "saturated"), default="fixed-rate")
+    p.add_argument("--partitions", type=int, default=3, help="partitions of a topic made by --create (default 3)")
+    p.add_argument(
+        "--replication-factor", type=int, default=1, help="replication factor of a topic made by --create (default 1)"
+    )
+    p.add_argument(
+        "--topic-config",
+        type=_KV,
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="topic config of a topic made by --create (e.g. compression.type=producer); repeat",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("fixed-rate", "saturated"),
+        default="fixed-rate",
+        help="fixed-rate: send at --rate (latency is service time); saturated: as fast as the client can (default fixed-rate)",
+    )
     p.add_argument("--rate", type=float, default=None, help="messages/s (fixed-rate: required)")
     p.add_argument("--count", type=int, default=None, help="messages to send")
     p.add_argument("--duration", type=float, default=None, help="seconds to send for (without --count)")
@@ -76,10 +90,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"one message in N carries the kb latency header (e2e latency sample; default {DEFAULT_HEADER_SAMPLE})",
     )
-    p.add_argument("--keys", choices=("none", "round-robin", "random"), default="none")
-    p.add_argument("--nkeys", type=int, default=0)
+    p.add_argument(
+        "--keys",
+        choices=("none", "round-robin", "random"),
+        default="none",
+        help="message keys: none (null keys, default), round-robin or random over --nkeys values",
+    )
+    p.add_argument("--nkeys", type=int, default=0, help="distinct keys for --keys round-robin/random")
     p.add_argument("--corpus", default="json", help="json, logs, random, or a file of records (one per line)")
-    p.add_argument("--corpus-size", type=int, default=4 << 20, help="bytes of built-in corpus to generate")
+    p.add_argument("--corpus-size", default="4MiB", help=f"bytes of built-in corpus to generate ({SIZE_HELP})")
     p.add_argument(
         "--stats",
         type=Path,
@@ -87,8 +106,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="save librdkafka statistics JSON lines here (set -X statistics.interval.ms=N)",
     )
     p.add_argument("--consume", action="store_true", help="consume the messages back (e2e latency, lost, duplicates)")
-    p.add_argument("--connect-timeout", type=float, default=10.0)
-    p.add_argument("--json", type=Path, default=None, help="write the results as JSON here")
+    p.add_argument(
+        "--connect-timeout", type=float, default=10.0, help="seconds to wait for the cluster to answer (default 10)"
+    )
+    add_output(p, "write the results as JSON to this file (atomically)")
     p.set_defaults(func=run)
 
 
@@ -241,9 +262,9 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--replication-factor", args.replication_factor, "replication_factor")
     limits.check("--nkeys", args.nkeys, "keys")
     limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
-    limits.check_corpus_size("--corpus-size", args.corpus_size)
-    if args.json is not None:
-        check_output_file("--json", args.json)
+    args.corpus_size = limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
+    if args.output is not None:
+        check_output_file("-o", args.output)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -260,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
     props.update(dict(args.props))
     if args.client != "librdkafka" and args.stats:
         print(
-            f"kbench: error: --stats saves librdkafka statistics; the {args.client} client's metrics are in --json",
+            f"kbench: error: --stats saves librdkafka statistics; the {args.client} client's metrics are in -o FILE",
             file=sys.stderr,
         )
         return 2
@@ -338,8 +359,8 @@ def run(args: argparse.Namespace) -> int:
         c = out["consumer"]
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")
         print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
-    if args.json:
-        atomic_write(args.json, json.dumps(out, indent=2).encode())
+    if args.output:
+        atomic_write(args.output, json.dumps(out, indent=2).encode())
     if s["stopped"]:
         print("kbench: interrupted: the figures above are partial", file=sys.stderr)
         return 130

@@ -9,8 +9,11 @@ make one cross-machine report.  How to read it: docs/reports.md.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+
+from kbench.commands.args import add_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,12 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="check the report already under OUT against the run directories; write nothing",
     )
+    add_json(p, "the files written (and the verification's result) instead of the status line")
     p.set_defaults(func=run)
 
 
-def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path]) -> int:
-    import json
-
+def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path], quiet: bool = False) -> int:
     from kbench.reporting import provenance, report
     from kbench.reporting.frames import unique_dirs
 
@@ -48,7 +50,8 @@ def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path]) -> 
         return 1
     print(
         "verified: every figure is the OK rows of its cell and recomputes from the run directories;"
-        " every number in report.md is a figure or an input label, in the place the runs give it"
+        " every number in report.md is a figure or an input label, in the place the runs give it",
+        file=sys.stderr if quiet else sys.stdout,
     )
     return 0
 
@@ -72,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 f"{args.output}: no {' or '.join(missing)}; write the report first (kbench report … -o OUT)"
             )
-        return _check(prov, md, args.run_dirs)
+        code = _check(prov, md, args.run_dirs, quiet=args.json)
+        if args.json:
+            print(json.dumps({"verified": code == 0, "markdown": str(md), "provenance": str(prov)}, indent=1))
+        return code
 
     # A report allocates a few hundred thousand small objects that live until it is written
     # (figures, ledger entries, table cells) and makes no cycles worth collecting early: with
@@ -89,7 +95,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    print(f"wrote {files.markdown}, {files.html} ({len(files.plots)} plots), {files.provenance}")
-    if args.verify:
-        return _check(files.provenance, files.markdown, args.run_dirs)
-    return 0
+    status = sys.stderr if args.json else sys.stdout
+    print(f"wrote {files.markdown}, {files.html} ({len(files.plots)} plots), {files.provenance}", file=status)
+    code = _check(files.provenance, files.markdown, args.run_dirs, quiet=args.json) if args.verify else 0
+    if args.json:
+        doc = {
+            "markdown": str(files.markdown),
+            "html": str(files.html),
+            "plots": [str(x) for x in files.plots],
+            "provenance": str(files.provenance),
+            "verified": (code == 0) if args.verify else None,
+        }
+        print(json.dumps(doc, indent=1))
+    return code

@@ -3,6 +3,11 @@
 With no other argument, a built-in plan starts a local one-broker cluster, runs, stops it
 and prints tables A–F for the experiments it holds.  ``--bootstrap`` points it at an
 existing cluster; ``--resume RUN_DIR`` completes an interrupted run without duplicating rows.
+
+Exit status: 0 done; 4 the run completed but a cell is short of OK repetitions because a rule
+excluded some (INVALID, REJECTED, SATURATED, FAILED_*; the tables list each with cause and fix;
+a figure the transport does not measure, NA, does not count); 3 the environment gate refused;
+2 bad input; 1 the transport failed; 130 interrupted (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -10,20 +15,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from kbench.commands.args import add_json, add_list
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.redact import Scrubber
-from kbench.engine.runner import GateRefused, RunOptions, execute
+from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells, tables
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
 from kbench.kafka import clients, metrics, procstat
 from kbench.model import limits
+
+#: ``kbench run``'s exit status when the run completed but a cell has fewer OK repetitions than its verdict needs.
+EXIT_SHORT = 4
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,21 +42,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=Path, help="run directory (default runs/<plan>-<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="complete an interrupted run directory")
     p.add_argument("--bootstrap", help="host:port[,...] of an existing cluster instead of a local one")
-    p.add_argument(
-        "--broker-pid",
-        type=int,
-        action="append",
-        default=[],
-        help="local pid of a broker of --bootstrap (for broker CPU); repeat",
-    )
+    add_list(p, "--broker-pid", metavar="PID", help="local pids of the brokers of --bootstrap (for broker CPU)")
     p.add_argument(
         "--workers",
         metavar="SCHEDULER_ADDRESS",
         help="Dask scheduler (tcp://host:8786): run each cell's drivers on its workers (docs/distributed.md)",
     )
-    p.add_argument(
+    add_list(
+        p,
         "--broker-metrics",
-        metavar="URL[,URL...]",
+        metavar="URL",
         help="Prometheus endpoints of the brokers of --bootstrap (JMX exporter): broker CPU, version, bytes",
     )
     p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
@@ -65,8 +70,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--force", action="store_true", help="collect even if a blocking gate check fails (recorded in the manifest)"
     )
+    p.add_argument(
+        "--label",
+        metavar="NAME",
+        help="the machine's name in the manifest (machine.label): reports and notebooks group runs by it",
+    )
+    add_json(p, "the outcome (run directory, state, rows, cells short of OK repetitions) instead of the tables")
     p.add_argument("--gate-sample-s", type=float, default=1.0, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
+
+
+def _pid(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise plan_mod.PlanError(
+            f"--broker-pid: '{text}' is not a process id; give e.g. --broker-pid 4242,4243"
+        ) from None
 
 
 def _props(items: list[str]) -> dict[str, str]:
@@ -127,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         limits.check("--seed", args.seed, "seed")
     limits.check("--gate-sample-s", args.gate_sample_s, "gate_sample_s")
+    args.broker_pid = [_pid(t) for t in args.broker_pid or []]
     for pid in args.broker_pid:
         limits.check("--broker-pid", pid, "pid")
     client_overrides = _props(args.props)
@@ -157,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     secret_free = dict(overrides)  # what the manifest keeps (no credentials of metrics URLs)
     if args.broker_metrics:
         try:
-            urls = metrics.parse_urls(args.broker_metrics)
+            urls = metrics.parse_urls(",".join(args.broker_metrics))
         except metrics.MetricsError as e:
             raise plan_mod.PlanError(f"--broker-metrics: {e}") from None
         overrides["broker_metrics"] = list(urls)
@@ -187,9 +208,10 @@ def run(args: argparse.Namespace) -> int:
         argv=["kbench", *sys.argv[1:]],  # the command as typed: no path of this machine in the manifest
         client_overrides=client_overrides,
         gate_sample_s=args.gate_sample_s,
-        print_tables=sys.stdout,
+        print_tables=None if args.json else sys.stdout,
         overrides=secret_free,
         steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
+        machine_label=args.label,
     )
     created = not Path(run_dir).exists()
     try:
@@ -207,11 +229,30 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"kbench: interrupted; continue with: kbench run --resume {run_dir}", file=sys.stderr)
         return 130
-    if outcome.already_complete:
+    short = short_cells(outcome.run_dir, plan.experiments)
+    code = EXIT_SHORT if short else 0
+    if args.json:
+        doc = {
+            "run_dir": str(outcome.run_dir),
+            "state": outcome.state,
+            "rows_written": outcome.rows_written,
+            "already_complete": outcome.already_complete,
+            "short_cells": short,
+            "exit_status": code,
+        }
+        print(json.dumps(doc, indent=1))
+    elif outcome.already_complete:
         fixed = (
             f"journal rebuilt from the CSVs ({outcome.restored} repetitions)" if outcome.restored else "nothing changed"
         )
-        print(f"kbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
-        return 0
-    print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")
-    return 0
+        print(tables(outcome.run_dir, plan.experiments))
+        print(f"\nkbench: {outcome.run_dir} is already complete; nothing to run, {fixed}")
+    else:
+        print(f"\nrun directory: {outcome.run_dir} ({outcome.rows_written} rows written this time)")
+    if short:
+        print(
+            f"kbench: {len(short)} cell(s) short of OK repetitions (exit status {EXIT_SHORT}); the tables say why and "
+            f"what to change (kbench run --resume {outcome.run_dir} prints them again)",
+            file=sys.stderr,
+        )
+    return code

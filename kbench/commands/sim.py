@@ -1,7 +1,7 @@
 """``kbench sim``: the simulated transport (producer, broker, consumer threads) over a corpus.
 
-Every combination of the repeated options (--codec, --batch-size) is one run; one line per run
-is printed and, with --csv, one CSV row per run is written atomically.
+Every combination of the list options (--codec, --batch-size) is one run; one line per run
+is printed and, with -o FILE.csv, one CSV row per run is written atomically.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import itertools
 import tempfile
 from pathlib import Path
 
+from kbench.commands.args import SIZE_HELP, add_list, add_output, size, sizes
 from kbench.model import corpus as corpus_mod
 from kbench.model import limits
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
 from kbench.model.paths import check_output_file
-from kbench.model.units import parse_size
 
 NAME = "sim"
 
@@ -32,11 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
     )
-    p.add_argument("--corpus-size", default="16MiB", help="payload size of a built-in corpus (default 16MiB)")
-    p.add_argument("--codec", action="append", help="producer codec[:level], repeatable (default none)")
     p.add_argument(
-        "--batch-size", action="append", help="batch.size in bytes or with KiB/MiB, repeatable (default 16KiB)"
+        "--corpus-size", default="16MiB", help=f"payload size of a built-in corpus (default 16MiB; {SIZE_HELP})"
     )
+    add_list(p, "--codec", help="producer codec[:level] (default none)")
+    add_list(p, "--batch-size", help=f"batch.size (default 16KiB; {SIZE_HELP})")
     p.add_argument("--linger-ms", type=float, default=5.0, help="linger.ms (default 5)")
     p.add_argument("--partitions", type=int, default=1, help="partitions of the topic (default 1)")
     p.add_argument(
@@ -59,9 +59,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=1, help="seed of the corpus, arrivals, keys and sticky choices")
     p.add_argument(
-        "--out", type=Path, default=None, help="keep the segment files under this directory (default: temporary)"
+        "--segments",
+        type=Path,
+        default=None,
+        help="keep the segment files under this directory (default: a temporary one, removed)",
     )
-    p.add_argument("--csv", type=Path, default=None, help="write one row per run to this CSV (atomically)")
+    p.add_argument("--out", dest="segments", type=Path, help=argparse.SUPPRESS)  # older spelling of --segments
+    add_output(p, "write one row per run to this CSV (atomically)", "--csv")
     p.set_defaults(func=main)
 
 
@@ -72,24 +76,26 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--rate", args.rate, "rate")
     limits.check("--keys", args.keys, "keys")
     limits.check("--seed", args.seed, "seed")
-    limits.check_corpus_size("--corpus-size", parse_size(args.corpus_size))
-    if args.csv is not None:
-        check_output_file("--csv", args.csv)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise ValueError(f"--out {args.out}: exists and is not a directory; give a directory")
+    limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
+    if args.output is not None:
+        check_output_file("-o", args.output)
+    if args.segments is not None and args.segments.exists() and not args.segments.is_dir():
+        raise ValueError(f"--segments {args.segments}: exists and is not a directory; give a directory")
 
 
 def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
     _check_bounds(args)
     codecs = [parse_spec(c) for c in (args.codec or ["none"])]
-    sizes = [int(limits.check("--batch-size", parse_size(s), "batch_size")) for s in (args.batch_size or ["16KiB"])]
+    batch_sizes = [
+        int(limits.check("--batch-size", b, "batch_size")) for b in sizes("--batch-size", args.batch_size, [16384])
+    ]
     topic, tlevel = None, None
     if args.topic_compression and args.topic_compression != "producer":
         name, sep, level = args.topic_compression.partition(":")
         ts = parse_spec(batch_codec(name) + sep + level)
         topic, tlevel = ts.codec, ts.level
     out = []
-    for spec, bs in itertools.product(codecs, sizes):
+    for spec, bs in itertools.product(codecs, batch_sizes):
         cfg = sim.SimConfig(
             codec=spec.codec,
             level=spec.level,
@@ -126,7 +132,9 @@ def _line(r: sim.SimResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     configs = _configs(args)
-    corp = corpus_mod.load(args.corpus, size=parse_size(args.corpus_size), seed=args.seed, fmt=args.corpus_format)
+    corp = corpus_mod.load(
+        args.corpus, size=size("--corpus-size", args.corpus_size), seed=args.seed, fmt=args.corpus_format
+    )
     near = " (near random: a control, not real-shaped data)" if corp.near_random else ""
     print(
         f"corpus {corp.name}: {len(corp.records)} records, {corp.size} bytes, entropy {corp.entropy:.3f} bits/byte{near}, "
@@ -144,8 +152,8 @@ def main(args: argparse.Namespace) -> int:
     results = []
     failed = False
     for i, cfg in enumerate(configs):
-        if args.out is not None:
-            d = args.out / f"run{i:03d}" if len(configs) > 1 else args.out
+        if args.segments is not None:
+            d = args.segments / f"run{i:03d}" if len(configs) > 1 else args.segments
             r = sim.run(corp, cfg, d)
         else:
             with tempfile.TemporaryDirectory(prefix="kbench-sim-") as tmp:
@@ -153,9 +161,9 @@ def main(args: argparse.Namespace) -> int:
         results.append(r)
         failed |= r.mismatches > 0
         print(_line(r), flush=True)
-    if args.csv is not None:
-        sim.write_csv(results, args.csv)
-        print(f"wrote {args.csv}")
-    if args.out is not None:
-        print(f"segments under {args.out}")
+    if args.output is not None:
+        sim.write_csv(results, args.output)
+        print(f"wrote {args.output}")
+    if args.segments is not None:
+        print(f"segments under {args.segments}")
     return 1 if failed else 0

@@ -36,6 +36,15 @@ class Cell:
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
     client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
+    #: The catch-up run (docs/methodology.md): a backlog of this many payload bytes produced first
+    #: (0: none, the ordinary run), drained by a consumer group of ``consumers`` members with
+    #: these fetch settings (Kafka's defaults).  Not in :meth:`params`: the experiments reading
+    #: them add them as their own columns.
+    consumers: int = 1
+    backlog_bytes: int = 0
+    fetch_max_bytes: int = 52428800
+    max_partition_fetch_bytes: int = 1048576
+    fetch_min_bytes: int = 1
     #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
     spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
@@ -45,6 +54,22 @@ class Cell:
         # the one place a cell's settings get their single spelling
         object.__setattr__(self, "topic_compression", codecs.topic_compression(self.topic_compression))
         object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
+
+    @property
+    def catch_up(self) -> bool:
+        """A backlog is produced, then drained by a consumer group (``backlog_bytes`` > 0)."""
+        return self.backlog_bytes > 0
+
+    def fetch_props(self) -> dict[str, str]:
+        """The consumer's fetch settings as client properties.  librdkafka refuses a
+        ``fetch.max.bytes`` below ``message.max.bytes`` (default 1000000; a consumer sends only small
+        requests): that is lowered with it, to at least librdkafka's minimum 1000."""
+        return {
+            "message.max.bytes": str(max(1000, min(1000000, self.fetch_max_bytes))),
+            "fetch.max.bytes": str(self.fetch_max_bytes),
+            "max.partition.fetch.bytes": str(self.max_partition_fetch_bytes),
+            "fetch.min.bytes": str(self.fetch_min_bytes),
+        }
 
     @property
     def saturated(self) -> bool:

@@ -34,6 +34,7 @@ from kbench.model import codecs, limits
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 from kbench.model.paths import not_a_regular_file
+from kbench.model.units import parse_size
 
 __all__ = [
     "AUTO_PREFIX",
@@ -79,13 +80,18 @@ TOP_KEYS = {
     "client": "table of librdkafka properties passed verbatim to producer and consumer",
     "corpora": "table of named corpora",
     "sweep": "array of [[sweep]] tables",
-    "corpus_size": "bytes of each built-in corpus",
+    "corpus_size": 'bytes of each built-in corpus (or a size string, "4MiB")',
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
     "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
     "drift_rate_pct": "time series: a repetition whose per-second rate drifts by more than this % is flagged DRIFT (default 10)",
     "drift_p99_pct": "time series: a repetition whose per-second p99 drifts by more than this % is flagged DRIFT (default 50)",
+    "auto_rate_basis": '"producer" (default: rate = "auto" from the saturated cells) or "pipeline" (from the knee probed with consumers running)',
+    "knee_probe_s": 'seconds of each knee probe repetition (auto_rate_basis = "pipeline"; default 3)',
 }
+#: What ``rate = "auto"`` is a fraction of (docs/methodology.md): the producer-only saturated
+#: cells, or the pipeline's knee probed as A runs it (kbench.engine.knee).
+AUTO_RATE_BASES = ("producer", "pipeline")
 TRANSPORT_KEYS = {
     "kind": "local, bootstrap, testbed, sim or dry",
     "brokers": "number of local brokers (1 or 3)",
@@ -98,17 +104,18 @@ TRANSPORT_KEYS = {
     "broker_pids": "local pids of the brokers of a bootstrap cluster (for broker CPU)",
     "workers": "Dask scheduler address (tcp://host:8786): run each cell's drivers on Dask workers",
     "producers": "producer drivers per cell on Dask workers (the rate is split among them)",
-    "consumers": "consumer drivers per cell on Dask workers (each reads every record)",
+    "consumers": "consumer drivers per cell (each reads every record; with consumer_group they share the partitions, locally too)",
     "drivers_per_worker": "drivers placed on one Dask worker process (default 1)",
     "broker_metrics": "Prometheus endpoints of the brokers (URL or host:port, one per broker): broker CPU, version, bytes",
     "broker_version": "the brokers' Kafka version, when neither the cluster nor its metrics report it",
     "header_sample": "one record in this many carries the kb latency header (default 1000)",
+    "consumer_group": "true: the cell's consumers join one consumer group and share the partitions (default false: each reads every record)",
 }
 CORPUS_KEYS = {
     "source": "json, logs, random, or file",
     "path": 'path of a corpus file (with source = "file")',
     "format": "lines or lenprefixed",
-    "size": "bytes of a built-in corpus",
+    "size": 'bytes of a built-in corpus (or a size string, "4MiB")',
     "seed": "seed of a built-in corpus",
 }
 SWEEP_KEYS = {
@@ -116,7 +123,7 @@ SWEEP_KEYS = {
     "experiments": "list of experiment ids this sweep feeds (A-F)",
     "codec": "codec[:level] or a list of them",
     "corpus": "corpus name (json, logs, random, a [corpora] name, or a file path) or a list",
-    "batch_size": "librdkafka batch.size in bytes, or a list",
+    "batch_size": 'librdkafka batch.size: bytes or a size string ("64KiB", docs/cli.md), or a list',
     "linger_ms": "linger.ms, or a list",
     "partitions": "topic partitions, or a list",
     "acks": "acks: 0, 1 or all, or a list",
@@ -125,7 +132,16 @@ SWEEP_KEYS = {
     "topic_config": "table of extra topic configs",
     "key_policy": "none, round-robin or random",
     "client": "the Kafka client driving the cell: librdkafka or java, or a list",
+    "consumers": "catch-up: members of the consumer group that drains the backlog, or a list (default 1)",
+    "backlog_bytes": "catch-up: payload bytes of the backlog produced before the drain (> 0 makes the cell a catch-up run)",
+    "fetch_max_bytes": "catch-up: the consumer's fetch.max.bytes, or a list (default 52428800, Kafka's)",
+    "max_partition_fetch_bytes": "catch-up: the consumer's max.partition.fetch.bytes, or a list (default 1048576)",
+    "fetch_min_bytes": "catch-up: the consumer's fetch.min.bytes, or a list (default 1)",
 }
+
+
+#: The drivers with a consumer-group mode (docs/drivers.md: the job's ``group``).
+GROUP_CLIENTS = ("librdkafka", "java")
 
 
 class PlanError(ValueError):
@@ -147,6 +163,7 @@ class TransportDef:
     broker_metrics: tuple[str, ...] = ()
     broker_version: str | None = None
     header_sample: int = DEFAULT_HEADER_SAMPLE  # one record in this many carries the kb header
+    consumer_group: bool = False  # the cell's consumers share the partitions as one consumer group
     #: testbed (docs/testbed.md): NIC rates (Mbit/s, None: unshaped) and a one-way delay per host
     broker_nic_mbit: float | None = None
     client_nic_mbit: float | None = None
@@ -178,6 +195,11 @@ class Sweep:
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"
     client: tuple[str, ...] = ("librdkafka",)
+    consumers: tuple[int, ...] = (1,)
+    backlog_bytes: int = 0
+    fetch_max_bytes: tuple[int, ...] = (52428800,)
+    max_partition_fetch_bytes: tuple[int, ...] = (1048576,)
+    fetch_min_bytes: tuple[int, ...] = (1,)
 
 
 @dataclass(frozen=True)
@@ -202,6 +224,8 @@ class Plan:
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A: the unsaturated check's bound
     drift_rate_pct: float = DEFAULT_DRIFT_RATE_PCT  # the time series' drift bounds (kbench.engine.series)
     drift_p99_pct: float = DEFAULT_DRIFT_P99_PCT
+    auto_rate_basis: str = "producer"  # what rate = "auto" is a fraction of (AUTO_RATE_BASES)
+    knee_probe_s: float = 3.0  # seconds of each knee probe (auto_rate_basis = "pipeline")
 
     @property
     def experiments(self) -> list[str]:
@@ -452,7 +476,19 @@ def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> d
     return out
 
 
+def _size(where: str, v: Any) -> Any:
+    """A size written as a string ("16KiB", "1MiB", "16k") in bytes, by the one rule of
+    kbench.model.units (docs/cli.md); a number stays as it is (bytes) for the range checks."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return parse_size(v, where)
+    except ValueError as e:
+        raise PlanError(str(e)) from None
+
+
 def _corpus_size(where: str, v: Any) -> int:
+    v = _size(where, v)
     try:
         return limits.check_corpus_size(where, v)
     except limits.LimitError as e:
@@ -504,7 +540,10 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         _resolve_corpus(f"{w}corpus", str(c), corpora, base_dir, corpus_size)
         for c in _axis(f"{w}corpus", _as_list(tbl.get("corpus", "json")))
     ]
-    bs = [int(_bounded(f"{w}batch_size", v, "batch_size")) for v in _as_list(tbl.get("batch_size", 16384))]
+    bs = [
+        int(_bounded(f"{w}batch_size", _size(f"{w}batch_size", v), "batch_size"))
+        for v in _as_list(tbl.get("batch_size", 16384))
+    ]
     lg = [float(_bounded(f"{w}linger_ms", v, "linger_ms")) for v in _as_list(tbl.get("linger_ms", 5))]
     parts = [int(_bounded(f"{w}partitions", v, "partitions")) for v in _as_list(tbl.get("partitions", 1))]
     for axis, vals in (("batch_size", bs), ("linger_ms", lg), ("partitions", parts)):
@@ -552,6 +591,26 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         "partitions": parts,
     }
     axes.update(acks=acks, rate=rates, topic_compression=tc, client=clients)
+    catch = {
+        k: _axis(f"{w}{k}", [int(_number(f"{w}{k}", v, integer=True)) for v in _as_list(tbl.get(k, d))])
+        for k, d in (
+            ("consumers", 1),
+            ("fetch_max_bytes", 52428800),
+            ("max_partition_fetch_bytes", 1048576),
+            ("fetch_min_bytes", 1),
+        )
+    }
+    if any(v < 1000 for v in catch["fetch_max_bytes"]):
+        raise PlanError(f"{w}fetch_max_bytes: must be >= 1000 (librdkafka's smallest message.max.bytes)")
+    backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
+    if not backlog and any(k in tbl for k in catch):
+        raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
+    if backlog and not set(clients) <= set(GROUP_CLIENTS):
+        raise PlanError(
+            f"{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the "
+            f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
+        )
+    axes.update(catch, backlog_bytes=[backlog])
     for e in exps:
         check = registry.get(e).sweep_check
         problem = check(axes) if check is not None else ""
@@ -571,6 +630,11 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
         client=tuple(clients),
+        consumers=tuple(catch["consumers"]),
+        backlog_bytes=backlog,
+        fetch_max_bytes=tuple(catch["fetch_max_bytes"]),
+        max_partition_fetch_bytes=tuple(catch["max_partition_fetch_bytes"]),
+        fetch_min_bytes=tuple(catch["fetch_min_bytes"]),
     )
 
 
@@ -644,6 +708,13 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
                 f"{key}: {drift[key]:g} must be at most {MAX_DRIFT_PCT:g} % (a bound above flags nothing); the default is {default:g}"
             )
 
+    basis = data.get("auto_rate_basis", "producer")
+    if basis not in AUTO_RATE_BASES:
+        raise PlanError(
+            f"auto_rate_basis: {basis!r} is not one of {', '.join(AUTO_RATE_BASES)}; the default is producer"
+        )
+    probe_s = float(_bounded("knee_probe_s", data.get("knee_probe_s", 3.0), "warmup_s"))  # a probe is a run too
+
     t = data.get("transport", {})
     if not isinstance(t, dict):
         raise PlanError('transport: must be a table, e.g. [transport] kind = "local"')
@@ -691,6 +762,14 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError(
             "transport.workers: the testbed runs every role on an emulated host of this machine; drop workers"
         )
+    group = t.get("consumer_group", False)
+    if not isinstance(group, bool):
+        raise PlanError("transport.consumer_group: must be true or false")
+    if dist["consumers"] > 1 and workers is None and not group:
+        raise PlanError(
+            "transport.consumers: several consumers on this machine share a topic as a group; set consumer_group = true "
+            "or give workers"
+        )
     transport = TransportDef(
         kind,
         brokers,
@@ -703,6 +782,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         broker_metrics=endpoints,
         broker_version=None if bver is None else str(bver),
         header_sample=hs,
+        consumer_group=group,
         broker_nic_mbit=shaping["broker_nic_mbit"],
         client_nic_mbit=shaping["client_nic_mbit"],
         delay_ms=shaping["delay_ms"],
@@ -723,6 +803,12 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    for i, s in enumerate(sweeps):
+        if group and not set(s.client) <= set(GROUP_CLIENTS):
+            raise PlanError(
+                f"sweep[{i}].client: transport.consumer_group needs consumer groups, which only the "
+                f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
+            )
     if kind != "sim":  # the sim transport models batches, no client; dry runs the client's settings
         for i, s in enumerate(sweeps):
             _check_client_levels(i, s)
@@ -768,6 +854,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         saturation_bound_ms=sat_bound,
         drift_rate_pct=drift["drift_rate_pct"],
         drift_p99_pct=drift["drift_p99_pct"],
+        auto_rate_basis=str(basis),
+        knee_probe_s=probe_s,
     )
     check_budget(plan)
     return plan
@@ -780,7 +868,8 @@ def expand(plan: Plan) -> list[Cell]:
         combos = itertools.product(
             s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression, s.client
         )
-        for j, (c, corp, bs, lg, p, a, r, tc, cl) in enumerate(combos):
+        catch = list(itertools.product(s.consumers, s.fetch_max_bytes, s.max_partition_fetch_bytes, s.fetch_min_bytes))
+        for j, ((c, corp, bs, lg, p, a, r, tc, cl), (k, fmx, mpf, fmn)) in enumerate(itertools.product(combos, catch)):
             cells.append(
                 Cell(
                     cell_id=f"{s.name}-{j:03d}",
@@ -798,6 +887,11 @@ def expand(plan: Plan) -> list[Cell]:
                     topic_config=s.topic_config,
                     key_policy=s.key_policy,
                     client=cl,
+                    consumers=k,
+                    backlog_bytes=s.backlog_bytes,
+                    fetch_max_bytes=fmx,
+                    max_partition_fetch_bytes=mpf,
+                    fetch_min_bytes=fmn,
                 )
             )
     return cells

@@ -4,13 +4,15 @@ or REJECTED attempt run again within the plan's retry budget, resumable after an
 
 Order: all saturated pairs first (shuffled), then all other pairs (shuffled), both with the
 seed recorded in the manifest — saturated results must exist before ``rate = "auto"`` can
-be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``).
+be derived (min over saturated cells of the median achieved msgs/s × ``auto_rate_fraction``;
+with ``auto_rate_basis = "pipeline"`` the knee probed from that minimum, kbench.engine.knee).
 A retry goes to the end of its group's queue, so it too runs at another time than its first
 attempt.  The method is described in ``docs/methodology.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import random
 import secrets as _secrets
@@ -23,9 +25,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kbench.engine import gate as gate_mod
+from kbench.engine import knee, rules, series, store, verdict
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
-from kbench.engine import rules, series, store, verdict
 from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
@@ -59,6 +61,8 @@ class RunOptions:
     #: Where every steal figure (gate and runs) reads its counters; None = the live /proc/stat.
     #: Tests inject :class:`kbench.kafka.procstat.FixedSteal`; the manifest records it.
     steal_source: StealSource | None = None
+    #: ``kbench run --label``: the machine's name in the manifest (``machine.label``), else none.
+    machine_label: str | None = None
 
 
 @dataclass
@@ -150,6 +154,8 @@ def derive_rate(run_dir: Path, saturated_ids: Sequence[str], fraction: float) ->
         "saturated_medians_msgs": medians,
         "min_cell": low,
         "rate_msgs": round(medians[low] * fraction, 3),
+        "basis": "producer",
+        "basis_msgs": medians[low],
     }
     if fallback:
         out["fallback"] = fallback
@@ -366,10 +372,31 @@ def _open_and_gate(s: _Session) -> gate_mod.GateReport:
 FRACTIONS_METHOD = '; rate = "auto:F": F times the same minimum (each under fractions)'
 
 
-def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float | None:
+def _knee(s: _Session, run_id: str, cells: Sequence[Cell], producer: dict[str, Any]) -> dict[str, Any]:
+    """The derivation on the pipeline's basis: short probes of the derived-rate cells (kbench.engine.knee)."""
+    plan = s.plan
+
+    def probe(cell: Cell, rate: float, n: int) -> RunResult:
+        req = _request(s, run_id, cell, rate, 1)
+        return s.transport.run(
+            dataclasses.replace(
+                req,
+                topic=f"kbench-{run_id}-{cell.cell_id}-k{n}",
+                duration_s=plan.knee_probe_s,
+                steady_skip_s=min(plan.steady_skip_s, plan.knee_probe_s / 4),
+            )
+        )
+
+    return knee.derive(producer, cells, probe, plan.saturation_bound_ms, plan.auto_rate_fraction, s.log)
+
+
+def _target_rate(
+    s: _Session, cell: Cell, saturated_ids: Sequence[str], run_id: str = "", cells: Sequence[Cell] = ()
+) -> float | None:
     """The cell's target msgs/s: its number, None when saturated, or the common rate (derived
-    from the saturated cells' rows once, then recorded in the manifest); ``auto:F`` is F × the
-    same minimum saturated median, recorded under ``rate_derivation/fractions``."""
+    from the saturated cells' rows once — on the pipeline basis, from the knee probed with
+    ``cells`` — then recorded in the manifest); ``auto:F`` is F × the same basis (the minimum
+    saturated median, or the knee), recorded under ``rate_derivation/fractions``."""
     if cell.rate == "saturated":
         return None
     frac = plan_mod.rate_fraction(cell.rate, s.plan.auto_rate_fraction)
@@ -378,6 +405,8 @@ def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float
     deriv: dict[str, Any] = s.man.get("rate_derivation", {})
     if deriv.get("rate_msgs") is None:
         deriv = derive_rate(s.run_dir, saturated_ids, s.plan.auto_rate_fraction)
+        if s.plan.auto_rate_basis == "pipeline":
+            deriv = _knee(s, run_id, cells, deriv)
         s.man["rate_derivation"] = deriv
         s.save()
         s.log(f"common rate derived: {deriv}")
@@ -386,10 +415,12 @@ def _target_rate(s: _Session, cell: Cell, saturated_ids: Sequence[str]) -> float
     key = str(cell.rate)
     fractions: dict[str, float] = dict(deriv.get("fractions", {}))
     if key not in fractions:
-        fractions[key] = round(deriv["saturated_medians_msgs"][deriv["min_cell"]] * frac, 3)
+        basis = deriv.get("basis_msgs", deriv["saturated_medians_msgs"][deriv["min_cell"]])
+        fractions[key] = round(basis * frac, 3)
         method = str(deriv.get("method", ""))
-        if FRACTIONS_METHOD not in method:
-            method += FRACTIONS_METHOD
+        more = FRACTIONS_METHOD.replace("minimum", "knee") if deriv.get("basis") == "pipeline" else FRACTIONS_METHOD
+        if more not in method:
+            method += more
         s.man["rate_derivation"] = {**deriv, "method": method, "fractions": fractions}
         s.save()
         s.log(f"rate {key} derived: {fractions[key]} msgs/s")
@@ -543,6 +574,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         opts, transport, client, Scrubber.of(plan.raw, client), corpora, {n: c.entropy for n, c in corpora.items()}
     )
     machine = describe().as_dict()
+    if opts.machine_label:
+        machine["label"] = opts.machine_label
     prior = _prepare_dir(s, machine)
     if opts.resume and not _remaining(plan, store.read_journal(s.run_dir)):
         # Every repetition is in the CSVs: nothing to run, and nothing (gate, manifest) to rewrite.
@@ -578,7 +611,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         for queue in groups:
             while queue:
                 cell, rep, attempt = queue.popleft()
-                target = _target_rate(s, cell, saturated_ids)
+                target = _target_rate(s, cell, saturated_ids, run_id, cells)
                 if plan.warmup and cell.cell_id not in warmed:
                     warmed.add(cell.cell_id)
                     _warm_up(s, progress, run_id, cell, target)
@@ -653,8 +686,10 @@ def _notes(run_dir: Path) -> list[str]:
     return out
 
 
-def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list[str]:
-    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix."""
+def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int, excluded_only: bool = False) -> list[str]:
+    """One line per cell (and role) with fewer than ``want`` OK repetitions: cause and fix.
+    ``excluded_only``: only the cells a rule excluded repetitions of (not those merely NA: a figure
+    the transport does not measure)."""
     e = registry.get(exp)
     out = []
     for cs in verdict.summarise(exp, rows, e.verdict_on):
@@ -664,6 +699,8 @@ def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list
         bad = [r for r in mine if r["status"] != Status.OK]
         attempts = len({(r["rep"], store.attempt_of(r)) for r in mine})
         status = worst(r["status"] for r in bad) if bad else Status.NA
+        if excluded_only and all(r["status"] == Status.NA for r in bad):
+            continue
         cause, fix = _CAUSE_FIX.get(status, ("", "see the reasons"))
         example = next((r["reason"] for r in bad if r["status"] == status), "")
         out.append(
@@ -674,12 +711,30 @@ def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int) -> list
     return out
 
 
+def _want(run_dir: Path) -> int:
+    """OK repetitions a cell needs for its verdict: 2 (or the plan's repetitions when fewer)."""
+    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
+    return min(2, int(man.get("repetitions", 2) or 2))
+
+
+def short_cells(run_dir: Path, experiments: Sequence[str]) -> list[str]:
+    """The tables' "cells short of OK repetitions" lines (every experiment) of the cells short
+    because repetitions were measured and excluded by a rule (INVALID, REJECTED, SATURATED,
+    FAILED_*); a cell short only of figures its transport does not measure (NA) is not counted.
+    ``kbench run`` exits non-zero when this is not empty."""
+    want = _want(run_dir)
+    out = []
+    for exp in experiments:
+        rows = store.read_rows(run_dir / f"{exp}.csv")
+        out += [f"{exp} {line}" for line in _short_cells(exp, rows, want, excluded_only=True)] if rows else []
+    return out
+
+
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:
     """The headline tables of a run directory, from its CSVs (and the manifest's notes)."""
     out = []
     notes = _notes(run_dir)
-    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
-    want = min(2, int(man.get("repetitions", 2) or 2))
+    want = _want(run_dir)
     for exp in experiments:
         rows = store.read_rows(run_dir / f"{exp}.csv")
         title = f"== {exp}: {registry.get(exp).title} =="

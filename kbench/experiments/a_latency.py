@@ -18,10 +18,19 @@ from kbench.experiments.rowkit import (
     row_base,
     unmeasured,
 )
-from kbench.experiments.spec import LATENCY_PERCENTILES, Experiment, PlotSpec, RowInput, head, units
+from kbench.experiments.spec import (
+    DEFAULT_SATURATION_BOUND_MS,
+    LATENCY_PERCENTILES,
+    AnswerCell,
+    Experiment,
+    PlotSpec,
+    RowInput,
+    head,
+    units,
+)
 from kbench.reporting import document as doc
 from kbench.reporting import plots
-from kbench.reporting.context import ReportContext, label_cols, na_stat, pairs, rows_keys
+from kbench.reporting.context import ReportContext, answer_pairs, label_cols, na_stat, pairs, rows_keys
 from kbench.reporting.summary import overlap_verdict, stats, stats_many
 
 if TYPE_CHECKING:
@@ -38,25 +47,57 @@ def saturation_reasons(res: RunResult, linger_ms: float, bound_ms: float) -> lis
     - the producer's queue wait p50 beyond the cell's linger.ms (librdkafka's statistics);
     - the consumer keeping up: end-to-end p50 − corrected p50.
     """
+    d, e, c = res.latency_delay, res.latency_e2e, res.latency_corrected
+    return saturation_signals(
+        d.p99_us if d is not None else None,
+        res.latency_phases.get("queue_p50_us"),
+        linger_ms,
+        e.p50_us if e is not None else None,
+        c.p50_us if c is not None else None,
+        bound_ms,
+    )
+
+
+def saturation_signals(
+    delay_p99_us: float | None,
+    queue_p50_us: float | None,
+    linger_ms: float,
+    e2e_p50_us: float | None,
+    corrected_p50_us: float | None,
+    bound_ms: float,
+) -> list[str]:
+    """The one saturation rule (see :func:`saturation_reasons`) on the figures themselves: the
+    runner applies it to a repetition, the report again to every OK row of A.csv before a p99
+    enters the answer (so a CSV whose status says OK cannot carry a queueing latency there)."""
     bound_us = bound_ms * 1000
     ms = lambda us: f"{us / 1000:.1f}" if abs(us) >= 1000 else f"{us / 1000:.3f}"  # noqa: E731
     out = []
-    d = res.latency_delay
-    if d is not None and d.p99_us > bound_us:
-        out.append(f"saturated: send delay p99 {ms(d.p99_us)} ms > {bound_ms:g} ms (sends left behind the schedule)")
-    q = res.latency_phases.get("queue_p50_us")
+    if delay_p99_us is not None and delay_p99_us > bound_us:
+        out.append(
+            f"saturated: send delay p99 {ms(delay_p99_us)} ms > {bound_ms:g} ms (sends left behind the schedule)"
+        )
+    q = queue_p50_us
     if q is not None and q - linger_ms * 1000 > bound_us:
         out.append(
             f"saturated: queue wait p50 {ms(q)} ms − linger.ms {linger_ms:g} = {ms(q - linger_ms * 1000)} ms "
             f"> {bound_ms:g} ms (batches waited for the sender)"
         )
-    e, c = res.latency_e2e, res.latency_corrected
-    if e is not None and c is not None and e.p50_us - c.p50_us > bound_us:
+    if e2e_p50_us is not None and corrected_p50_us is not None and e2e_p50_us - corrected_p50_us > bound_us:
         out.append(
-            f"saturated: e2e p50 − corrected p50 = {ms(e.p50_us - c.p50_us)} ms > {bound_ms:g} ms "
+            f"saturated: e2e p50 − corrected p50 = {ms(e2e_p50_us - corrected_p50_us)} ms > {bound_ms:g} ms "
             "(the consumer fell behind)"
         )
     return out
+
+
+def _consumer_phases(res: RunResult) -> dict[str, float | None]:
+    """The consumer's side of the end-to-end latency: decompression of one batch of the median
+    size (timed on this machine) and the rest of e2e p50 − service p50, the wait from the ack until
+    the fetch hands the record over (fetch wait)."""
+    dec = res.latency_phases.get("decompress_p50_us")
+    e, s = res.latency_e2e, res.latency_service
+    wait = None if e is None or s is None or dec is None else e.p50_us - s.p50_us - dec
+    return {"phase_decompress_p50_us": dec, "phase_fetch_wait_p50_us": wait}
 
 
 def _saturation(x: RowInput) -> Verdict:
@@ -79,6 +120,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
     row.update(lat("delay", res.latency_delay, ("p99_us", "max_us")))
     row.update(lat("e2e", res.latency_e2e, ("p50_us", "p99_us", "max_us")))
     row.update({f"phase_{k}": res.latency_phases.get(k) for k in ("queue_p50_us", "compress_p50_us", "request_p50_us")})
+    row.update(_consumer_phases(res))
     row["out_of_range"] = sum(
         h.out_of_range for h in (res.latency_corrected, res.latency_service, res.latency_e2e) if h is not None
     )
@@ -89,80 +131,159 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
     return [finish(row, v)]
 
 
+METRICS = (
+    ("corrected_p50_us", "p50 ms"),
+    ("corrected_p95_us", "p95 ms"),
+    ("corrected_p99_us", "p99 ms"),
+    ("corrected_p999_us", "p99.9 ms"),
+)
+P99 = "corrected_p99_us"
+
+
+def _cell_rows(df: pd.DataFrame, keys: list[str], key: tuple[str, ...]) -> pd.DataFrame:
+    sel = df
+    for c, v in zip(keys, key):
+        sel = sel[sel[c] == v]
+    return sel
+
+
+def _count(ctx: ReportContext, rows: pd.DataFrame, keys: list[str], key: tuple[str, ...], **where: str) -> str:
+    """The number of ``rows`` (the rows of the cell ``key`` that match ``where``), a ledger figure."""
+    L = ctx.ledger
+    sel = dict(zip(keys, key)) | where
+    return L.agg("count", [0.0] * len(rows), L.row_set("A", rows["_gid"].to_numpy(), sel), "status", "int").text
+
+
+def _num(row: Any, col: str) -> float | None:
+    v = row.get(col) if hasattr(row, "get") else None
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f
+
+
+def _queue_dominated(ctx: ReportContext, ok: pd.DataFrame) -> bool:
+    """Whether an OK row of A breaks the unsaturated premise by its own figures (the runner's
+    rule, :func:`saturation_signals`, with its run's saturation_bound_ms)."""
+    for _, row in ok.iterrows():
+        run = int(row.get("_run", 0))
+        rules = ctx.runs[run].manifest.get("rules") if run < len(ctx.runs) else None
+        bound = rules.get("saturation_bound_ms") if isinstance(rules, dict) else None
+        linger = _num(row, "linger_ms")
+        if saturation_signals(
+            _num(row, "delay_p99_us"),
+            _num(row, "phase_queue_p50_us"),
+            linger if linger is not None else 0.0,
+            _num(row, "e2e_p50_us"),
+            _num(row, "corrected_p50_us"),
+            float(bound) if isinstance(bound, (int, float)) else DEFAULT_SATURATION_BOUND_MS,
+        ):
+            return True
+    return False
+
+
+def p99_added(
+    ctx: ReportContext, df: pd.DataFrame, keys: list[str], b: tuple[str, ...], k: tuple[str, ...], st: dict
+) -> tuple[str, str | None]:
+    """The p99 ``k`` adds to ``b`` at the common fixed rate: (text, verdict), or (the reason
+    there is none, None).  A p99 is given only when no repetition of either cell was SATURATED
+    (queueing, not the codec) and each has the two OK repetitions a range verdict needs."""
+    sides = [(b, _cell_rows(df, keys, b)), (k, _cell_rows(df, keys, k))]
+    sat = [(key, g[g["status"] == Status.SATURATED], g) for key, g in sides]
+    if any(len(s) for _, s, _ in sat):
+        parts = [
+            f"{key[1]} {_count(ctx, s, keys, key, status='SATURATED')} of {_count(ctx, g, keys, key)} rows"
+            for key, s, g in sat
+            if len(s)
+        ]
+        return f"no p99: SATURATED ({', '.join(parts)}): queueing, not the codec", None
+    queued = [key[1] for key, g in sides if _queue_dominated(ctx, g[g["status"] == Status.OK])]
+    if queued:
+        return (
+            f"no p99: OK repetitions of {' and '.join(queued)} break the unsaturated premise "
+            "(send delay, queue wait beyond linger.ms or consumer lag above saturation_bound_ms): queueing, not the codec",
+            None,
+        )
+    sb, sk = st.get(b) or na_stat(ctx, P99), st.get(k) or na_stat(ctx, P99)
+    if not (sb.ok and sk.ok) or int(sb.value("count") or 0) < 2 or int(sk.value("count") or 0) < 2:
+        parts = [
+            f"{key[1]} {(st.get(key) or na_stat(ctx, P99)).n} OK of {_count(ctx, g, keys, key)}" for key, g in sides
+        ]
+        return f"no p99: too few OK repetitions ({', '.join(parts)}; a verdict needs 2 per codec)", None
+    v = overlap_verdict(sb, sk)
+    delta = ctx.ledger.derive("diff", [sb.median, sk.median], "ms+")
+    return f"{delta} ms ({sk.median} vs {sb.median} ms): {v}", v
+
+
 def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     labels = label_cols(df)
     keys = ["machine"] + labels
-    metrics = [
-        ("corrected_p50_us", "p50 µs"),
-        ("corrected_p95_us", "p95 µs"),
-        ("corrected_p99_us", "p99 µs"),
-        ("corrected_p999_us", "p99.9 µs"),
-    ]
-    st = stats_many(ctx.ledger, df, "A", {m: "auto" for m, _ in metrics}, keys)
+    st = stats_many(ctx.ledger, df, "A", {m: "ms" for m, _ in METRICS}, keys)
     rate = stats(ctx.ledger, df, "A", "target_rate_msgs", keys, "int", only_ok=False)  # a setting, not a measurement
     achieved = stats(ctx.ledger, df, "A", "rate_error_pct", keys, "f2")
-    headers = [
-        "machine",
-        "arch",
-        "physical cores",
-        "fixed rate (msgs/s)",
-        *labels,
-        *(h for _, h in metrics),
-        "rate error %",
-        "n",
-    ]
+    lead = [] if ctx.one_machine else ["machine", "arch", "physical cores"]
+    headers = [*lead, "fixed rate (msgs/s)", *labels, *(h for _, h in METRICS), "rate error %", "n"]
     rows: list[list[str]] = []
     emph: set[int] = set()
     all_keys = rows_keys(df, keys)
-    p99 = "corrected_p99_us"
     vs_pairs = pairs(all_keys, 1)
     for machine in sorted({k[0] for k in all_keys}):
         arch = ctx.machine_run(machine).machine.get("arch", "NA")
         cores = ctx.mfig(machine, "physical_cores")
         for k in (k for k in all_keys if k[0] == machine):
-            s = {m: st[m].get(k) or na_stat(ctx, m) for m, _ in metrics}
+            s = {m: st[m].get(k) or na_stat(ctx, m) for m, _ in METRICS}
             r = rate.get(k)
             rows.append(
                 [
-                    machine,
-                    str(arch),
-                    cores.text,
+                    *([] if ctx.one_machine else [machine, str(arch), cores.text]),
                     r.median.text if r else "NA",
                     *k[1:],
-                    *(s[m].median.text for m, _ in metrics),
+                    *(s[m].median.text for m, _ in METRICS),
                     (achieved[k].cell() if k in achieved else "NA"),
-                    s[p99].n.text,
+                    s[P99].n.text,
                 ]
             )
         for b, k in (p for p in vs_pairs if p[0][0] == machine):
-            sb, sk = st[p99].get(b) or na_stat(ctx, p99), st[p99].get(k) or na_stat(ctx, p99)
-            v = overlap_verdict(sb, sk)
+            sb, sk = st[P99].get(b) or na_stat(ctx, P99), st[P99].get(k) or na_stat(ctx, P99)
+            text, v = p99_added(ctx, df, keys, b, k, st[P99])
             emph.add(len(rows))
-            rest = " ".join(x for x in k[2:])
+            rest = " ".join(f"{c} {x}" for c, x in zip(labels[1:], k[2:]))
+            where = " ".join(x for x in ([] if ctx.one_machine else [machine]) + ([rest] if rest else []))
             rows.append(
                 [
-                    f"{machine}{(' ' + rest) if rest else ''} p99 verdict",
-                    f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → {v}",
+                    f"{where + ' ' if where else ''}p99 verdict (ms)",
+                    f"{b[1]} range {sb.range()} / {k[1]} range {sk.range()} → " + (v if v is not None else text),
                     *[""] * (len(headers) - 2),
                 ]
             )
-            if sb.ok and sk.ok:
-                delta = ctx.ledger.derive("diff", [sb.median, sk.median])
+            if v is not None:
                 ctx.headline.append(
-                    f"Latency increment at the fixed rate, {machine}{(' ' + rest) if rest else ''}: p99 {k[1]} − {b[1]} = "
-                    f"{delta} µs (medians {sk.median} vs {sb.median} µs): {v}."
+                    f"Latency increment at the fixed rate{', ' + where if where else ''}: p99 {k[1]} − {b[1]} = {text}."
                 )
     ctx.add(
         doc.Heading(2, EXPERIMENT.report_title, "exp-a"),
         doc.Para(
-            "Every cell runs at the same fixed rate (see the environment section for how it was derived), so a latency "
-            "difference is the codec's, not queueing. Latencies are the corrected histogram (ack − intended send "
-            "time: no coordinated omission); columns show medians over OK repetitions, verdict rows compare p99 ranges.",
+            "Every cell runs at the same fixed rate (see Setup for how it was derived). A repetition whose producer "
+            "fell behind the schedule, whose batches waited for the sender or whose consumer fell behind is SATURATED "
+            "(queueing, not the codec): it enters no median and no verdict. Latencies are the corrected histogram "
+            "(ack − intended send time: no coordinated omission), in ms; columns show medians over OK repetitions, "
+            "verdict rows compare p99 ranges.",
             "note",
         ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),
     )
     _phases(ctx, df)
+
+
+def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
+    keys, prs = answer_pairs(df)
+    st = stats(ctx.ledger, df, "A", P99, keys, "ms")
+    out = []
+    for b, k, q in prs:
+        text, _ = p99_added(ctx, df, keys, b, k, st)
+        out.append(AnswerCell(k[0], k[2], k[1], b[1], "p99 added (A, fixed rate)", text, q))
+    return out
 
 
 def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
@@ -179,10 +300,12 @@ def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
 
 
 PHASES = (
-    ("phase_queue_p50_us", "queue / linger wait µs"),
-    ("phase_compress_p50_us", "compression µs"),
-    ("phase_request_p50_us", "request (queue + round trip) µs"),
-    ("service_p50_us", "service p50 µs (measured)"),
+    ("phase_queue_p50_us", "queue / linger wait ms"),
+    ("phase_compress_p50_us", "compression ms"),
+    ("phase_request_p50_us", "request (queue + round trip) ms"),
+    ("phase_decompress_p50_us", "consumer: decompression ms"),
+    ("phase_fetch_wait_p50_us", "consumer: fetch wait ms"),
+    ("service_p50_us", "service p50 ms (measured)"),
 )
 
 
@@ -191,20 +314,23 @@ def _phases(ctx: ReportContext, df: pd.DataFrame) -> None:
     if "phase_queue_p50_us" not in df.columns or not df["phase_queue_p50_us"].notna().any():
         return
     keys = ["machine"] + label_cols(df)
-    st = stats_many(ctx.ledger, df, "A", {m: "auto" for m, _ in PHASES}, keys)
+    st = stats_many(ctx.ledger, df, "A", {m: "ms" for m, _ in PHASES}, keys)
     rows = []
     for k in rows_keys(df, keys):
         rows.append([*k, *((st[m].get(k) or na_stat(ctx, m)).median.text for m, _ in PHASES)])
+    headers, rows = ctx.machine_cols(["machine", *label_cols(df), *(h for _, h in PHASES)], rows)
     ctx.add(
         doc.Heading(3, "Where producer latency goes", "exp-a-phases"),
         doc.Para(
             "Medians over OK repetitions of each phase, from librdkafka's statistics: the wait in the producer's "
             "queue until the message is written into a batch (linger.ms and batch fill), the compression of a batch "
             "of the median size timed on this machine, and the request (transmit queue plus round trip, acks "
-            "included). Their sum approximates the service median (docs/methodology.md states the tolerance).",
+            "included). Their sum approximates the service median (docs/methodology.md states the tolerance). "
+            "The consumer's side: decompressing one batch of the median size (timed on this machine) and the "
+            "rest of e2e p50 − service p50 (the fetch wait).",
             "note",
         ),
-        doc.Table(["machine", *label_cols(df), *(h for _, h in PHASES)], rows),
+        doc.Table(headers, rows),
     )
 
 
@@ -222,6 +348,8 @@ EXPERIMENT = Experiment(
         "phase_queue_p50_us",
         "phase_compress_p50_us",
         "phase_request_p50_us",
+        "phase_decompress_p50_us",
+        "phase_fetch_wait_p50_us",
         "out_of_range",
         "lost",
         "duplicated",
@@ -244,6 +372,11 @@ EXPERIMENT = Experiment(
     report_title="Experiment A · latency at a common fixed rate (the latency cost of a codec)",
     section=_section,
     threats=_threats,
+    answer=_answer,
+    answer_rank=40,
+    answer_note="p99 added: the median corrected p99 at the common fixed rate minus the baseline's (experiment A), "
+    "with the verdict of their ranges; given only where every repetition of both cells was unsaturated and each "
+    "has two OK repetitions, otherwise the reason there is none.",
     plots=(
         PlotSpec(
             "a_latency.png",

@@ -14,11 +14,20 @@ from kbench.experiments.rowkit import (
     loss,
     row_base,
 )
-from kbench.experiments.spec import SATURATED_FLAG, Experiment, PlotSpec, RowInput, head, units
+from kbench.experiments.spec import SATURATED_FLAG, AnswerCell, Experiment, PlotSpec, RowInput, head, units
 from kbench.reporting import document as doc
 from kbench.reporting import plots
-from kbench.reporting.context import BASELINE, ReportContext, baseline, label_cols, na_stat, pairs, rows_keys
-from kbench.reporting.summary import stats
+from kbench.reporting.context import (
+    BASELINE,
+    ReportContext,
+    answer_pairs,
+    baseline,
+    label_cols,
+    na_stat,
+    pairs,
+    rows_keys,
+)
+from kbench.reporting.summary import overlap_verdict, stats
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,9 +58,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     base = {k: b for b, k in pairs(all_keys, 1)}
     headers = [
         "machine",
-        "arch",
-        "physical cores",
-        "vCPU",
+        *([] if ctx.one_machine else ["arch", "physical cores", "vCPU"]),
         *labels,
         "msgs/s median [range]",
         "payload MB/s",
@@ -73,9 +80,11 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         rows.append(
             [
                 machine,
-                str(ctx.machine_run(machine).machine.get("arch", "NA")),
-                cores.text,
-                vcpu.text,
+                *(
+                    []
+                    if ctx.one_machine
+                    else [str(ctx.machine_run(machine).machine.get("arch", "NA")), cores.text, vcpu.text]
+                ),
                 *k[1:],
                 s.cell(),
                 mb[k].median.text if k in mb else "NA",
@@ -100,7 +109,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             f"latency is queueing, not service. {nflag} rows carry {SATURATED_FLAG} and no latency conclusion uses them.",
             "note",
         ),
-        doc.Table(headers, rows),
+        doc.Table(*ctx.machine_cols(headers, rows)),
     )
     # Spread across machines per codec (and labels): (max − min) / min of the machines' medians.
     machines = sorted({k[0] for k in all_keys})
@@ -116,6 +125,21 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             ctx.headline.append(
                 f"Saturated throughput, {what}: {meds[0]} msgs/s on one machine (no spread across machines to show)."
             )
+
+
+def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
+    keys, prs = answer_pairs(df)
+    st = stats(ctx.ledger, df, EXPERIMENT.id, "achieved_rate_msgs", keys, "int")
+    out = []
+    for b, k, q in prs:
+        sb, sk = st.get(b), st.get(k)
+        if sb is None or sk is None or not (sb.ok and sk.ok):
+            text = "no OK repetition of " + " and ".join(x[1] for x, s in ((b, sb), (k, sk)) if s is None or not s.ok)
+        else:
+            ch = ctx.ledger.derive("pct_change", [sb.median, sk.median], "pct")
+            text = f"{ch} msgs/s ({sk.median} vs {sb.median}): {overlap_verdict(sb, sk)}"
+        out.append(AnswerCell(k[0], k[2], k[1], b[1], "throughput (B, saturated)", text, q))
+    return out
 
 
 def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
@@ -162,6 +186,10 @@ EXPERIMENT = Experiment(
     report_title="Experiment B · saturated throughput (the throughput cost)",
     section=_section,
     threats=_threats,
+    answer=_answer,
+    answer_rank=20,
+    answer_note="throughput: the change of the median saturated msgs/s against the baseline's (experiment B), "
+    "with the verdict of their ranges.",
     plots=(PlotSpec("b_throughput.png", "B: saturated throughput per codec and machine", plots.throughput, 20),),
     console_note=f"(B latencies are flagged {SATURATED_FLAG}: queueing, not service; see A)",
 )

@@ -15,10 +15,10 @@ from kbench.experiments.rowkit import (
     row_base,
     unmeasured,
 )
-from kbench.experiments.spec import LABELS, Experiment, PlotSpec, RowInput, head, units
+from kbench.experiments.spec import LABELS, AnswerCell, Experiment, PlotSpec, RowInput, head, units
 from kbench.reporting import document as doc
 from kbench.reporting import plots
-from kbench.reporting.context import BASELINE, ReportContext, na_stat, rows_keys, sources
+from kbench.reporting.context import BASELINE, ReportContext, answer_pairs, na_stat, rows_keys, sources
 from kbench.reporting.summary import stats, stats_many, varying
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "stands beside every ratio: a near-random corpus cannot compress, whatever the codec.",
             "note",
         ),
-        doc.Table(headers, rows),
+        doc.Table(*ctx.machine_cols(headers, rows)),
         *sources(df, "stored_source", "stored bytes and codecs"),
     )
     # Headline: ratio per corpus and codec over all machines, with entropy.
@@ -91,6 +91,17 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         ctx.headline.append(
             f"Ratio, {codec} on corpus {corpus} (entropy {e.median if e else 'NA'} bits/byte): {s.median} (range {s.range()})."
         )
+
+
+def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
+    keys, prs = answer_pairs(df)
+    st = stats(ctx.ledger, df, EXPERIMENT.id, "ratio", keys, "x")
+    out = []
+    for b, k, q in prs:
+        sb, sk = st.get(b) or na_stat(ctx, "ratio"), st.get(k) or na_stat(ctx, "ratio")
+        text = f"{sk.cell()} ({b[1]} {sb.median})" if sk.ok else f"no OK repetition of {k[1]}"
+        out.append(AnswerCell(k[0], k[2], k[1], b[1], "ratio (C, stored bytes)", text, q))
+    return out
 
 
 EXPERIMENT = Experiment(
@@ -118,5 +129,9 @@ EXPERIMENT = Experiment(
     needs_stored=True,
     report_title="Experiment C · compression ratio and corpus entropy",
     section=_section,
-    plots=(PlotSpec("c_ratio_entropy.png", "C: ratio against corpus entropy", plots.ratio_vs_entropy, 40),),
+    answer=_answer,
+    answer_rank=10,
+    answer_note="ratio: uncompressed payload / stored bytes (experiment C), median [range] over repetitions, "
+    "the baseline's in parentheses (below 1× : the record batch overhead).",
+    plots=(PlotSpec("c_ratio_entropy.png", "C: ratio per corpus and codec", plots.ratio_vs_entropy, 40),),
 )

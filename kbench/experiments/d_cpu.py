@@ -18,12 +18,22 @@ from kbench.experiments.rowkit import (
     row_base,
     window_gb,
 )
-from kbench.experiments.spec import Experiment, PlotSpec, RowInput, head, units
+from kbench.experiments.spec import AnswerCell, Experiment, PlotSpec, RowInput, head, units
 from kbench.reporting import document as doc
 from kbench.reporting import plots
-from kbench.reporting.context import BASELINE, ReportContext, baseline, label_cols, na_stat, pairs, rows_keys, sources
+from kbench.reporting.context import (
+    BASELINE,
+    ReportContext,
+    answer_pairs,
+    baseline,
+    label_cols,
+    na_stat,
+    pairs,
+    rows_keys,
+    sources,
+)
 from kbench.reporting.provenance import Fig
-from kbench.reporting.summary import overlap_verdict, stats_many
+from kbench.reporting.summary import Stat, overlap_verdict, stats_many
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,6 +74,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
             wb, src = wire.get(c.role, (None, ""))
             r.update(wire_bytes=wb, wire_source=src)
         r.update(_nic(res, c.role))
+        r.update(_kafka(res, c.role))
         v = x.verdict if st is None else x.verdict.merged(Verdict(st, [why]))
         rows.append(finish(r, v))
     if not rows:
@@ -87,6 +98,44 @@ def _nic(res: RunResult, role: str) -> dict[str, Any]:
         "nic_tx_bytes_per_gb": per_gb(tx_rx[0], gb),
         "nic_rx_bytes_per_gb": per_gb(tx_rx[1], gb),
         "nic_source": "emulated host NIC counters (Ethernet frames) over the whole repetition",
+    }
+
+
+#: D's columns of a broker's own byte counters over the NIC bytes' span, and the ratios to them.
+KAFKA_COLUMNS = (
+    "kafka_bytes_in",
+    "kafka_bytes_out",
+    "kafka_replication_bytes_in",
+    "kafka_replication_bytes_out",
+    "nic_tx_overhead",
+    "nic_rx_overhead",
+    "kafka_bytes_source",
+)
+
+
+def _ratio(nic: int | None, *kafka: float | None) -> float | None:
+    if nic is None or any(k is None for k in kafka):
+        return None
+    total = sum(k for k in kafka if k is not None)
+    return nic / total if total > 0 else None
+
+
+def _kafka(res: RunResult, role: str) -> dict[str, Any]:
+    """A broker's own byte counters (BytesIn/Out, ReplicationBytesIn/Out) over the same span as its
+    NIC bytes, and the protocol overhead: NIC tx / (BytesOut + ReplicationBytesOut), NIC rx /
+    (BytesIn + ReplicationBytesIn)."""
+    k = res.kafka_bytes.get(role)
+    if k is None:
+        return dict.fromkeys(KAFKA_COLUMNS[:-1]) | {"kafka_bytes_source": ""}
+    tx, rx = res.nic_bytes.get(role, (None, None))
+    return {
+        "kafka_bytes_in": k.get("bytes_in"),
+        "kafka_bytes_out": k.get("bytes_out"),
+        "kafka_replication_bytes_in": k.get("replication_bytes_in"),
+        "kafka_replication_bytes_out": k.get("replication_bytes_out"),
+        "nic_tx_overhead": _ratio(tx, k.get("bytes_out"), k.get("replication_bytes_out")),
+        "nic_rx_overhead": _ratio(rx, k.get("bytes_in"), k.get("replication_bytes_in")),
+        "kafka_bytes_source": k.get("source", ""),
     }
 
 
@@ -149,21 +198,85 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             ch = ctx.ledger.derive("pct_change", [per_gb[base[k]].median, per_gb[k].median], "pct")
             v = overlap_verdict(per_gb[base[k]], per_gb[k])
             rest = " ".join(k[3:])
+            who = k[1] if ctx.one_machine else f"{k[0]} {k[1]}"
             ctx.headline.append(
-                f"Broker CPU change, {k[0]} {k[1]}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
+                f"Broker CPU change, {who}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
                 f"({per_gb[base[k]].median} → {per_gb[k].median}): {v}."
             )
     ctx.add(
         doc.Heading(2, EXPERIMENT.report_title, "exp-d"),
         doc.Para(
-            "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart, "
-            "in % of one CPU; CPU-s/GB normalises to uncompressed payload so rows at different rates compare. "
-            "Unreadable counters are NA, never zero.",
+            "CPU of each role from /proc/<pid>/stat cumulative counters over the steady window, usr and sys apart. "
+            "Two views of the same counters: CPU % is the load (% of one CPU) at the common rate; CPU-s/GB is the "
+            "CPU-seconds per GB of uncompressed payload the role moved in its window (the answer's figure), so rows "
+            "at different rates compare. Unreadable counters are NA, never zero.",
             "note",
         ),
-        doc.Table(headers, rows),
+        doc.Table(*ctx.machine_cols(headers, rows)),
         *sources(df, "cpu_source", "CPU counters"),
     )
+    _nic_section(ctx, df, keys, sort_key)
+
+
+#: The NIC table's figures (testbed runs): column -> (header, format).
+NIC_FIGURES = {
+    "nic_tx_bytes_per_gb": ("NIC tx B/GB", "auto"),
+    "nic_rx_bytes_per_gb": ("NIC rx B/GB", "auto"),
+    "nic_tx_overhead": ("NIC tx / Kafka out", "f3"),
+    "nic_rx_overhead": ("NIC rx / Kafka in", "f3"),
+}
+
+
+def _nic_section(ctx: ReportContext, df: pd.DataFrame, keys: list[str], sort_key: Any) -> None:
+    """Each role's NIC bytes per GB of payload and, for brokers, the NIC bytes over Kafka's own
+    counters (testbed runs only: nothing when no row measured a NIC)."""
+    if "nic_tx_bytes_per_gb" not in df.columns or not df["nic_tx_bytes_per_gb"].notna().any():
+        return
+    many = stats_many(ctx.ledger, df, EXPERIMENT.id, {c: f for c, (_, f) in NIC_FIGURES.items()}, keys)
+    rows = []
+    for k in sorted(rows_keys(df, keys), key=sort_key):
+        got = [many[c].get(k) for c in NIC_FIGURES]
+        if not any(g is not None and g.ok for g in got):
+            continue
+        n = next(g for g in got if g is not None and g.ok).n.text
+        rows.append([*k, *(g.cell() if g is not None else "NA" for g in got), n])
+    ctx.add(
+        doc.Para(
+            "NIC bytes per role (emulated hosts): each host's NIC counters over the whole repetition per GB of "
+            "delivered payload; for a broker, its NIC bytes over the bytes Kafka itself counted in the same span "
+            "(tx over BytesOut + ReplicationBytesOut, rx over BytesIn + ReplicationBytesIn): the protocol overhead.",
+            "note",
+        ),
+        doc.Table([*keys, *(h for h, _ in NIC_FIGURES.values()), "n"], rows),
+    )
+
+
+def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
+    """Per codec against the baseline: CPU-s/GB of the producer, the consumer and the brokers
+    (the sum of the brokers' medians), and the factor against the baseline."""
+    keys, prs = answer_pairs(df, extra=("role",))
+    st = stats_many(ctx.ledger, df, EXPERIMENT.id, {"cpu_s_per_gb": "f2"}, keys)["cpu_s_per_gb"]
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], str], list[tuple[str, Stat, Stat]]] = {}
+    for b, k, q in prs:
+        sb, sk = st.get(b), st.get(k)
+        if sb is not None and sk is not None and sb.ok and sk.ok:
+            groups.setdefault((b[:-1], k[:-1], q), []).append((k[-1], sb, sk))
+    out = []
+    for (b, k, q), roles in groups.items():
+        for role in ("producer", "consumer"):
+            for r, sb, sk in roles:
+                if r == role:
+                    f = ctx.ledger.derive("ratio", [sk.median, sb.median], "x")
+                    text = f"{sk.median} vs {sb.median} CPU-s/GB ({f}): {overlap_verdict(sb, sk)}"
+                    out.append(AnswerCell(k[0], k[2], k[1], b[1], f"{role} CPU (D)", text, q))
+        brokers = sorted((r, sb, sk) for r, sb, sk in roles if r.startswith("broker"))
+        if brokers:
+            tb = ctx.ledger.derive("sum", [sb.median for _, sb, _ in brokers], "f2")
+            tk = ctx.ledger.derive("sum", [sk.median for _, _, sk in brokers], "f2")
+            f = ctx.ledger.derive("ratio", [tk, tb], "x")
+            text = f"{tk} vs {tb} CPU-s/GB ({f}; sum over the brokers)"
+            out.append(AnswerCell(k[0], k[2], k[1], b[1], "broker CPU (D)", text, q))
+    return out
 
 
 def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
@@ -212,6 +325,7 @@ EXPERIMENT = Experiment(
         "nic_tx_bytes_per_gb",
         "nic_rx_bytes_per_gb",
         "nic_source",
+        *KAFKA_COLUMNS,
     ),
     compared=("codec",),
     headline=HEAD,
@@ -221,12 +335,30 @@ EXPERIMENT = Experiment(
     rate="fixed",
     compare_metrics=("usr_pct", "sys_pct", "total_pct", "cpu_s_per_gb"),
     per_core=("total_pct",),
-    units=units(*HEAD, cpu_s="s", payload_gb="GB", wire_bytes="B", steal_pct="%", nic_tx_bytes="B", nic_rx_bytes="B"),
+    units=units(
+        *HEAD,
+        cpu_s="s",
+        payload_gb="GB",
+        wire_bytes="B",
+        steal_pct="%",
+        nic_tx_bytes="B",
+        nic_rx_bytes="B",
+        kafka_bytes_in="B",
+        kafka_bytes_out="B",
+        kafka_replication_bytes_in="B",
+        kafka_replication_bytes_out="B",
+    ),
     rows=_rows,
     needs_stored=True,
     report_title="Experiment D · who pays the CPU (producer, consumer, each broker)",
     section=_section,
     threats=_threats,
+    answer=_answer,
+    answer_rank=30,
+    answer_note="CPU columns: CPU-seconds per GB of uncompressed payload of each role (experiment D), the codec's "
+    "against the baseline's and the factor: the cost of moving the same data, whatever the rate. Experiment D's "
+    "table also shows CPU % (of one CPU, over the steady window): the load at the common rate; both come from the "
+    "same counters: CPU-s/GB is the CPU share times the window's seconds, over the GB moved in that window.",
     plots=(PlotSpec("d_cpu.png", "D: CPU per role, usr and sys stacked", plots.cpu_per_role, 30),),
     compare_frame=_compare_frame,
 )

@@ -80,7 +80,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "The ratio depends on how many bytes a batch holds: batch fill (records and bytes per stored batch) stands beside it.",
             "note",
         ),
-        doc.Table(["machine", *labels, *(h for _, h, _ in cols), "n"], rows),
+        doc.Table(*ctx.machine_cols(["machine", *labels, *(h for _, h, _ in cols), "n"], rows)),
     )
 
 

@@ -100,18 +100,20 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "note",
         ),
         doc.Table(
-            [
-                "machine",
-                "producer codec",
-                "topic compression.type",
-                *labels[2:],
-                "stored codecs",
-                "recompressed",
-                "broker CPU-s/GB median [range]",
-                "Δ vs producer",
-                "n",
-            ],
-            rows,
+            *ctx.machine_cols(
+                [
+                    "machine",
+                    "producer codec",
+                    "topic compression.type",
+                    *labels[2:],
+                    "stored codecs",
+                    "recompressed",
+                    "broker CPU-s/GB median [range]",
+                    "Δ vs producer",
+                    "n",
+                ],
+                rows,
+            )
         ),
     )
 

@@ -53,19 +53,21 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "note",
         ),
         doc.Table(
-            [
-                "machine",
-                "corpus",
-                "codec",
-                "level",
-                "block bytes",
-                "entropy (bits/B)",
-                "ratio",
-                "compress MB/s median [range]",
-                "decompress MB/s median [range]",
-                "n",
-            ],
-            rows,
+            *ctx.machine_cols(
+                [
+                    "machine",
+                    "corpus",
+                    "codec",
+                    "level",
+                    "block bytes",
+                    "entropy (bits/B)",
+                    "ratio",
+                    "compress MB/s median [range]",
+                    "decompress MB/s median [range]",
+                    "n",
+                ],
+                rows,
+            )
         ),
     )
 

@@ -17,6 +17,7 @@ from kbench.experiments import (
     d_cpu,
     e_batch,
     f_recompression,
+    g_catchup,
     m_microbench,
 )
 from kbench.experiments.spec import Experiment, PlotSpec
@@ -43,6 +44,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         d_cpu.EXPERIMENT,
         e_batch.EXPERIMENT,
         f_recompression.EXPERIMENT,
+        g_catchup.EXPERIMENT,
         m_microbench.EXPERIMENT,
     )
 }

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "AnswerCell",
     "CELL_COLUMNS",
     "DEFAULT_SATURATION_BOUND_MS",
     "Experiment",
@@ -98,6 +99,21 @@ class RowInput:
 
 
 @dataclass(frozen=True)
+class AnswerCell:
+    """One experiment's part of the report's answer: for ``codec`` against ``baseline`` on
+    ``corpus`` (on ``machine``), the text of the column ``column`` (every number in it a ledger
+    figure).  ``qualifier`` names the other labels that vary (e.g. the rate), "" when none."""
+
+    machine: str
+    corpus: str
+    codec: str
+    baseline: str
+    column: str
+    text: str
+    qualifier: str = ""
+
+
+@dataclass(frozen=True)
 class PlotSpec:
     """One plot of an experiment: file name, caption, the drawing function (a frame → a figure,
     or None when the frame has nothing to draw) and its place among the report's plots."""
@@ -113,6 +129,8 @@ RowsFn = Callable[[RowInput], list[dict[str, Any]]]
 #: typed Any here so that this leaf imports nothing of the reporting layer) and the experiment's frame.
 SectionFn = Callable[[Any, "pd.DataFrame"], None]
 ThreatsFn = Callable[[Any, "pd.DataFrame"], list[str]]
+#: The experiment's columns of the report's answer (one per codec against the baseline).
+AnswerFn = Callable[[Any, "pd.DataFrame"], list[AnswerCell]]
 FrameFn = Callable[["pd.DataFrame"], "pd.DataFrame"]
 
 
@@ -144,6 +162,9 @@ class Experiment:
     report_title: str = ""
     section: SectionFn | None = None  # its report section
     threats: ThreatsFn | None = None  # threats to validity its rows show
+    answer: AnswerFn | None = None  # its columns of the report's answer (the first section)
+    answer_note: str = ""  # how to read those columns (printed under the answer)
+    answer_rank: int = 0  # the place of its columns in the answer (ratio, throughput, CPU, latency)
     plots: tuple[PlotSpec, ...] = ()
     #: The notebooks' per-machine frame: derived columns added before the table (e.g. total %).
     compare_frame: FrameFn | None = None

@@ -280,10 +280,18 @@ class ConsumerResult:
     #: the time series (``interval`` > 0): per interval start_ns, end_ns, sent (= records), bytes and
     #: ``hist`` (e2e of the sampled records); None = off
     intervals: list[dict[str, Any]] | None = None
+    #: Group mode: per partition of the topic, what this member read (partition, start, end,
+    #: records, bytes, runs: sorted disjoint [lo, hi) offsets); None when not in a group.
+    parts: list[dict[str, Any]] | None = None
+    rebalances: int = 0  # group mode: assignments received
+    commit_errors: int = 0  # group mode: offset commits that failed
+    loop_cpu_ns: int = 0  # CPU of the loop thread over the loop (usr+sys): the rest of the process is the client's
 
     @property
     def lost(self) -> int:
-        """Records the consumer did not see: by count, or the missing samples when more."""
+        """Records the consumer did not see: by count, or the missing samples when more.  In a
+        group a member reads a share: its loss is known only with every member's parts
+        (:func:`kbench.kafka.merge.group_counts`), so a member alone reports the count rule only."""
         if not self.expected:
             return 0
         return max(0, self.expected - self.unique, self.samples_missing)
@@ -402,9 +410,16 @@ def new_consumer(
     connect_timeout: float = 10.0,
     header_sample: int = DEFAULT_HEADER_SAMPLE,
     interval: float = 0.0,
+    group: bool = False,
+    from_beginning: bool = False,
 ) -> _native.Consumer:
     """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
-    partitions are assigned at their end offsets, ``stop()`` ends it from another thread."""
+    partitions are assigned at their end offsets, ``stop()`` ends it from another thread.
+
+    ``group``: join the consumer group ``group.id`` (default ``kbench-<run id>``) and read the
+    partitions the group assigns to this member (consumer.h), starting where the group has committed
+    or, where it has not, at the partitions' end (``from_beginning``: their start, the catch-up drain);
+    ``expected`` 0 then means every record stored when the run began."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -415,6 +430,8 @@ def new_consumer(
         connect_timeout=connect_timeout,
         header_sample=header_sample,
         interval=interval,
+        group=group,
+        from_beginning=from_beginning,
     )
 
 

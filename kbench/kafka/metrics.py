@@ -8,8 +8,9 @@ and keeps what kbench uses:
 - ``process_cpu_seconds_total``: the broker JVM's CPU (user + system, not split);
 - the broker's node id and software version (``kafka_server_app_info_*{id=..., version=...}``
   where the exporter's rules export them);
-- bytes in / out and produce message conversions (``BrokerTopicMetrics`` counters, under the
-  names of kbench's config, Strimzi's and the JMX exporter's defaults), and the count of produce
+- bytes in / out, replication bytes in / out and produce message conversions
+  (``BrokerTopicMetrics`` counters, under the names of kbench's config, Strimzi's and the JMX
+  exporter's defaults), and the count of produce
   requests that spent time converting (``RequestMetrics MessageConversionsTimeMs``).
 
 The exposition text is parsed by prometheus-client's parser, never by hand.  :func:`delta`
@@ -66,6 +67,8 @@ class BrokerMetrics:
     produce_conversions: float | None  # records converted on produce (ProduceMessageConversionsPerSec count)
     produce_conversion_requests: float | None  # produce requests timed in MessageConversionsTimeMs
     jvm: str | None
+    replication_bytes_in: float | None = None  # ReplicationBytesInPerSec count: fetched from leaders as a follower
+    replication_bytes_out: float | None = None  # ReplicationBytesOutPerSec count: sent to followers as leader
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class MetricsDelta:
     bytes_out: float | None
     produce_conversions: float | None
     regressed: tuple[str, ...] = ()  # counters that went backwards (a restarted broker)
+    replication_bytes_in: float | None = None
+    replication_bytes_out: float | None = None
 
 
 def display_url(url: str) -> str:
@@ -174,6 +179,8 @@ def parse(text: str, url: str, at: float | None = None) -> BrokerMetrics:
         produce_conversions=_broker_topic_count(samples, "ProduceMessageConversions"),
         produce_conversion_requests=conv_requests,
         jvm=jvm,
+        replication_bytes_in=_broker_topic_count(samples, "ReplicationBytesIn"),
+        replication_bytes_out=_broker_topic_count(samples, "ReplicationBytesOut"),
     )
 
 
@@ -240,5 +247,7 @@ def delta(before: BrokerMetrics, after: BrokerMetrics) -> MetricsDelta:
         bytes_in=d("bytes_in"),
         bytes_out=d("bytes_out"),
         produce_conversions=d("produce_conversions"),
+        replication_bytes_in=d("replication_bytes_in"),
+        replication_bytes_out=d("replication_bytes_out"),
     )
     return MetricsDelta(**{**out.__dict__, "regressed": tuple(regressed)})

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench.kafka import drivers, procstat, rdstats
+from kbench.kafka import drivers, merge, procstat, rdstats
 from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
@@ -219,6 +219,8 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         connect_timeout=float(job.get("connect_timeout", 10.0)),
         header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
         interval=float(job.get("interval_s") or 0.0),
+        group=bool(job.get("group", False)),
+        from_beginning=bool(job.get("from_beginning", False)),
     )
     bg = drivers.Background(c, "kbench-consumer")
     while not c.ready and not bg.done.is_set():
@@ -230,15 +232,26 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
     cpu = w.stop()
     res = bg.result()  # raises the consumer's error, reported to the parent
     r = drivers.ConsumerResult(expected=int(job["expected"]), **{k: v for k, v in res.items() if k != "interrupted"})
+    group = merge.group_counts([r.parts], r.expected) if r.parts is not None else None
+    if float(job.get("skip_s", 0.0)) <= 0 and cpu.get("usr_s") is not None and cpu.get("sys_s") is not None:
+        # the window spans the loop: its thread is the application, the rest librdkafka's threads
+        # (fetch, decompression, group coordination) and the idle interpreter
+        cpu["loadgen_s"] = r.loop_cpu_ns / 1e9
+        cpu["client_s"] = max(0.0, cpu["usr_s"] + cpu["sys_s"] - r.loop_cpu_ns / 1e9)
     return {
         "records": r.records,
         "bytes": r.bytes,
         "unique": r.unique,
         "duplicates": r.duplicates,
-        "lost": r.lost,
+        # a group member alone: what it read of the partitions against every stored record; the
+        # group's loss is the merge of every member (merge.group_counts)
+        "lost": group["lost"] if group else r.lost,
         "sampled": r.sampled,
         "samples_missing": r.samples_missing,
         "stored_records": r.stored_records,
+        "parts": r.parts,
+        "rebalances": r.rebalances,
+        "commit_errors": r.commit_errors,
         "timed_out": r.timed_out,
         "errors": r.errors,
         "out_of_range": r.out_of_range,

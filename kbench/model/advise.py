@@ -35,12 +35,15 @@ from kbench.model.paths import atomic_write
 
 __all__ = [
     "Advice",
+    "DEFAULT_COST_TOLERANCE_PCT",
     "Candidate",
+    "Choice",
     "CostError",
     "Prices",
     "Workload",
     "advise",
     "client_specs",
+    "extreme_saving",
     "load_prices",
     "pareto_front",
     "price",
@@ -268,6 +271,9 @@ def corpus_for(
         avg = probe.size / len(probe.records)
         size = int(min(MAX_CORPUS, max(MIN_CORPUS, need * avg)))
         c = corpus_mod.generate(spec, size, seed)
+        if len(c.records) < need and size < MAX_CORPUS:  # the probe's mean record was a little short
+            size = int(min(MAX_CORPUS, size * need / len(c.records) + 2 * avg))
+            c = corpus_mod.generate(spec, size, seed)
         note = (
             ""
             if len(c.records) >= need
@@ -440,33 +446,67 @@ def pareto_front(cands: Iterable[Candidate]) -> list[Candidate]:
     return front
 
 
-def recommend(cands: Sequence[Candidate]) -> tuple[Candidate, Candidate | None, str]:
-    """The cheapest candidate within the latency budget, the cheapest one with another codec spec
-    (the runner-up), and the reason in one sentence."""
+#: The default tolerance of the recommendation: a candidate costing at most this many percent more
+#: than the cheapest counts as "as cheap" (docs/advise.md).
+DEFAULT_COST_TOLERANCE_PCT = 1.0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The recommendation, its runner-up, the cheapest candidate (the front's extreme), the reason."""
+
+    best: Candidate
+    runner_up: Candidate | None
+    cheapest: Candidate
+    reason: str
+
+
+def recommend(cands: Sequence[Candidate], tolerance_pct: float = DEFAULT_COST_TOLERANCE_PCT) -> Choice:
+    """The knee of the (cost, added p99) front: among the candidates within the latency budget that
+    cost at most ``tolerance_pct`` % more than the cheapest, the one adding the least p99 latency
+    (ties: the cheaper).  It is on the front.  The runner-up is its neighbour on the front (cheapest
+    first): the row above it when that one is within the tolerance too, else the row below."""
     ok = [c for c in cands if c.within_budget]
     if not ok:
         raise CostError("no candidate meets the p99 budget; raise --p99-budget-ms or add --linger-ms 0")
-    ok.sort(key=lambda c: (c.total_usd_month, c.added_p99_ms))
-    best = ok[0]
-    runner = next((c for c in ok[1:] if c.spec != best.spec), None)
+    if not (math.isfinite(tolerance_pct) and 0 <= tolerance_pct <= 100):
+        raise CostError(f"--cost-tolerance: {tolerance_pct:g} is out of range; give 0 to 100 (percent)")
+    cheapest = min(ok, key=lambda c: (c.total_usd_month, c.added_p99_ms))
+    limit = cheapest.total_usd_month * (1 + tolerance_pct / 100)
+    near = [c for c in ok if c.total_usd_month <= limit]
+    best = min(near, key=lambda c: (c.added_p99_ms, c.total_usd_month))
+    front = pareto_front(ok)
+    i = next(k for k, c in enumerate(front) if c is best)
+    if i > 0:
+        runner: Candidate | None = front[i - 1]
+    else:
+        runner = front[i + 1] if i + 1 < len(front) else None
     none = min((c for c in ok if c.codec == "none"), key=lambda c: c.total_usd_month, default=None)
     parts = {"CPU": best.cpu_usd_month, "network": best.network_usd_month, "storage": best.storage_usd_month}
     main = max(parts, key=lambda k: parts[k])
+    budget = " within the p99 budget" if len(ok) < len(cands) else ""
     reason = (
-        f"{best.label} is the cheapest candidate{' within the p99 budget' if len(ok) < len(cands) else ''} at "
-        f"${best.total_usd_month:,.2f}/month ({main} is its largest part, ${parts[main]:,.2f}); "
-        f"it stores {best.ratio:.2f}x less than the payload"
+        f"{best.label} adds the least p99 latency ({best.added_p99_ms:.2f} ms) of the candidates{budget} costing "
+        f"at most {tolerance_pct:g} % more than the cheapest, at ${best.total_usd_month:,.2f}/month ({main} is its "
+        f"largest part, ${parts[main]:,.2f}); it stores {best.ratio:.2f}x less than the payload"
     )
-    if runner is not None:
-        d_net = runner.network_usd_month + runner.storage_usd_month - best.network_usd_month - best.storage_usd_month
-        d_cpu = runner.cpu_usd_month - best.cpu_usd_month
-        reason += (
-            f", and beats the runner-up {runner.spec} by ${runner.total_usd_month - best.total_usd_month:,.2f}/month "
-            f"(network+storage {d_net:+,.2f}, CPU {d_cpu:+,.2f} for the runner-up)"
-        )
     if none is not None and best.codec != "none":
         reason += f"; no compression would cost ${none.total_usd_month:,.2f}/month"
-    return best, runner, reason + "."
+    return Choice(best, runner, cheapest, reason + ".")
+
+
+def extreme_saving(advice: Advice) -> str:
+    """What the cheapest candidate (the front's extreme) would save against the recommendation, in one line."""
+    b = advice.best
+    x = advice.cheapest or b
+    if x is b:
+        return f"the recommendation is also the cheapest candidate (${b.total_usd_month:,.2f}/month)"
+    saved = b.total_usd_month - x.total_usd_month
+    return (
+        f"the cheapest candidate, {x.label}, would save ${saved:,.2f}/month "
+        f"({100 * saved / b.total_usd_month:.2f} % of ${b.total_usd_month:,.2f}) "
+        f"for {x.added_p99_ms - b.added_p99_ms:+.2f} ms of added p99 ({x.added_p99_ms:.2f} ms)"
+    )
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -484,6 +524,20 @@ class Advice:
     reason: str
     m_measured: int
     notes: list[str] = field(default_factory=list)
+    cheapest: Candidate | None = None  # the front's cheapest extreme; None only in hand-made Advice
+    tolerance_pct: float = DEFAULT_COST_TOLERANCE_PCT
+
+    def __post_init__(self) -> None:
+        if self.cheapest is None:
+            self.cheapest = self.best
+
+    def choice_of(self, c: Candidate) -> str:
+        """advise.csv's ``choice`` column: recommended, runner-up, cheapest or empty."""
+        if c is self.best:
+            return "recommended"
+        if c is self.runner_up:
+            return "runner-up"
+        return "cheapest" if c is self.cheapest else ""
 
 
 def sim_config(work: Workload, spec: CodecSpec, batch_size: int, linger_ms: float, seed: int = 1) -> sim.SimConfig:
@@ -576,6 +630,7 @@ def advise(
     shapes: Mapping[tuple[str, int, float], tuple[Shape, tuple[int, ...]]] | None = None,
     m: MTable | None = None,
     on_progress: Callable[[str], None] | None = None,
+    tolerance_pct: float = DEFAULT_COST_TOLERANCE_PCT,
 ) -> Advice:
     """Sweep, price, and recommend.  ``shapes`` and ``m`` may be passed in to re-price a sweep
     under other prices or budgets without re-running the model (tests and what-ifs)."""
@@ -598,23 +653,27 @@ def advise(
             "some candidates saw only flush-closed batches (the corpus is shorter than their linger.ms "
             "at this rate); their ratios are those of partial batches"
         )
-    best, runner, reason = recommend(cands)
+    choice = recommend(cands, tolerance_pct)
     return Advice(
         workload=work,
         prices=prices,
         corpus=corpus,
         candidates=sorted(cands, key=lambda c: c.total_usd_month),
         front=pareto_front(cands),
-        best=best,
-        runner_up=runner,
-        reason=reason,
+        best=choice.best,
+        runner_up=choice.runner_up,
+        reason=choice.reason,
         m_measured=m.measured,
         notes=notes,
+        cheapest=choice.cheapest,
+        tolerance_pct=tolerance_pct,
     )
 
 
-def write_csv(cands: Sequence[Candidate], path: Path) -> Path:
-    rows = [c.row() for c in cands]
+def write_csv(cands: Sequence[Candidate], path: Path, advice: Advice | None = None) -> Path:
+    """Every candidate, one row each; with ``advice``, a ``choice`` column marks the recommendation,
+    the runner-up and the cheapest."""
+    rows = [c.row() | ({"choice": advice.choice_of(c)} if advice is not None else {}) for c in cands]
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))
     w.writeheader()

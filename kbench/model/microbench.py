@@ -199,8 +199,9 @@ def format_table(summary: Sequence[MSummary]) -> str:
     head = f"{'corpus':<8} {'H b/B':>5} {'codec':<9} {'block':>7} {'ratio':>7} {'compress MB/s med [min-max]':>30} {'decompress MB/s med [min-max]':>32}"
     lines = [head, "-" * len(head)]
     for s in summary:
-        comp = f"{s.compress_median:9.1f} [{s.compress_min:.0f}-{s.compress_max:.0f}]"
-        dec = f"{s.decompress_median:9.1f} [{s.decompress_min:.0f}-{s.decompress_max:.0f}]"
+        # median and range at one precision: a median never prints outside its own range
+        comp = f"{s.compress_median:9.1f} [{s.compress_min:.1f}-{s.compress_max:.1f}]"
+        dec = f"{s.decompress_median:9.1f} [{s.decompress_min:.1f}-{s.decompress_max:.1f}]"
         lines.append(
             f"{s.corpus:<8} {s.entropy:5.2f} {s.spec:<9} {_human_block(s.block_size):>7} {s.ratio:7.3f} {comp:>30} {dec:>32}"
         )
@@ -246,10 +247,21 @@ def write_csv(rows: Iterable[MRow], path: Path) -> Path:
     return w.close()
 
 
+def batch_decompress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float = 0.02) -> float:
+    """Microseconds to decompress one block of ``block_bytes`` of the corpus compressed with
+    ``spec`` on this machine (as :func:`batch_compress_us`): the consumer's decompression phase of
+    one batch of that size.  0 for codec none."""
+    return _batch_us(corpus, spec, block_bytes, min_time, decompress=True)
+
+
 def batch_compress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float = 0.02) -> float:
     """Microseconds to compress one block of ``block_bytes`` of the corpus with ``spec`` on this
     machine: experiment M at one block size (median of 3 timed runs, a warm-up excluded), used to
     put a time on the compression phase of a producer's latency.  0 for codec none."""
+    return _batch_us(corpus, spec, block_bytes, min_time, decompress=False)
+
+
+def _batch_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float, decompress: bool) -> float:
     if spec.codec == "none" or block_bytes <= 0:
         return 0.0
     block = int(block_bytes)
@@ -258,6 +270,7 @@ def batch_compress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_tim
         block = len(data)
     nblocks = -(-len(data) // block)
     b = _native.CodecBench(data, block, spec.codec, spec.level)
-    loops = _calibrate(b.compress, min_time)
-    times = [b.compress(loops) for _ in range(4)][1:]
+    run = b.decompress if decompress else b.compress
+    loops = _calibrate(run, min_time)
+    times = [run(loops) for _ in range(4)][1:]
     return statistics.median(times) / 1e3 / (loops * nblocks)

@@ -3,10 +3,10 @@
 ``/dev/zero``, a FIFO or a directory given where a regular file is expected must be named as
 such ("is a character device"), not reported as "not found": reading them blocks or never ends.
 
-And the one rule for every file a command writes (``--csv``, ``--json``, ``-o``): a file of a run
+And the one rule for every file a command writes (``-o``): a file of a run
 directory (a directory holding a kbench ``manifest.json``, or one below it) is never replaced by a
 command that did not make the run (``kbench report -o`` keeps its own, stricter ownership marker);
-new files may be added there (``kbench codecs bench --csv RUN/M.csv``).  Files are written by
+new files may be added there (``kbench codecs bench -o RUN/M.csv``).  Files are written by
 :func:`atomic_write`: a temporary file beside the target, renamed over it, and removed when
 anything fails, so a full disk leaves neither a half-written file nor a temporary one.
 """

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kbench.experiments.spec import LABELS
+from kbench.experiments.spec import LABELS, AnswerCell
 from kbench.reporting import document as doc
 from kbench.reporting.provenance import Fig, Ledger
 from kbench.reporting.runs import Run
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINE",
     "ReportContext",
+    "answer_pairs",
     "baseline",
     "is_text",
     "label_cols",
@@ -44,9 +45,26 @@ class ReportContext:
     ledger: Ledger = field(default_factory=Ledger)
     blocks: list[doc.Block] = field(default_factory=list)
     headline: list[str] = field(default_factory=list)
+    answer: list[AnswerCell] = field(default_factory=list)
+    #: Threats the experiments raise that touch the answer (shown next to it).
+    answer_threats: list[str] = field(default_factory=list)
 
     def add(self, *blocks: doc.Block) -> None:
         self.blocks.extend(blocks)
+
+    @property
+    def one_machine(self) -> bool:
+        """One machine label in the runs: tables name it once (above), not on every row."""
+        return len({r.label for r in self.runs}) == 1
+
+    def machine_cols(
+        self, headers: Sequence[str], rows: Sequence[Sequence[str]], n: int = 1
+    ) -> tuple[list[str], list[list[str]]]:
+        """``headers`` and ``rows`` without their first ``n`` (machine) columns when the report
+        has one machine (named in the report's first lines); unchanged otherwise."""
+        if not self.one_machine:
+            return list(headers), [list(r) for r in rows]
+        return list(headers[n:]), [list(r[n:]) for r in rows]
 
     def machine_run(self, label: str) -> Run:
         return next(r for r in self.runs if r.label == label)
@@ -114,6 +132,21 @@ def pairs(keys: Sequence[tuple[str, ...]], codec_pos: int) -> list[tuple[tuple[s
         if b in have:
             out.append((b, k))
     return out
+
+
+def answer_pairs(
+    df: pd.DataFrame, extra: Sequence[str] = ()
+) -> tuple[list[str], list[tuple[tuple[str, ...], tuple[str, ...], str]]]:
+    """The keys (machine, codec, corpus, then the other labels that vary, then ``extra``) and,
+    for the answer, every (baseline key, other key, qualifier) pair equal on all but the codec;
+    the qualifier names the labels besides machine, codec and corpus (e.g. ``rate auto:0.3``)."""
+    others = [c for c in varying(df, [x for x in LABELS if x not in ("codec", "corpus")]) if c not in extra]
+    keys = ["machine", "codec", "corpus", *others, *extra]
+    out = []
+    for b, k in pairs(rows_keys(df, keys), 1):
+        q = " ".join(f"{c} {v}" for c, v in zip(others, k[3 : 3 + len(others)]))
+        out.append((b, k, q))
+    return keys, out
 
 
 def sources(df: pd.DataFrame, col: str, what: str) -> list[doc.Para]:

@@ -34,6 +34,7 @@ class Table:
     rows: Sequence[Sequence[str]]
     caption: str = ""
     emphasis_rows: frozenset[int] = field(default_factory=frozenset)  # e.g. verdict rows
+    wrap: bool = False  # cells of prose (the answer): wrapped in the HTML page, not one long line
 
 
 @dataclass(frozen=True)
@@ -89,15 +90,18 @@ def to_markdown(blocks: Sequence[Block], plots_dir: str = "plots") -> str:
     return "\n".join(out)
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#1d232a;line-height:1.45}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1560px;margin:2em auto;padding:0 1em;color:#1d232a;line-height:1.45}
 h1{border-bottom:3px solid #1d5fa7;padding-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccd;padding-bottom:.15em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.88em;display:block;overflow-x:auto}
 th,td{border:1px solid #d0d5dc;padding:.25em .55em;text-align:left;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom}td:first-child{white-space:normal;max-width:16em}table.wrap td{white-space:normal;min-width:7em}table.wrap td:nth-child(-n+2){white-space:nowrap;min-width:0}
 th{background:#eef2f7}tr.verdict td{background:#fff8e1;font-weight:600}
 caption{caption-side:top;text-align:left;font-style:italic;padding:.2em 0}
 .note{background:#f1f6fc;border-left:4px solid #1d5fa7;padding:.4em .8em}.warn{background:#fdf1ef;border-left:4px solid #c0392b;padding:.4em .8em}
-figure{margin:1em 0}figure img{max-width:100%;border:1px solid #e3e6ea}figcaption{font-style:italic;font-size:.9em}
+figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #e3e6ea}figcaption{font-style:italic;font-size:.9em}
 code{background:#f3f4f6;padding:0 .25em}
 """
 
@@ -126,13 +130,19 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
                     tds = "".join(f"<td>{e(c)}</td>" for c in cells[:last])
                     tds += f'<td colspan="{span}">{e(cells[last])}</td>' if span > 1 else f"<td>{e(cells[last])}</td>"
                     rows.append(f'<tr class="verdict">{tds}</tr>')
+                elif b.wrap:  # a line break in a cell of prose is kept
+                    rows.append("<tr>" + "".join(f"<td>{e(c).replace(chr(10), '<br>')}</td>" for c in r) + "</tr>")
                 else:
                     rows.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
-            body.append(f"<table>{cap}<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
+            cls = ' class="wrap"' if b.wrap else ""
+            body.append(f"<table{cls}>{cap}<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
         elif isinstance(b, Image):
             data = base64.b64encode(b.png).decode()
+            # plots are drawn at twice the resolution they are shown at (sharp on any screen)
+            width = int.from_bytes(b.png[16:20], "big") // 2 if b.png[:8] == PNG_SIGNATURE else 0
+            size = f' width="{width}"' if width else ""
             body.append(
-                f'<figure><img alt="{e(b.caption)}" src="data:image/png;base64,{data}">'
+                f'<figure><img alt="{e(b.caption)}"{size} src="data:image/png;base64,{data}">'
                 f"<figcaption>{e(b.caption)}</figcaption></figure>"
             )
     return (

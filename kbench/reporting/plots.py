@@ -32,13 +32,33 @@ __all__ = [
 
 
 def _figure(w: float = 8.0, h: float = 4.2) -> Figure:
+    """A figure of ``w`` × ``h`` inches, laid out by matplotlib's constrained layout (no label
+    drawn over another, titles clear of panel titles), drawn at :data:`DPI`."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(w, h), dpi=DPI)
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.14, wspace=0.25)
+    fig = Figure(figsize=(w, h), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def _thousands(ax: object, axis: str = "y") -> None:
+    """Tick labels with thousands separators (44,213 rather than 44213 or 4.4e4)."""
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if abs(v) >= 100 or v == int(v) else f"{v:g}")
+    getattr(ax, f"{axis}axis").set_major_formatter(fmt)
+
+
+def _plain_log(ax: object) -> None:
+    """A log y axis whose ticks read as plain numbers (3, 10, 30, not 3×10⁰)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    fmt = FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 100 else f"{v:g}")
+    y = ax.yaxis  # type: ignore[attr-defined]
+    y.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    y.set_major_formatter(fmt)
+    y.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 
 
 def png(fig: Figure) -> bytes:
@@ -63,14 +83,16 @@ def _join(df: pd.DataFrame, cols: list[str]) -> pd.Series:
 
 
 MAX_LEGEND = 12
-DPI = 80
+#: Pixels per inch of the PNGs: twice the 100 px per inch the page shows them at (report.html
+#: halves their width), so they stay sharp on a high-density screen and when zoomed.
+DPI = 200
 
 
 def _legend(ax: object) -> None:
     """A legend, unless there are too many series to read one."""
     handles, labels = ax.get_legend_handles_labels()  # type: ignore[attr-defined]
     if 0 < len(labels) <= MAX_LEGEND:
-        ax.legend(fontsize=7)  # type: ignore[attr-defined]
+        ax.legend(fontsize=8)  # type: ignore[attr-defined]
 
 
 def _varying(df: pd.DataFrame, cols: list[str]) -> list[str]:
@@ -84,7 +106,8 @@ def _other_labels(df: pd.DataFrame, *shown: str) -> list[str]:
 
 
 def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
-    """Experiment A: corrected latency percentiles per codec (and machine) at the fixed rate."""
+    """Experiment A: corrected latency percentiles per codec (and machine) at the fixed rate
+    (None for a rate sweep: :func:`latency_knee` draws that)."""
     pcts = [
         ("p50", "corrected_p50_us"),
         ("p95", "corrected_p95_us"),
@@ -94,14 +117,17 @@ def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
     ok = _ok(a, *(c for _, c in pcts))
     if ok is None:
         return None
+    if "rate" in _other_labels(ok, "codec"):
+        return None  # a rate sweep: the knee plot (latency against the rate) shows it
     keys = ["machine", "codec"] + _other_labels(ok, "codec")
+    named = [c for c in keys if c == "codec" or ok[c].astype(str).nunique() > 1]  # one machine: not named
     fig = _figure()
     ax = fig.add_subplot()
-    for key, g in ok.groupby(keys, sort=True):
-        k = key if isinstance(key, tuple) else (key,)
-        med = [g[c].median() for _, c in pcts]
-        lo = [g[c].min() for _, c in pcts]
-        hi = [g[c].max() for _, c in pcts]
+    for _, g in ok.groupby(keys, sort=True):
+        k = tuple(str(g[c].iloc[0]) for c in named)
+        med = [g[c].median() / 1000 for _, c in pcts]
+        lo = [g[c].min() / 1000 for _, c in pcts]
+        hi = [g[c].max() / 1000 for _, c in pcts]
         x = range(len(pcts))
         ax.errorbar(
             x,
@@ -113,7 +139,8 @@ def latency_percentiles(a: pd.DataFrame | None) -> Figure | None:
         )
     ax.set_xticks(range(len(pcts)), [p for p, _ in pcts])
     ax.set_yscale("log")
-    ax.set_ylabel("corrected latency (µs, log)")
+    _plain_log(ax)
+    ax.set_ylabel("corrected latency (ms, log)")
     ax.set_title("A · latency percentiles at the common fixed rate (median, range)")
     _legend(ax)
     return fig
@@ -135,8 +162,7 @@ def latency_knee(a: pd.DataFrame | None) -> Figure | None:
     if not any(g["target_rate_msgs"].nunique() > 1 for _, g in pts.groupby(keys, sort=True)):
         return None  # one rate per codec: no knee to draw (a_latency.png shows it)
     named = [c for c in keys if c == "codec" or pts[c].astype(str).nunique() > 1]  # one machine: not named
-    fig = _figure(9.0, 4.6)
-    fig.subplots_adjust(bottom=0.24)
+    fig = _figure(10.0, 4.8)
     axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)]
     colours = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"]
     for i, (_, g) in enumerate(pts.groupby(keys, sort=True)):
@@ -147,13 +173,13 @@ def latency_knee(a: pd.DataFrame | None) -> Figure | None:
             ok = g[g["status"] == "OK"]
             if not ok.empty:
                 med = ok.groupby("target_rate_msgs")[col].median()
-                ax.plot(med.index, med.to_numpy(), "-", color=colour, linewidth=1)
-                ax.plot(ok["target_rate_msgs"], ok[col], "o", color=colour, label=" / ".join(map(str, k)))
+                ax.plot(med.index, med.to_numpy() / 1000, "-", color=colour, linewidth=1)
+                ax.plot(ok["target_rate_msgs"], ok[col] / 1000, "o", color=colour, label=" / ".join(map(str, k)))
             sat = g[g["status"] == "SATURATED"]
             if not sat.empty:
                 ax.plot(
                     sat["target_rate_msgs"],
-                    sat[col],
+                    sat[col] / 1000,
                     "o",
                     markerfacecolor="none",
                     markeredgecolor=colour,
@@ -161,19 +187,22 @@ def latency_knee(a: pd.DataFrame | None) -> Figure | None:
                 )
     for ax, title in zip(axes, ("p50", "p99")):
         ax.set_yscale("log")
+        _plain_log(ax)
         ax.set_xlabel("target rate (msgs/s)")
-        ax.set_ylabel(f"corrected {title} (µs, log)")
+        ax.set_ylabel(f"corrected {title} (ms, log)")
         ax.set_title(f"A · corrected {title} against the rate")
+        _thousands(ax, "x")
     handles, labels = axes[0].get_legend_handles_labels()
     h1, l1 = axes[1].get_legend_handles_labels()
     seen = dict(zip(labels, handles)) | {lb: h for lb, h in zip(l1, h1) if lb not in labels}
     if 0 < len(seen) <= MAX_LEGEND:
-        fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=min(len(seen), 6), fontsize=7)
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=min(len(seen), 6), fontsize=8)
     return fig
 
 
 def throughput(b: pd.DataFrame | None) -> Figure | None:
-    """Experiment B: saturated throughput per codec and machine (median bar, range whisker)."""
+    """Experiment B: saturated throughput per codec and machine (median bar, range whisker,
+    each repetition a dot)."""
     ok = _ok(b, "achieved_rate_msgs")
     if ok is None:
         return None
@@ -181,44 +210,53 @@ def throughput(b: pd.DataFrame | None) -> Figure | None:
     machines = sorted(ok["machine"].unique())
     ok = ok.assign(_series=_join(ok, series))
     labels = sorted(ok["_series"].unique())
-    fig = _figure()
+    fig = _figure(8.0, 4.2)
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(labels))
     for j, lab in enumerate(labels):
         sel = ok[ok["_series"] == lab]
-        med, err_lo, err_hi = [], [], []
-        for m in machines:
+        med, err_lo, err_hi, xs = [], [], [], []
+        for i, m in enumerate(machines):
             v = sel[sel["machine"] == m]["achieved_rate_msgs"]
+            x = i + (j - (len(labels) - 1) / 2) * width
             md = v.median() if len(v) else float("nan")
             med.append(md)
             err_lo.append(md - v.min() if len(v) else 0)
             err_hi.append(v.max() - md if len(v) else 0)
-        xs = [i + (j - (len(labels) - 1) / 2) * width for i in range(len(machines))]
-        ax.bar(xs, med, width, yerr=[err_lo, err_hi], capsize=3, label=lab)
-    ax.set_xticks(range(len(machines)), machines, fontsize=7)
-    ax.set_ylabel("msgs/s (saturated)")
-    ax.set_title("B · saturated throughput per codec and machine (median, range)")
-    _legend(ax)
+            xs.append(x)
+            ax.plot([x] * len(v), v, "o", color="black", markersize=3, zorder=3)
+        ax.bar(xs, med, width * 0.9, yerr=[err_lo, err_hi], capsize=4, label=lab, color=f"C{j % 10}")
+    if len(machines) == 1:
+        ax.set_xticks([(j - (len(labels) - 1) / 2) * width for j in range(len(labels))], labels)
+    else:
+        ax.set_xticks(range(len(machines)), machines, fontsize=7)
+        _legend(ax)
+    ax.set_ylabel("msgs/s at saturation")
+    _thousands(ax)
+    ax.set_title("B · saturated throughput (bar: median, whisker: range, dots: repetitions)", fontsize=10)
     return fig
 
 
 def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
-    """Experiment D: CPU % per role (one panel each), usr solid and sys light on top, one
-    bar per machine within each codec (and corpus) group; medians over repetitions and cells."""
+    """Experiment D: CPU % per role (one panel each, one shared scale), usr solid and sys light
+    on top, one bar per machine within each codec (and corpus) group; medians over repetitions
+    and cells.  The legend sits under the panels, the title above them."""
     ok = _ok(d, "usr_pct", "sys_pct")
     if ok is None:
         return None
     group = ["codec"] + _other_labels(ok, "codec")
     ok = ok.assign(_group=_join(ok, group))
     med = ok.groupby(["role", "_group", "machine"], sort=True)[["usr_pct", "sys_pct"]].median()
-    roles = sorted(ok["role"].unique())[:6]
+    roles = sorted(ok["role"].unique(), key=lambda r: ({"producer": 0, "consumer": 1}.get(r, 2), r))[:6]
     groups = sorted(ok["_group"].unique())
     machines = sorted(ok["machine"].unique())
-    fig = _figure(max(8.0, 2.6 * len(roles)), 4.2)
+    fig = _figure(max(8.0, 2.3 * len(roles)), 4.4)
     width = 0.8 / max(1, len(machines))
     colors = [f"C{i % 10}" for i in range(len(machines))]
+    first = None
     for i, role in enumerate(roles):
-        ax = fig.add_subplot(1, len(roles), i + 1)
+        ax = fig.add_subplot(1, len(roles), i + 1, sharey=first)
+        first = first or ax
         for j, m in enumerate(machines):
             xs, usr, sys_ = [], [], []
             for gi, g in enumerate(groups):
@@ -227,51 +265,59 @@ def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
                     xs.append(gi + (j - (len(machines) - 1) / 2) * width)
                     usr.append(u)
                     sys_.append(s_)
+            name = "" if len(machines) == 1 else f"{m} "
+            ax.bar(xs, usr, width * 0.9, color=colors[j], label=f"{name}usr" if i == 0 else None)
             ax.bar(
-                xs, usr, width, color=colors[j], label=f"{m} usr" if i == 0 and len(machines) <= MAX_LEGEND else None
-            )
-            ax.bar(
-                xs,
-                sys_,
-                width,
-                bottom=usr,
-                color=colors[j],
-                alpha=0.45,
-                label=f"{m} sys" if i == 0 and len(machines) <= MAX_LEGEND else None,
+                xs, sys_, width * 0.9, bottom=usr, color=colors[j], alpha=0.45, label=f"{name}sys" if i == 0 else None
             )
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
         ax.set_title(str(role), fontsize=9)
         if i == 0:
             ax.set_ylabel("CPU % of one CPU (median)")
-            _legend(ax)
-    fig.suptitle("D · CPU per role, usr (solid) + sys (light)", fontsize=10)
-    fig.subplots_adjust(bottom=0.22, wspace=0.3)
+        else:
+            ax.tick_params(labelleft=False)
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    if 0 < len(labels) <= MAX_LEGEND:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8)
+    fig.suptitle("D · CPU per role at the common rate: usr (solid) + sys (light), one scale", fontsize=10)
     return fig
 
 
 def ratio_vs_entropy(c: pd.DataFrame | None) -> Figure | None:
-    """Experiment C: compression ratio against the corpus' Shannon entropy, per codec."""
+    """Experiment C: the ratio per corpus (its entropy under its name) and codec: a bar per
+    codec at the median, the range as a whisker, each repetition a dot; a dashed line at 1×
+    (stored as much as sent)."""
     ok = _ok(c, "ratio", "corpus_entropy_bits")
     if ok is None:
         return None
     series = ["codec"] + _other_labels(ok, "codec", "corpus")
     ok = ok.assign(_series=_join(ok, series))
-    med = ok.groupby(["_series", "corpus"], sort=True)[["ratio", "corpus_entropy_bits"]].median().reset_index()
-    fig = _figure()
+    ent = ok.groupby("corpus")["corpus_entropy_bits"].median().sort_values()
+    corpora = list(ent.index)
+    labels = sorted(ok["_series"].unique())
+    fig = _figure(8.0, 4.2)
     ax = fig.add_subplot()
-    for codec, g in med.groupby("_series", sort=True):
-        ax.plot(g["corpus_entropy_bits"], g["ratio"], marker="o", linestyle="", label=str(codec))
-        for _, r in g.iterrows():
-            ax.annotate(
-                str(r["corpus"]),
-                (r["corpus_entropy_bits"], r["ratio"]),
-                fontsize=7,
-                xytext=(4, 2),
-                textcoords="offset points",
-            )
-    ax.set_xlabel("corpus entropy (bits/byte)")
-    ax.set_ylabel("ratio (payload / stored)")
-    ax.set_title("C · ratio against corpus entropy")
+    width = 0.8 / max(1, len(labels))
+    for j, lab in enumerate(labels):
+        sel = ok[ok["_series"] == lab]
+        xs, med, lo, hi = [], [], [], []
+        for i, corpus in enumerate(corpora):
+            v = sel[sel["corpus"] == corpus]["ratio"]
+            if not len(v):
+                continue
+            x = i + (j - (len(labels) - 1) / 2) * width
+            xs.append(x)
+            med.append(v.median())
+            lo.append(v.median() - v.min())
+            hi.append(v.max() - v.median())
+            ax.plot([x] * len(v), v, "o", color="black", markersize=3, zorder=3)
+        bars = ax.bar(xs, med, width * 0.9, yerr=[lo, hi], capsize=4, label=lab, color=f"C{j % 10}")
+        ax.bar_label(bars, labels=[f"{m:.2f}×" for m in med], fontsize=7, padding=2)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xticks(range(len(corpora)), [f"{c}\n{ent[c]:.2f} bits/B" for c in corpora])
+    ax.set_ylabel("ratio (payload / stored bytes)")
+    ax.set_title("C · compression ratio per corpus (bar: median, whisker: range, dots: repetitions)", fontsize=10)
+    ax.margins(y=0.12)
     _legend(ax)
     return fig
 
@@ -300,6 +346,7 @@ def batch_effect(e: pd.DataFrame | None) -> Figure | None:
     ax.set_ylabel("ratio")
     ax2.set_ylabel("records per batch (p50)")
     ax.set_title("E · ratio vs batch.size (median over linger.ms, partitions)", fontsize=9)
+    _thousands(ax2)
     ax2.set_title("E · batch fill vs batch.size", fontsize=10)
     _legend(ax)
     return fig

@@ -32,7 +32,7 @@ from kbench.engine.csvio import TEXT_COLUMNS, bad_values, complete_bytes, format
 from kbench.experiments.spec import LABELS, M_LABELS
 from kbench.reporting.runs import machine_label
 
-__all__ = ["Fig", "Ledger", "FORMATS", "fmt", "untraceable_numbers", "verify"]
+__all__ = ["Fig", "Ledger", "FORMATS", "fmt", "manifest_value", "untraceable_numbers", "verify"]
 
 #: Unit constants the ``scale`` operation may use (named, never typed into a report).
 UNITS: dict[str, float] = {"B->GiB": 1 / (1 << 30), "B->MiB": 1 / (1 << 20), "us->ms": 1e-3, "frac->pct": 100.0}
@@ -58,6 +58,9 @@ FORMATS: dict[str, Callable[[float], str]] = {
     "x": lambda v: f"{_auto(v)}×",
     "f3": lambda v: f"{v:.3f}",
     "f2": lambda v: f"{v:.2f}",
+    # a value in µs printed in ms (what Kafka engineers read), three significant digits or more
+    "ms": lambda v: _auto(v / 1000),
+    "ms+": lambda v: ("+" if v > 0 else "") + _auto(v / 1000),  # a difference in µs, signed, in ms
 }
 
 
@@ -187,9 +190,14 @@ class Ledger:
         return {f[2] for f in self.figs}
 
 
-def _manifest_value(man: Mapping[str, Any], path: str) -> Any:
+def manifest_value(man: Mapping[str, Any], path: str) -> Any:
     cur: Any = man
     for part in path.split("/"):
+        if isinstance(cur, str) and cur.startswith("{"):  # a JSON object kept as text (transport extras)
+            try:
+                cur = json.loads(cur)
+            except ValueError:
+                return None
         if isinstance(cur, Mapping):
             cur = cur.get(part)
         elif isinstance(cur, list):
@@ -438,7 +446,7 @@ def verify(
                         continue
                     v = AGG[op]([x for x in xs if x is not None]) if xs else None
             elif op == "manifest":
-                raw = _manifest_value(tables.manifest(f["run"]), f["path"])
+                raw = manifest_value(tables.manifest(f["run"]), f["path"])
                 v = None if raw is None else float(raw)
             else:
                 args = [values[a] for a in f["args"]]

@@ -1,10 +1,13 @@
 """``kbench report``: run directories → ``report.md``, ``report.html``, ``plots/`` and
 ``provenance.json``, from the CSVs and manifests alone.
 
-Sections, in order: headline figures; experiments A–F (and M when a run holds ``M.csv``),
-one row per machine × codec (× corpus and the other labels that vary), median and range
-over OK repetitions, verdict rows where ranges are compared; plots; excluded data points
-with their reasons; the environment; the threats to validity that the data shows.
+Sections, in order: the answer (each codec against the baseline: ratio, throughput, CPU per
+role, p99 added, each from its experiment) and the headline figures; the setup (producer and
+topic settings, cluster, hosts, records, method); the threats to validity that the data shows;
+experiments A–F (and M when a run holds ``M.csv``), one row per machine × codec (× corpus and
+the other labels that vary), median and range over OK repetitions, verdict rows where ranges
+are compared, each with its plots; the claims; excluded data points with their reasons (once);
+the environment.
 How to read it: ``docs/reports.md``.  Every number is a :class:`~kbench.reporting.provenance.Fig`.
 """
 
@@ -22,10 +25,12 @@ from kbench.experiments import registry
 from kbench.experiments.spec import LABELS, M_LABELS
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.reporting import document as doc
+from kbench.reporting.answer import answer_blocks
 from kbench.reporting.context import ReportContext, is_text
 from kbench.reporting.frames import frames, load_runs, unique_dirs
 from kbench.reporting.provenance import Ledger
 from kbench.reporting.series import section as series_section
+from kbench.reporting.setup import setup_blocks
 from kbench.reporting.summary import label_text
 
 if TYPE_CHECKING:
@@ -81,6 +86,10 @@ def _claims(ctx: ReportContext, experiments: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- excluded, environment, threats
 
 
+#: How an attempt number reads in a sentence.
+NTH = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+
+
 def _section(man: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """The mapping under ``key`` of a manifest, empty when it is absent or not a mapping."""
     value = man.get(key)
@@ -112,7 +121,7 @@ def _run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
             parts = []
             for a, g in retried.groupby(att[att > 1].astype(int), sort=True):
                 sid = L.row_set(exp, g["_gid"].to_numpy(), {"attempt": str(a)})
-                nth = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(a, "later")
+                nth = NTH.get(a, "later")
                 parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int').text} from a {nth} attempt")
             notes.append(
                 f"Rows from repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
@@ -205,103 +214,25 @@ def _environment(ctx: ReportContext) -> None:
                 "started",
             ],
             rows,
+            wrap=True,
         ),
     )
-    prow = []
-    for r in ctx.runs:
-        man = r.manifest
-        rd = _section(man, "rate_derivation")
-        prow.append(
-            [
-                r.path.name,
-                L.manifest(man.get("seed"), r.index, "seed", "int").text if man.get("seed") is not None else "NA",
-                L.manifest(man.get("repetitions"), r.index, "repetitions", "int").text
-                if man.get("repetitions") is not None
-                else "NA",
-                str(man.get("warmup", "NA")).lower(),
-                L.manifest(man.get("duration_s"), r.index, "duration_s").text
-                if man.get("duration_s") is not None
-                else "NA",
-                L.manifest(rd.get("rate_msgs"), r.index, "rate_derivation/rate_msgs", "int").text
-                if rd.get("rate_msgs") is not None
-                else "NA",
-                (
-                    f"{rd.get('method', '')}; fraction {L.manifest(rd.get('fraction'), r.index, 'rate_derivation/fraction')}; "
-                    f"slowest cell {rd.get('min_cell', 'NA')}"
-                )
-                if rd
-                else "no derived rate in this run",
-            ]
-        )
-    ctx.add(
-        doc.Table(
-            [
-                "run directory",
-                "seed",
-                "repetitions",
-                "warm-up",
-                "duration s",
-                "common rate msgs/s",
-                "how the rate was derived",
-            ],
-            prow,
-            caption="Method: order seed, repetitions and the common fixed rate",
-        )
-    )
-    crow = []
-    for r in ctx.runs:
-        corp = _section(r.manifest, "corpora")
-        for name, c in sorted(corp.items()):
-            if not isinstance(c, Mapping):
-                continue
-            crow.append(
-                [
-                    r.path.name,
-                    name,
-                    str(c.get("source", "NA")),
-                    L.manifest(
-                        c.get("entropy_bits_per_byte"), r.index, f"corpora/{name}/entropy_bits_per_byte", "f3"
-                    ).text,
-                    L.manifest(c.get("records"), r.index, f"corpora/{name}/records", "int").text,
-                    L.manifest(c.get("bytes"), r.index, f"corpora/{name}/bytes", "int").text,
-                    str(c.get("near_random", "NA")).lower(),
-                    str(c.get("sha256", "NA")),
-                ]
-            )
-    if crow:
-        ctx.add(
-            doc.Table(
-                ["run directory", "corpus", "source", "entropy bits/B", "records", "bytes", "near random", "sha256"],
-                crow,
-                caption="Corpora (fingerprints from the manifest)",
-            )
-        )
 
 
 def _threats(ctx: ReportContext) -> None:
     L = ctx.ledger
     items: list[str] = []
-    for exp, df in ctx.frames.items():
-        threats = registry.get(exp).threats
-        if threats is not None:
-            items += threats(ctx, df)
-    for exp, df in ctx.frames.items():
-        for status, what in (
-            ("INVALID", "invalid (steal above the limit)"),
-            ("REJECTED", "rejected (achieved rate off the target)"),
-            ("NA", "not measured (NA)"),
-            ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
-            ("FAILED_LOSS", "failed: records lost or duplicated"),
-            ("FAILED_RUN", "failed runs"),
-        ):
-            g = df[df["status"] == status]
-            if len(g):
-                n = L.agg(
-                    "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
-                )
-                items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
+    items += ctx.answer_threats
     for r in ctx.runs:
         man = r.manifest
+        lim = _section(man, "rules").get("steal_limit_pct")
+        if isinstance(lim, (int, float)) and not isinstance(lim, bool) and lim > STEAL_LIMIT_PCT:
+            fig = L.manifest(lim, r.index, "rules/steal_limit_pct", "int" if float(lim).is_integer() else "f2")
+            items.append(
+                f"{r.path.name}: the plan raised the CPU steal limit to {fig.text}% per repetition (the method's is "
+                f"{L.manifest(_section(man, 'rules').get('method_steal_limit_pct'), r.index, 'rules/method_steal_limit_pct', 'int')}%): "
+                "every figure carries that much more noise."
+            )
         t = _section(man, "transport")
         if t.get("kind") == "dry":
             items.append(
@@ -327,11 +258,46 @@ def _threats(ctx: ReportContext) -> None:
                 items.append(
                     f"{r.path.name}: corpus {name} is near random (a labelled control): its ratios say nothing about real data."
                 )
+    for exp, df in ctx.frames.items():
+        for status, what in (
+            ("INVALID", "invalid (steal above the limit)"),
+            ("REJECTED", "rejected (achieved rate off the target)"),
+            ("NA", "not measured (NA)"),
+            ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
+            ("FAILED_LOSS", "failed: records lost or duplicated"),
+            ("FAILED_RUN", "failed runs"),
+        ):
+            g = df[df["status"] == status]
+            if len(g):
+                n = L.agg(
+                    "count", [0.0] * len(g), L.row_set(exp, g["_gid"].to_numpy(), {"status": status}), "status", "int"
+                )
+                items.append(f"{exp}: {n} rows {what}; see Excluded data points.")
+    for exp, df in ctx.frames.items():
+        if "attempt" in df.columns:
+            import pandas as pd
+
+            att = pd.to_numeric(df["attempt"], errors="coerce").fillna(1)
+            parts = []
+            for a, g in df[att > 1].groupby(att[att > 1].astype(int), sort=True):
+                sid = L.row_set(exp, g["_gid"].to_numpy(), {"attempt": str(a)})
+                nth = NTH.get(a, "later")
+                parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int')} from a {nth} attempt")
+            if parts:
+                items.append(
+                    f"{exp}: rows of repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
+                    "(column attempt): the first try of those cells did not hold."
+                )
+    for exp, df in ctx.frames.items():
+        threats = registry.get(exp).threats
+        if threats is not None:
+            items += threats(ctx, df)
     machines = sorted({r.label for r in ctx.runs})
     if len(machines) == 1:
         items.append("One machine only: no cross-architecture conclusion can be drawn from this report.")
     ctx.add(
         doc.Heading(2, "Threats to validity shown by the data", "threats"),
+        doc.Para("What in the runs weakens the answer above: read it before the figures.", "note"),
         doc.Items(items or ["None detected in the CSVs and manifests."]),
     )
 
@@ -427,37 +393,55 @@ def build(
     machines = sorted({r.label for r in runs})
     title = f"kbench report: {', '.join(plans)}"
     body = ReportContext(runs, fr, ctx.ledger)
+    sections: list[tuple[str, list[doc.Block]]] = []
+    answer_notes: list[str] = []
+    for exp, e in sorted(registry.EXPERIMENTS.items(), key=lambda kv: kv[1].answer_rank):
+        if exp in fr and e.answer is not None:
+            body.answer += e.answer(body, fr[exp])
+            if e.answer_note:
+                answer_notes.append(e.answer_note)
     for exp, e in registry.EXPERIMENTS.items():
-        if exp in fr and e.section is not None:
+        if exp not in fr:
+            continue
+        if e.section is not None:
+            start = len(body.blocks)
             e.section(body, fr[exp])
             if e.in_run:
                 _run_notes(body, exp, fr[exp])
-    ctx.headline = body.headline
+            sections.append((exp, body.blocks[start:]))
     plots = pending() if pending is not None else {}
-    images: list[doc.Block] = [
-        doc.Image(p.name, plots[p.name], p.caption) for _, p in registry.plots() if p.name in plots
-    ]
     ctx.add(
         doc.Heading(1, title),
         doc.Para(
-            f"Machines: {'; '.join(machines)}. Run directories: {', '.join(r.path.name for r in runs)}. "
+            f"Machine{'s' if len(machines) > 1 else ''}: {'; '.join(machines)}. "
+            f"Run directories: {', '.join(r.path.name for r in runs)}. "
             "Every number below is computed from the runs' CSVs and manifests (see provenance.json); "
             "medians and ranges are over OK repetitions; two cells whose ranges overlap read “no significant difference”."
         ),
-        doc.Heading(2, "Headline figures", "headline"),
-        doc.Items(ctx.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
+        *answer_blocks(body.answer, answer_notes, ctx.one_machine),
+        doc.Heading(3, "Headline figures", "headline"),
+        doc.Items(body.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
     )
-    ctx.add(*body.blocks)
-    over_time = series_section(runs, ctx.ledger, with_plots)
-    ctx.add(*over_time.blocks)
-    plots = {**plots, **over_time.plots}
+    ctx.add(*setup_blocks(ctx))
+    ctx.answer_threats = body.answer_threats
+    _threats(ctx)
+    for exp, blocks in sections:
+        ctx.add(*blocks)
+        ctx.add(*(doc.Image(p.name, plots[p.name], p.caption) for p in registry.get(exp).plots if p.name in plots))
+    plots = {**plots, **_over_time(ctx, with_plots)}
     _claims(ctx, sorted(fr))
-    if images:
-        ctx.add(doc.Heading(2, "Plots", "plots"), *images)
     _excluded(ctx)
     _environment(ctx)
-    _threats(ctx)
     return ctx.blocks, ctx.ledger, plots, title
+
+
+def _over_time(ctx: ReportContext, with_plots: bool) -> dict[str, bytes]:
+    """What happened during each repetition (rate and p99 over time per cell, from the runs'
+    per-second series, kbench.reporting.series): after the experiments, before the claims.
+    Nothing when no run has a series.csv.  Returns its plots (name → PNG)."""
+    over_time = series_section(ctx.runs, ctx.ledger, with_plots)
+    ctx.add(*over_time.blocks)
+    return dict(over_time.plots)
 
 
 def placement_problems(run_dirs: Sequence[Path | str], markdown: str, limit: int = 20) -> list[str]:

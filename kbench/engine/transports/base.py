@@ -179,6 +179,9 @@ class RunResult:
     #: measured), and the repetition's delivered payload (what NIC bytes per GB divide by).
     nic_bytes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     nic_window_payload_bytes: int | None = None
+    #: Each broker role's own byte counters over the same span as ``nic_bytes`` (BytesIn, BytesOut,
+    #: ReplicationBytesIn, ReplicationBytesOut from its metrics endpoint, and their source).
+    kafka_bytes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
     #: The repetition's time series (kbench.engine.series.assemble_rows: one row per second per
@@ -186,6 +189,10 @@ class RunResult:
     #: interval log ('' when no driver gave intervals).  Empty: not measured by this transport.
     series: tuple[Mapping[str, Any], ...] = ()
     hlog: str = ""
+    #: A catch-up repetition (Cell.catch_up): consumers, records, payload bytes, span_s (first
+    #: fetched record to last record, any member), lost, duplicated, and per member its records,
+    #: bytes and CPU (usr_s, sys_s, app_s: the loop thread, client_s: librdkafka's threads).  Empty otherwise.
+    drain: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Transport(Protocol):

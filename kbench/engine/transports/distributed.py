@@ -249,7 +249,7 @@ class DaskPool:
             abort.set()  # every driver of this cell has finished or is told to stop
         sizes = [len(r) for r in corpus[1]]
         prate = (rate / len(prods)) if rate and prods else None
-        return self._merge(outs, clocks, start_at, t_collected - t_done, t_done - t_order, sizes, prate)
+        return self._merge(outs, clocks, start_at, t_collected - t_done, t_done - t_order, sizes, prate, count)
 
     def _wait(
         self, futures: Mapping[Any, tuple[str, str, int]], done: Callable[[], bool], limit: float, what: str
@@ -281,6 +281,7 @@ class DaskPool:
         cell_s: float,
         sizes: Sequence[int] = (),
         producer_rate: float | None = None,
+        expected: int = 0,
     ) -> dict[str, Any]:
         prods = [o for o in outs if o["role"] == "producer"]
         cons = [o for o in outs if o["role"] == "consumer"]
@@ -322,7 +323,7 @@ class DaskPool:
         steals = [o["steal_pct"] for o in outs if o.get("steal_pct") is not None]
         return {
             "producer": merge.merge_producers([o["result"] for o in prods]),
-            "consumer": merge.merge_consumers([o["result"] for o in cons]) if cons else None,
+            "consumer": merge.merge_consumers([o["result"] for o in cons], expected) if cons else None,
             "cpu": rows,
             "tx_bytes": sum(int(s["tx_bytes"]) for s in stats)
             if stats and all("tx_bytes" in s for s in stats)
@@ -367,11 +368,14 @@ def window_payloads(
     A producer's window is on its own schedule (each producer cycles the corpus from record 0).
     A consumer reads every producer's records: its window (shifted back by its median e2e
     latency) is placed on each producer's schedule and summed, only when every producer runs on
-    the consumer's host (same boot id, so the same CLOCK_MONOTONIC); otherwise None."""
+    the consumer's host (same boot id, so the same CLOCK_MONOTONIC); otherwise None.  A member
+    of a consumer group (its result has ``parts``) reads a share: that sum times its share of the
+    group's bytes."""
     prods = [
         (o["host"]["boot_id"], _schedule(sizes, o["result"], producer_rate)) for o in outs if o["role"] == "producer"
     ]
     out: list[int | None] = []
+    group_bytes = sum(int(o["result"].get("bytes") or 0) for o in outs if o["role"] == "consumer")
     for o in outs:
         start = (o["result"].get("cpu") or {}).get("window_start_ns")
         if start is None:
@@ -386,7 +390,11 @@ def window_payloads(
             if not prods or any(b != boot or sc is None for b, sc in prods):
                 out.append(None)
             else:
-                out.append(sum(sc.window_payload(int(start), lag) for _, sc in prods if sc is not None))
+                fan_out = sum(sc.window_payload(int(start), lag) for _, sc in prods if sc is not None)
+                if o["result"].get("parts") is not None:  # a group member reads its share of every record
+                    share = int(o["result"].get("bytes") or 0) / group_bytes if group_bytes else 0.0
+                    fan_out = int(fan_out * share)
+                out.append(fan_out)
     return out
 
 

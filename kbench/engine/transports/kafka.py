@@ -114,7 +114,9 @@ class KafkaTransport:
             versions = {b.version for b in self.brokers if b.version}
             kafka_version = versions.pop() if len(versions) == 1 else None
         extra: dict[str, str] = {}
-        if not self.defn.workers and (self.defn.producers, self.defn.consumers) != (1, 1):
+        if not self.defn.workers and (
+            self.defn.producers != 1 or (self.defn.consumers != 1 and not self.defn.consumer_group)
+        ):
             raise TransportError(
                 "transport.producers/consumers: several drivers per cell run on Dask workers; give --workers SCHEDULER"
             )
@@ -292,8 +294,44 @@ class KafkaTransport:
             except Exception:  # noqa: BLE001 - a leftover topic is harmless
                 pass
 
+    def _catch_up_jobs(self, req: RunRequest) -> Jobs:
+        """A catch-up repetition: a saturated producer writes the backlog (``backlog_bytes`` of the
+        corpus, not timed), then ``consumers`` group members drain it from the start offsets."""
+        cell = req.cell
+        run_id = drivers.new_run_id()
+        mean = req.corpus.size / max(1, len(req.corpus.records))
+        count = max(1, int(round(cell.backlog_bytes / mean)))
+        producer = {
+            "props": self._producer_props(req),
+            "topic": req.topic,
+            "run_id": run_id,
+            "mode": "saturated",
+            "rate": 0.0,
+            "count": count,
+            "duration": 0.0,
+            "keys": cell.key_policy,
+            "nkeys": 0 if cell.key_policy == "none" else 1024,
+            "skip_s": 0.0,
+            "header_sample": self.defn.header_sample,
+            "tick_s": drivers.DEFAULT_TICK_S,
+        }
+        consumer = {
+            "props": {**req.client_properties, **cell.fetch_props(), "bootstrap.servers": self.bootstrap},
+            "topic": req.topic,
+            "run_id": run_id,
+            "expected": 0,  # every record stored when the drain starts
+            "header_sample": self.defn.header_sample,
+            "timeout": req.duration_s + 120.0,
+            "skip_s": 0.0,
+            "group": True,
+            "from_beginning": True,
+        }
+        return Jobs(producer, consumer, count, consumers=cell.consumers, catch_up=True)
+
     def _jobs(self, req: RunRequest) -> Jobs:
         """The repetition's driver jobs (docs/drivers.md); each pool adds its own fields."""
+        if req.cell.catch_up:
+            return self._catch_up_jobs(req)
         fixed = req.rate is not None
         run_id = drivers.new_run_id()
         count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0
@@ -308,6 +346,7 @@ class KafkaTransport:
                 "timeout": req.duration_s + distributed.START_LEAD_S + 30.0,
                 "skip_s": req.steady_skip_s,
                 "interval_s": drivers.SERIES_INTERVAL_S,
+                "group": self.defn.consumer_group,
             }
         producer = {
             "props": self._producer_props(req),
@@ -324,7 +363,7 @@ class KafkaTransport:
             "tick_s": drivers.DEFAULT_TICK_S,
             "interval_s": drivers.SERIES_INTERVAL_S,
         }
-        return Jobs(producer, consumer, count)
+        return Jobs(producer, consumer, count, consumers=self.defn.consumers)
 
     def _stored(self, req: RunRequest, readback: str | None) -> StoredInfo:
         """Stored bytes, codecs and batch fill from the partitions' segment files; on a remote

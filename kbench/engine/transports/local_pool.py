@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
-from kbench.engine.transports.measure import Jobs, PoolResult, Window, driver_fill
+from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
-from kbench.kafka import clients
+from kbench.kafka import clients, merge
 from kbench.kafka import rdstats as stats_mod
 from kbench.model.corpus import Corpus, write_lenprefixed
 
-__all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "schedule_fields", "spawn"]
+__all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "drain_summary", "schedule_fields", "spawn"]
 
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
@@ -77,11 +77,36 @@ class _Worker:
         return tail[0] if tail else f"exited with status {self.proc.poll()}"
 
     def result(self, timeout: float) -> dict[str, Any]:
-        line = self._line(timeout)
+        return self.parse(self._line(timeout))
+
+    def parse(self, line: str) -> dict[str, Any]:
+        """The RESULT in ``line`` (the worker's last), or TransportError naming the worker."""
         self.proc.wait(timeout=30)
         if not line.startswith("RESULT "):
             raise TransportError(f"{self.role} worker: {self._error(line)}")
         return dict(json.loads(line[7:]))
+
+
+def results(workers: Sequence[_Worker], timeout: float) -> list[dict[str, Any]]:
+    """Every worker's RESULT, in order, read as each arrives: the first worker that dies or fails
+    fails the lot at once (the others are killed), named in the TransportError."""
+    out: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < len(workers):
+            waiting = {w.proc.stdout: i for i, w in enumerate(workers) if i not in out and w.proc.stdout is not None}
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select(list(waiting), [], [], max(0.0, left)) if left > 0 else ([], [], [])
+            if not ready:
+                late = ", ".join(workers[i].role for i in waiting.values())
+                raise TransportError(f"{late} worker did not answer within {timeout:.0f} s")
+            for f in ready:
+                i = waiting[f]
+                out[i] = workers[i].parse(f.readline())
+    except BaseException:
+        _kill(workers)
+        raise
+    return [out[i] for i in range(len(workers))]
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -155,19 +180,91 @@ def schedule_fields(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def drain_summary(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
+    """A catch-up repetition's drain (RunResult.drain) from every member's RESULT and their merge:
+    the span from the first record any member read to the last, and per member its CPU."""
+    recv = [(p.get("windows") or {}).get("receive") for p in parts]
+    spans = [r for r in recv if r]
+    members = []
+    for i, p in enumerate(parts):
+        c = p.get("cpu") or {}
+        members.append(
+            {
+                "name": f"consumer-{i + 1}",
+                "records": int(p["records"]),
+                "bytes": int(p["bytes"]),
+                "usr_s": c.get("usr_s"),
+                "sys_s": c.get("sys_s"),
+                "wall_s": float(c.get("wall_s") or 0.0),
+                "app_s": c.get("loadgen_s"),
+                "client_s": c.get("client_s"),
+                "rebalances": int(p.get("rebalances") or 0),
+                "note": str(c.get("note") or ""),
+            }
+        )
+    first = min(int(r["start_mono_ns"]) for r in spans) if spans else None
+    last = max(int(r["end_mono_ns"]) for r in spans) if spans else None
+    return {
+        "consumers": len(parts),
+        "records": int(merged["records"]),
+        "unique": int(merged["unique"]),
+        "bytes": int(merged["bytes"]),
+        "lost": int(merged["lost"]),
+        "duplicated": int(merged["duplicates"]),
+        "stored_records": int(merged["stored_records"]),
+        "span_s": (last - first) / 1e9 if first is not None and last is not None else None,
+        "members": members,
+    }
+
+
+def _kill(workers: Sequence[_Worker]) -> None:
+    for w in workers:
+        if w.proc.poll() is None:
+            w.proc.kill()
+
+
+def _sum_cpu(cpus: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several consumers' CPU windows as one role's: seconds summed (NA if any is), the longest
+    wall time, the earliest window start."""
+
+    def total(key: str) -> float | None:
+        vals = [c.get(key) for c in cpus]
+        return None if any(v is None for v in vals) else sum(float(v) for v in vals if v is not None)
+
+    starts = [int(c["window_start_ns"]) for c in cpus if c.get("window_start_ns") is not None]
+    return {
+        "usr_s": total("usr_s"),
+        "sys_s": total("sys_s"),
+        "wall_s": max(float(c.get("wall_s") or 0.0) for c in cpus),
+        "window_start_ns": min(starts) if len(starts) == len(cpus) else None,
+        "loadgen_s": total("loadgen_s"),
+        "client_s": total("client_s"),
+        "note": "; ".join(str(c["note"]) for c in cpus if c.get("note")),
+    }
+
+
 def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     """Queue wait, compression and request medians (µs) of one fixed-rate run: the first and last
-    from librdkafka's statistics, compression timed here on a block of the median batch's size."""
+    from librdkafka's statistics, compression and (the consumer's) decompression timed here on a
+    block of the median batch's size."""
     from kbench.model import microbench
 
     ph = stats_mod.latency_phases(path, req.topic)
     if ph is None:
         return {}
-    compress = None
+    compress = decompress = None
     if ph.batch_records_p50:
         per_record = req.corpus.size / max(1, len(req.corpus.records))
-        compress = microbench.batch_compress_us(req.corpus, req.cell.spec, int(ph.batch_records_p50 * per_record))
-    return {"queue_p50_us": ph.queue_p50_us, "compress_p50_us": compress, "request_p50_us": ph.request_p50_us}
+        block = int(ph.batch_records_p50 * per_record)
+        compress = microbench.batch_compress_us(req.corpus, req.cell.spec, block)
+        # the consumer's side of the same batch: librdkafka decompresses a fetched batch whole
+        decompress = microbench.batch_decompress_us(req.corpus, req.cell.spec, block)
+    return {
+        "queue_p50_us": ph.queue_p50_us,
+        "compress_p50_us": compress,
+        "request_p50_us": ph.request_p50_us,
+        "decompress_p50_us": decompress,
+    }
 
 
 @dataclass
@@ -185,7 +282,106 @@ class LocalPool:
             self._corpus_files[key] = write_lenprefixed(corpus.records, self.tmp / f"corpus-{key[:16]}.bin")
         return self._corpus_files[key]
 
+    def _spawn_consumers(
+        self, req: RunRequest, jobs: Jobs, timeout: float, sampler: PerSecond | None = None
+    ) -> list[_Worker]:
+        """The repetition's consumers, each assigned (READY) before this returns.  Several are the
+        members of one consumer group, named consumer-1, consumer-2, ... in errors and in the
+        per-second sampler's roles."""
+        assert jobs.consumer is not None
+        cprops = {**(JAVA_PARITY if req.cell.client == "librdkafka" else {}), **jobs.consumer["props"]}
+        out: list[_Worker] = []
+        try:
+            for i in range(jobs.consumers):
+                w = spawn(
+                    "consumer",
+                    {**jobs.consumer, "props": cprops, "timeout": timeout},
+                    self.tmp
+                    / (f"{req.topic}.consumer-{i + 1}.err" if jobs.consumers > 1 else f"{req.topic}.consumer.err"),
+                    req.cell.client,
+                    self.launch,
+                )
+                if jobs.consumers > 1:
+                    w.role = f"consumer-{i + 1}"
+                out.append(w)
+                if sampler is not None:
+                    sampler.add(w.role, w.proc.pid)
+            for w in out:
+                w.expect("READY", WORKER_START_TIMEOUT)
+        except BaseException:
+            _kill(out)
+            raise
+        return out
+
+    def _consumer_results(self, consumers: Sequence[_Worker], timeout: float, expected: int) -> dict[str, Any] | None:
+        """Every consumer's RESULT (one missing fails the repetition, naming the consumer), merged
+        when there are several (merge.merge_consumers: a group's counts per partition)."""
+        if not consumers:
+            return None
+        parts = [schedule_fields(r) for r in results(consumers, timeout)]
+        if len(parts) == 1:
+            return parts[0]
+        out = {**parts[0], **merge.merge_consumers(parts, expected), "members": parts}
+        out["cpu"] = _sum_cpu([p["cpu"] for p in parts])
+        return out
+
+    def _catch_up(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+        """Produce the backlog (saturated, not timed), then drain it with the consumer group; the
+        broker window and the NIC counters span the drain: from every member assigned its start
+        offsets (READY, before it joins the group) to the last member's result."""
+        stats = self.tmp / f"{req.topic}.stats.jsonl"
+        producer = spawn(
+            "producer",
+            {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
+            self.tmp / f"{req.topic}.producer.err",
+            req.cell.client,
+            self.launch,
+        )
+        try:
+            producer.expect("STARTED", WORKER_START_TIMEOUT)
+            pres = schedule_fields(producer.result(req.duration_s + 300.0))
+        except BaseException:
+            _kill([producer])
+            raise
+        n_delivered = delivered(pres)[0]
+        timeout = req.duration_s + 120.0
+        window.nic_start()
+        consumers = self._spawn_consumers(req, jobs, timeout)
+        try:
+            window.open()
+            parts = [schedule_fields(r) for r in results(consumers, timeout + 60.0)]
+            window.close()
+            window.nic_end()
+        except BaseException:
+            _kill(consumers)
+            raise
+        cres = {**parts[0], **merge.merge_consumers(parts, n_delivered)}
+        drain = drain_summary(parts, cres)
+        cpu = tuple(
+            CpuSample(
+                m["name"],
+                m["usr_s"],
+                m["sys_s"],
+                m["wall_s"],
+                regressed=(m["usr_s"] or 0) < 0 or (m["sys_s"] or 0) < 0,
+                note=m["note"],
+                loadgen_s=m["app_s"],
+                client_s=m["client_s"],
+                window_payload_bytes=m["bytes"],
+            )
+            for m in drain["members"]
+        )
+        return PoolResult(
+            producer=pres,
+            consumer=cres,
+            client_cpu=cpu,
+            broker_window_bytes=int(drain["bytes"]),
+            drain=drain,
+        )
+
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+        if jobs.catch_up:
+            return self._catch_up(req, jobs, window)
         stats = self.tmp / f"{req.topic}.stats.jsonl"
         window.nic_start()
         sampler = window.per_second()
@@ -196,18 +392,9 @@ class LocalPool:
 
     def _run(self, req: RunRequest, jobs: Jobs, window: Window, stats: Path, sampler: PerSecond) -> PoolResult:
         fixed = req.rate is not None
-        consumer = None
-        if jobs.consumer is not None:
-            cprops = {**(JAVA_PARITY if req.cell.client == "librdkafka" else {}), **jobs.consumer["props"]}
-            consumer = spawn(
-                "consumer",
-                {**jobs.consumer, "props": cprops, "timeout": req.duration_s + 60.0},
-                self.tmp / f"{req.topic}.consumer.err",
-                req.cell.client,
-                self.launch,
-            )
-            sampler.add("consumer", consumer.proc.pid)
-            consumer.expect("READY", WORKER_START_TIMEOUT)
+        consumers = (
+            self._spawn_consumers(req, jobs, req.duration_s + 60.0, sampler) if jobs.consumer is not None else []
+        )
         producer = spawn(
             "producer",
             {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
@@ -225,13 +412,11 @@ class LocalPool:
                 time.sleep(pause)  # a measurement schedule, not synchronisation
             window.open()
             pres = schedule_fields(producer.result(req.duration_s + 120.0))
-            cres = schedule_fields(consumer.result(req.duration_s + 120.0)) if consumer else None
+            cres = self._consumer_results(consumers, req.duration_s + 120.0, jobs.count)
             window.close()
             window.nic_end()
         except BaseException:
-            for w in (producer, consumer):
-                if w is not None and w.proc.poll() is None:
-                    w.proc.kill()
+            _kill([producer, *consumers])
             raise
         sched = Schedule.of(
             [len(r) for r in req.corpus.records],

@@ -118,6 +118,11 @@ class Window:
     n1: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     #: Local pids by role (the brokers'), sampled each second for the time series with the drivers'.
     roles: Mapping[str, int] = field(default_factory=dict)
+    #: Each broker's own metrics scrape (BrokerMetrics or MetricsError), by role, read together
+    #: with the NIC counters (testbed): Kafka's byte counters over the same span as the NIC bytes.
+    kafka: Callable[[], Mapping[str, Any]] | None = None
+    k0: Mapping[str, Any] = field(default_factory=dict)
+    k1: Mapping[str, Any] = field(default_factory=dict)
 
     def per_second(self) -> PerSecond:
         """A started per-second sampler of these roles' CPU and the NICs (a pool adds its drivers' pids)."""
@@ -138,11 +143,17 @@ class Window:
 
     def nic_start(self) -> None:
         """NIC counters before the repetition's drivers start (a pool calls it first)."""
+        self.k0 = self.kafka() if self.kafka else {}
         self.n0 = self.nic() if self.nic else {}
 
     def nic_end(self) -> None:
         """NIC counters once every driver has finished."""
         self.n1 = self.nic() if self.nic else {}
+        self.k1 = self.kafka() if self.kafka else {}
+
+    def kafka_bytes(self) -> dict[str, dict[str, Any]]:
+        """Each broker's Kafka byte counters over the NIC bytes' span (remote.kafka_bytes)."""
+        return {r: remote.kafka_bytes(a, self.k1.get(r)) for r, a in self.k0.items()}
 
     def nic_bytes(self) -> dict[str, tuple[int, int]]:
         """Each role's NIC (tx, rx) bytes over the whole repetition: a message's bytes cross the
@@ -181,6 +192,8 @@ class Jobs:
     producer: Mapping[str, Any]
     consumer: Mapping[str, Any] | None  # None: saturated (no consumer)
     count: int  # messages to send at a fixed rate (0: saturated, for the duration)
+    consumers: int = 1  # consumer drivers (more than one: a consumer group, or Dask fan-out)
+    catch_up: bool = False  # produce ``count`` messages first, then drain them with the consumers
 
 
 @dataclass(frozen=True)
@@ -199,6 +212,7 @@ class PoolResult:
     coordinator: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     samples: tuple[SecondSample, ...] = ()  # the per-second sampler's (empty: none ran)
+    drain: Mapping[str, Any] = field(default_factory=dict)  # a catch-up repetition's drain (RunResult.drain)
 
 
 class DriverPool(Protocol):
@@ -275,4 +289,6 @@ def assemble(
         nic_window_payload_bytes=payload if window.nic else None,
         series=tuple(series.assemble_rows(pres, cres, pool.samples, req.steady_skip_s)),
         hlog=series.hlog_of(pres, cres, f"[kbench: {req.topic}, {req.cell.cell_id}]"),
+        kafka_bytes=window.kafka_bytes(),
+        drain=dict(pool.drain),
     )

@@ -16,13 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kbench.engine.transports.base import CpuSample, TransportError
 from kbench.kafka import logdirs, metrics
 
-__all__ = ["MetricsProbe", "StoredFromLogDirs", "cpu_from_metrics", "stored_from_log_dirs"]
+__all__ = [
+    "KAFKA_BYTES",
+    "MetricsProbe",
+    "StoredFromLogDirs",
+    "cpu_from_metrics",
+    "kafka_bytes",
+    "stored_from_log_dirs",
+]
 
 CPU_SOURCE = "metrics: process_cpu_seconds_total (usr+sys)"
+#: A broker's own byte counters (kbench.kafka.metrics fields), as :func:`kafka_bytes` gives them.
+KAFKA_BYTES = ("bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out")
+BYTES_SOURCE = "metrics: BrokerTopicMetrics BytesIn, BytesOut, ReplicationBytesIn, ReplicationBytesOut counts"
 
 
 @dataclass
@@ -115,6 +126,22 @@ def cpu_from_metrics(
             "produce_conversions": d.produce_conversions,
         },
     )
+
+
+def kafka_bytes(
+    before: metrics.BrokerMetrics | metrics.MetricsError | None,
+    after: metrics.BrokerMetrics | metrics.MetricsError | None,
+) -> dict[str, Any]:
+    """A broker's byte counters (:data:`KAFKA_BYTES`) between two scrapes, and ``source``: where
+    they came from, or why they are None (a failed scrape, a counter not exported or gone backwards)."""
+    if not isinstance(before, metrics.BrokerMetrics) or not isinstance(after, metrics.BrokerMetrics):
+        err = before if isinstance(before, metrics.MetricsError) else after
+        return dict.fromkeys(KAFKA_BYTES) | {"source": f"metrics scrape failed: {err}"}
+    d = metrics.delta(before, after)
+    out: dict[str, Any] = {k: (None if k in d.regressed else getattr(d, k)) for k in KAFKA_BYTES}
+    missing = [k for k in KAFKA_BYTES if out[k] is None]
+    note = f"; not measured: {', '.join(missing)} (not exported, or went backwards)" if missing else ""
+    return out | {"source": f"{BYTES_SOURCE} from {d.url}{note}"}
 
 
 @dataclass(frozen=True)

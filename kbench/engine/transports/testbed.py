@@ -4,7 +4,8 @@ Each broker, the producer and the consumer run on a host of their own (a network
 bridge, its own CPU set and, where the plan says, a shaped NIC; :mod:`kbench.testbed`,
 docs/testbed.md).  kbench itself stays on the machine's network and reaches the brokers from the
 producer's host; /proc sampling is unchanged (one pid namespace).  Over each repetition's broker
-window every host's NIC bytes are read, so D shows measured network bytes per role.
+window every host's NIC bytes are read, so D shows measured network bytes per role, and next to
+each broker's the byte counters Kafka itself keeps (its JMX exporter, scraped from its host).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kbench.engine.transports.base import RunRequest, TransportError, TransportI
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.engine.transports.local_pool import LocalPool
 from kbench.engine.transports.measure import Window
+from kbench.kafka import metrics
 
 __all__ = ["CLIENT_HOSTS", "TestbedTransport", "broker_host", "host_specs"]
 
@@ -106,4 +108,25 @@ class TestbedTransport(KafkaTransport):
     def _window(self, req: RunRequest) -> Window:
         w = super()._window(req)
         w.nic = self.testbed.nic_counters
+        w.kafka = self._kafka_counters
         return w
+
+    def _kafka_counters(self) -> dict[str, metrics.BrokerMetrics | metrics.MetricsError]:
+        """Every broker's own metrics, scraped from inside its host: the exporter listens on the
+        host's address, so the scrape stays on that host's loopback and never crosses the NIC
+        whose bytes it is compared with."""
+        out: dict[str, metrics.BrokerMetrics | metrics.MetricsError] = {}
+        for b in self.cluster.state.brokers if self.cluster is not None and self.cluster.state else ():
+            url = b.metrics_url
+            if url is None:
+                continue
+            host = broker_host(b.node_id)
+
+            def one(u: str = url) -> metrics.BrokerMetrics | metrics.MetricsError:
+                try:
+                    return metrics.scrape(u)
+                except metrics.MetricsError as e:
+                    return e
+
+            out[host] = self.testbed.call_in(host, one)
+        return out

@@ -39,6 +39,9 @@ final class ConsumerRole {
         long samplesExpected = expected > 0 ? (expected + every - 1) / every : 0; // headed sequence numbers
         Properties p = ProducerRole.props(job, "consumer");
         p.putIfAbsent("group.id", String.format("kbench-%016x", runId));
+        if (Boolean.TRUE.equals(job.get("group"))) {
+            return GroupConsumer.run(job, p, topic, runId, expected, timeoutS);
+        }
         p.put("enable.auto.commit", "false");
         p.putIfAbsent("auto.offset.reset", "latest");
         ThreadCpu cpu = new ThreadCpu(ThreadCpu.currentTid());

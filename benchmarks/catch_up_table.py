@@ -1,0 +1,62 @@
+"""The catch-up table of benchmarks/README.md from a run's G.csv (``kbench run catch-up``).
+
+Usage: python benchmarks/catch_up_table.py RUN_DIR/G.csv
+
+Per codec and group size, over the OK repetitions: median [min-max] of the drain rate, payload
+MB/s, the members' CPU-s per GB (summed), medians of its split (loop thread / librdkafka's threads),
+the busiest member's CPU % over the drain, the brokers' CPU-s per GB and the drain's length.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ORDER = ("none", "lz4", "zstd:3")
+
+
+def _vals(rows: Sequence[dict[str, str]], col: str) -> list[float]:
+    return [float(r[col]) for r in rows if r.get(col) not in (None, "", "NA")]
+
+
+def _range(vals: list[float], fmt: Callable[[float], str]) -> str:
+    if not vals:
+        return "NA"
+    return f"{fmt(statistics.median(vals))} [{fmt(min(vals))}–{fmt(max(vals))}]"
+
+
+def _med(vals: list[float], fmt: Callable[[float], str]) -> str:
+    return fmt(statistics.median(vals)) if vals else "NA"
+
+
+def table(path: Path) -> str:
+    rows = [r for r in csv.DictReader(path.open()) if r["status"] == "OK"]
+    keys = sorted(
+        {(r["codec"], r["consumers"]) for r in rows},
+        key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else len(ORDER), k[0], int(k[1])),
+    )
+    whole = lambda v: f"{v:,.0f}".replace(",", " ")  # noqa: E731
+    f1 = lambda v: f"{v:.1f}"  # noqa: E731
+    f2 = lambda v: f"{v:.2f}"  # noqa: E731
+    out = [
+        "| codec | consumers | records/s | payload MB/s | consumer CPU-s/GB (sum) | of it loop / librdkafka "
+        "| busiest member CPU % | broker CPU-s/GB | drain s | n |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for codec, k in keys:
+        rs = [r for r in rows if (r["codec"], r["consumers"]) == (codec, k)]
+        out.append(
+            f"| {codec} | {k} | {_range(_vals(rs, 'drain_records_per_s'), whole)} "
+            f"| {_range(_vals(rs, 'drain_mb_per_s'), f1)} | {_range(_vals(rs, 'consumer_cpu_s_per_gb'), f2)} "
+            f"| {_med(_vals(rs, 'consumer_app_s_per_gb'), f2)} / {_med(_vals(rs, 'consumer_client_s_per_gb'), f2)} "
+            f"| {_med(_vals(rs, 'member_cpu_pct_max'), f1)} | {_range(_vals(rs, 'broker_cpu_s_per_gb'), f2)} "
+            f"| {_med(_vals(rs, 'drain_s'), f2)} | {len(rs)} |"
+        )
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(table(Path(sys.argv[1])))
