@@ -12,6 +12,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import resource
 import shutil
 import struct
@@ -140,6 +141,7 @@ class Case:
     nofile: int | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
     full_disk: bool = False  # run on a full tmpfs mounted at {disk} (a user and mount namespace of its own)
+    output: Callable[[str], None] | None = None  # a check of what the command printed (stdout)
 
 
 RUN = ["run", "{plan}", "-o", "{out}", "--gate-sample-s", "0"]
@@ -280,6 +282,34 @@ def _cut_quoted(w: dict[str, Path], tmp: Path) -> None:
     c = copy_run(w, tmp)
     with (c / "C.csv").open("a") as f:
         f.write('s0-000,2,s0,none,json,16384,5,1,all,producer,100,100,0,5,1873,"cut inside a quo')
+
+
+def _medians_within_their_ranges(stdout: str) -> None:
+    """Every figure ``med [min-max]`` codecs bench prints: the median inside its own range, both
+    at one precision (a median of 5.5 over repetitions all at 5.5 once read "5.5 [6-6]")."""
+    figures = re.findall(r"(\d+(?:\.\d+)?) \[(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)\]", stdout)
+    assert len(figures) == 2 * 3, stdout  # compress and decompress, per codec
+    for med, lo, hi in figures:
+        assert float(lo) <= float(med) <= float(hi), (med, lo, hi)
+        assert {len(x.partition(".")[2]) for x in (med, lo, hi)} == {1}, (med, lo, hi)
+
+
+def _mixed_schema(w: dict[str, Path], tmp: Path) -> None:
+    """A run whose C.csv got rows of another schema appended under their own header (what
+    ``--resume`` once did after ``codecs bench --csv RUN/C.csv``: two schemas in one file)."""
+    c = copy_run(w, tmp)
+    with (c / "C.csv").open("a") as f:
+        f.write("codec,level,block_size,corpus,ratio\nlz4,,16384,json,2.5\n")
+    (tmp / "before.hash").write_text(tree_hash(c))
+
+
+def _foreign_csv(w: dict[str, Path], tmp: Path) -> None:
+    """A run whose C.csv another command replaced (codecs bench's CSV: status, ratio, reason, but
+    no repetition of a run)."""
+    c = copy_run(w, tmp)
+    header = "experiment,corpus,codec,level,block_size,repetition,warmup,ratio,status,reason"
+    (c / "C.csv").write_text(f"{header}\nM,json,lz4,,16384,1,false,2.5,OK,\n")
+    (tmp / "before.hash").write_text(tree_hash(c))
 
 
 def _twice_is_once(w: dict[str, Path], tmp: Path) -> None:
@@ -759,6 +789,32 @@ CASES: list[Case] = [
     Case("report-not-a-run", ["report", "{adir}", "-o", "{out}", "--no-plots"], 2, "no manifest.json"),
     # --- reports that would accept nonsense
     Case(
+        "report-mixed-schema",
+        ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
+        2,
+        "C.csv: row 3 has 5 fields, the header 30: rows of another schema were appended to this file; "
+        "restore the run's own C.csv",
+        setup=_mixed_schema,
+        after=_foreign_header_untouched,
+    ),
+    Case(
+        "report-foreign-csv",
+        ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
+        2,
+        "C.csv: no column rep, which every kbench C.csv has; it was written by another command: "
+        "restore the run's own C.csv, or move this file out of the run directory",
+        setup=_foreign_csv,
+        after=_foreign_header_untouched,
+    ),
+    Case(
+        "bench-medians-within-their-ranges",
+        ["codecs", "bench", "--corpus", "json", "--corpus-size", "300000", "--codecs", "zstd:19,gzip:9,lz4"]
+        + ["--block-sizes", "64k", "--repeats", "3", "--min-time", "0.02", "-o", "{tmp}/bench.csv"],
+        0,
+        "wrote {tmp}/bench.csv",
+        output=_medians_within_their_ranges,
+    ),
+    Case(
         "report-unknown-status",
         ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
         2,
@@ -845,6 +901,8 @@ def test_bad_input(case: Case, world: dict[str, Path], tmp_path: Path) -> None:
             assert not Path(path.format(**names)).exists(), path
     if case.after is not None:
         case.after(world, tmp_path)
+    if case.output is not None:
+        case.output(p.stdout)
 
 
 def test_catalogue_covers_every_kind() -> None:

@@ -89,8 +89,8 @@ def test_aggregates_and_row_sets() -> None:
 
 def test_manifest_paths_and_label_keys() -> None:
     man = {"a": {"b": [10, {"c": 3}]}, "s": "x"}
-    assert provenance._manifest_value(man, "a/b/0") == 10 and provenance._manifest_value(man, "a/b/1/c") == 3
-    assert provenance._manifest_value(man, "s/t") is None and provenance._manifest_value(man, "q") is None
+    assert provenance.manifest_value(man, "a/b/0") == 10 and provenance.manifest_value(man, "a/b/1/c") == 3
+    assert provenance.manifest_value(man, "s/t") is None and provenance.manifest_value(man, "q") is None
     canon = provenance._canon
     assert canon(None) == canon("") == canon(" NA ") == canon("-") == canon("nan") == "NA"
     assert canon("5000") == canon("5000.0") == "5000.0" and canon(" zstd:3 ") == "zstd:3"
@@ -429,7 +429,7 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     assert both["extra"].isna().sum() == 6 and list(both["extra"][6:]) == [7.0, 7.0]  # m1 has no extra column
 
     assert _raises(frames.load_runs, []) == "no run directory given; give one or more RUN_DIRs made by kbench run"
-    assert _raises(frames.load, d, experiment="q") == "unknown experiment 'q'; use one of A, B, C, D, E, F, M"
+    assert _raises(frames.load, d, experiment="q") == "unknown experiment 'q'; use one of A, B, C, D, E, F, G, M"
     a = _run_dir(tmp_path, "a", ROWS)
     b = _run_dir(tmp_path, "b", ROWS, transport={"kind": "sim"})
     assert _raises(frames.load_runs, [b, a]) == (
@@ -467,7 +467,10 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     na_status = _run_dir(tmp_path, "nas", [ROWS[0], _c("c9", 1, "zstd", "1.0", status="NA")])
     assert list(frames.load(na_status, experiment="C")["status"]) == ["OK", "NA"]
     nocol = _run_dir(tmp_path, "nocol", [{"cell_id": "c1", "ratio": "1"}])
-    assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: no column status; is this a kbench C.csv?"
+    assert _raises(frames.load, nocol) == (
+        f"{nocol / 'C.csv'}: no column status, rep, which every kbench C.csv has; it was written by another "
+        "command: restore the run's own C.csv, or move this file out of the run directory"
+    )
     (nocol / "C.csv").write_text("")
     assert _raises(frames.load, nocol) == f"{nocol / 'C.csv'}: empty; remove it or re-run the experiment"
     (nocol / "C.csv").write_bytes(b'a,b\r\n"1,2\r\n')

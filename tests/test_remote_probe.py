@@ -5,7 +5,8 @@ test may change between scrapes (a broker's exporter as kbench sees it; no broke
 Covered: matching endpoints to broker ids (by the ``id`` label, in the order given when no
 endpoint reports one, refusals when neither works), a scrape that fails at a window edge (the
 broker's CPU is NA and says why), a page without ``process_cpu_seconds_total`` (NA, naming the
-missing counter), and a CPU counter that went backwards (flagged, never clamped).
+missing counter), a CPU counter that went backwards (flagged, never clamped), and the Kafka byte
+counters (NA on a failed scrape, per counter when not exported or gone backwards, said in the source).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from kbench.engine.transports.base import TransportError
-from kbench.engine.transports.remote import MetricsProbe, cpu_from_metrics
+from kbench.engine.transports.remote import MetricsProbe, cpu_from_metrics, kafka_bytes
 from kbench.kafka import metrics
 
 
@@ -158,3 +159,31 @@ def test_cpu_and_bytes_over_a_window_and_a_counter_that_went_backwards(served: t
     again = probe.edge()
     back = cpu_from_metrics("broker-1", after[1], again[1])
     assert back.regressed and back.total_s == pytest.approx(-9.5)  # reported, never clamped to 0
+
+
+def test_kafka_bytes_na_on_a_failed_scrape_and_per_counter_when_missing_or_backwards(
+    served: tuple[str, Pages],
+) -> None:
+    base, pages = served
+    pages.set("/b1", page(10.0, broker_id=1, bytes_in=1000.0))  # no ReplicationBytes* on the page
+    probe = MetricsProbe.open([f"{base}/b1"], [1])
+    before = probe.edge()
+    pages.set("/b1", page(11.0, broker_id=1, bytes_in=4000.0))
+    after = probe.edge()
+    b = kafka_bytes(before[1], after[1])
+    assert (b["bytes_in"], b["bytes_out"]) == (pytest.approx(3000.0), pytest.approx(6000.0))
+    assert b["replication_bytes_in"] is None and b["replication_bytes_out"] is None
+    assert b["source"].startswith("metrics: BrokerTopicMetrics") and f"from {base}/b1" in b["source"]
+    assert "not measured: replication_bytes_in, replication_bytes_out" in b["source"]
+    # a counter that went backwards (a restart) is not measured, never a negative or clamped count
+    pages.set("/b1", page(12.0, broker_id=1, bytes_in=10.0))
+    back = kafka_bytes(after[1], probe.edge()[1])
+    assert back["bytes_in"] is None and back["bytes_out"] is None and "bytes_in, bytes_out" in back["source"]
+    # a failed scrape at either edge: every counter NA, with the scrape's error as the source
+    pages.set("/b1", "exporter down\n", status=503)
+    failed = probe.edge()
+    for a, z in ((before[1], failed[1]), (failed[1], before[1]), (before[1], None)):
+        na = kafka_bytes(a, z)
+        assert all(na[k] is None for k in ("bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out"))
+        assert na["source"].startswith("metrics scrape failed:"), na
+    assert "HTTP 503" in kafka_bytes(before[1], failed[1])["source"]

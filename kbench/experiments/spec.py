@@ -155,8 +155,9 @@ class Experiment:
     compare_metrics: tuple[str, ...] = ()  # the notebooks' per-machine table (kbench.reporting.compare)
     per_core: tuple[str, ...] = ()  # of those, the ones that scale with the CPUs (per vCPU / per core)
     units: Mapping[str, str] = field(default_factory=dict)
-    #: The columns a CSV of this experiment must have to be read at all.
-    required_columns: tuple[str, ...] = ("status",)
+    #: The columns a CSV of this experiment must have to be read at all (a run's CSV names each
+    #: row's repetition: a file without one was written by another command).
+    required_columns: tuple[str, ...] = ("status", "rep")
     # ---- behaviour
     rows: RowsFn | None = None  # the rows one repetition contributes (in_run experiments)
     report_title: str = ""

@@ -161,6 +161,28 @@ def _check_rows(df: pd.DataFrame, path: Path) -> None:
             )
 
 
+def _check_schema(df: pd.DataFrame, raw: bytes, path: Path, exp: str) -> None:
+    """Refuse a file of another schema, or of two: a CSV another command wrote over the run's
+    (its header lacks what every kbench ``exp``.csv has), and rows appended under a header of
+    another schema (their field counts differ from the header's).  Runs of another kbench
+    version lacking a column added since (``rate``, ``attempt``), or holding one added later,
+    are read as they are."""
+    missing = [c for c in registry.get(exp).required_columns if c not in df.columns]
+    if missing:
+        raise LoadError(
+            f"{path}: no column {', '.join(missing)}, which every kbench {exp}.csv has; it was written by another "
+            f"command: restore the run's own {exp}.csv, or move this file out of the run directory"
+        )
+    rows = (r for r in csv.reader(io.StringIO(raw.decode("utf-8", "replace"))) if r)
+    width = len(next(rows, []))
+    for i, r in enumerate(rows):
+        if len(r) != width:
+            raise LoadError(
+                f"{path}: row {i + 1} has {len(r)} fields, the header {width}: rows of another schema were "
+                f"appended to this file; restore the run's own {exp}.csv"
+            )
+
+
 def _add_plan_rate(df: pd.DataFrame, run: Run) -> None:
     """CSVs written before the ``rate`` column: the plan's rate of each cell from the manifest,
     so cells at different rates are not pooled."""
@@ -190,10 +212,7 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
         raise LoadError(
             f"{path}: not a CSV kbench can read ({str(e).splitlines()[0]}); restore it from the run"
         ) from None
-    need = registry.get(exp).required_columns
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise LoadError(f"{path}: no column {', '.join(missing)}; is this a kbench {exp}.csv?")
+    _check_schema(df, raw, path, exp)
     _add_plan_rate(df, run)
     _check_rows(df, path)
     df = _exclude_bad_values(df, raw, path)
