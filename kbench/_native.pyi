@@ -143,6 +143,7 @@ class Producer:
         tick: float = 0.0005,
         cpu_skip: float = -1.0,
         seq_base: int = 0,
+        interval: float = 0,
     ) -> None: ...
     def run(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...
@@ -160,6 +161,7 @@ class Consumer:
         timeout: float = 60,
         connect_timeout: float = 10,
         header_sample: int = 1,
+        interval: float = 0,
         group: bool = False,
         from_beginning: bool = False,
     ) -> None: ...

@@ -68,3 +68,9 @@ def test_thread_cpu_split_under_asan_ubsan(tmp_path: Path) -> None:
     """A thread named like librdkafka's is counted as the client's; the classes sum to the process total."""
     out = build_and_run("test_threadcpu", ["threadcpu.c", "clock.c", "error.c"], tmp_path)
     assert out.strip().endswith(", 0 failed"), out
+
+
+def test_intervals_under_asan_ubsan(tmp_path: Path) -> None:
+    """The drivers' interval series on a fake clock: whole-width cuts, a stall as empty intervals, growth."""
+    out = build_and_run("test_intervals", ["intervals.c", "histogram.c", "clock.c", "error.c"], tmp_path)
+    assert out.strip().endswith(", 0 failed"), out

@@ -329,6 +329,8 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
     if (e)
         return kb_error_set(err, KB_EKAFKA, -1, "subscribe %s: %s", c->topic, rd_kafka_err2str(e));
     c->t_start = kb_now_ns();
+    if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
+        return err->code;
     int64_t cpu0 = kb_thread_cpu_ns();
     int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
     int64_t target = c->expected > 0 ? c->expected : stored_now;
@@ -367,9 +369,11 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
         }
         int64_t left_ms = (deadline - now) / 1000000;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+        now = kb_now_ns();
+        if (c->iv.width_ns)
+            kb_iv_at(&c->iv, now); /* also while nothing arrives: a stall is a run of empty intervals */
         if (!m)
             continue;
-        now = kb_now_ns();
         if (m->err) {
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 kb_part_seen *p = part_of(c, m->partition);
@@ -393,6 +397,10 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
         c->t_last = now;
         c->records++;
         c->bytes += (int64_t)m->len;
+        if (c->iv.width_ns) {
+            c->iv.sent++;
+            c->iv.bytes += (int64_t)m->len;
+        }
         rd_kafka_headers_t *h = NULL;
         rd_kafka_message_headers(m, &h);
         const void *hv = NULL;
@@ -405,6 +413,8 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
             } else {
                 c->sampled++;
                 kb_hist_record(c->e2e, now - t);
+                if (c->iv.width_ns)
+                    kb_hist_record(c->iv.cur, now - t);
             }
         } else {
             c->no_header++;
@@ -471,8 +481,10 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     }
     if (assign_at_end(rk, c, tms, &start, err) < 0)
         goto out;
-    atomic_store(&c->ready, 1);
     c->t_start = kb_now_ns();
+    if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
+        goto out;
+    atomic_store(&c->ready, 1);
     int64_t cpu0 = kb_thread_cpu_ns();
     int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
     int64_t target = c->expected, samples_seen = 0;
@@ -497,9 +509,11 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         }
         int64_t left_ms = (deadline - now) / 1000000;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+        now = kb_now_ns();
+        if (c->iv.width_ns)
+            kb_iv_at(&c->iv, now); /* also while nothing arrives: a stall is a run of empty intervals */
         if (!m)
             continue;
-        now = kb_now_ns();
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 kb_errcount_add(&c->errors, m->err);
@@ -526,11 +540,17 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         c->t_last = now;
         c->records++;
         c->bytes += (int64_t)m->len;
+        if (c->iv.width_ns) {
+            c->iv.sent++;
+            c->iv.bytes += (int64_t)m->len;
+        }
         if (t < 0 || seq < 0) {
             c->no_header++;
         } else {
             c->sampled++;
             kb_hist_record(c->e2e, now - t);
+            if (c->iv.width_ns)
+                kb_hist_record(c->iv.cur, now - t);
             if (seen) {
                 if (seq % hs != 0 || seq / hs >= c->samples_expected) {
                     c->out_of_range++;
@@ -553,6 +573,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     c->samples_missing = c->samples_expected - samples_seen;
 out:
     c->t_end = kb_now_ns();
+    kb_iv_finish(&c->iv, c->t_end);
     atomic_store(&c->ready, 1); /* never leave a waiter hanging, even on error */
     if (start)
         rd_kafka_topic_partition_list_destroy(start);

@@ -12,6 +12,7 @@
 
 #include "errcount.h"
 #include "histogram.h"
+#include "intervals.h"
 #include "kafka_conf.h"
 
 /**
@@ -45,6 +46,7 @@ typedef struct {
     int64_t max_records;   /* stop after this many records (0 = no limit) */
     double timeout_s;      /* stop after this long from the start of consumption */
     double connect_timeout_s;
+    int64_t interval_ns;   /* > 0: record the time series (iv) in intervals this long; 0 = none */
     int group;             /* 1: join the consumer group group.id (subscribe) instead of assigning every partition */
     int from_beginning;    /* group: partitions the group has no offset for start at the low (1) or high (0) watermark */
     atomic_int stop;       /* set from another thread to stop cleanly */
@@ -63,6 +65,7 @@ typedef struct {
     int64_t commit_errors; /* group mode: offset commits that failed */
     int timed_out, stopped;
     kb_errcount errors;
+    kb_intervals iv;       /* the time series (interval_ns > 0): records, bytes and e2e per interval; the caller frees it (kb_iv_free) */
 } kb_consumer;
 
 /**

@@ -75,16 +75,27 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     int64_t seq = p->slot_seq[slot], sent = p->slot_sent[slot];
     slot_put(p, slot);
+    if (p->iv.width_ns)
+        kb_iv_at(&p->iv, now);
     if (m->err) {
         p->failed++;
         p->dr_failed++;
         kb_errcount_add(&p->dr_errors, m->err);
+        if (p->iv.width_ns)
+            p->iv.failed++;
         return;
     }
     p->delivered++;
     kb_hist_record(p->service, now - sent);
-    if (p->mode == KB_MODE_FIXED_RATE)
-        kb_hist_record(p->corrected, now - due_of(p, seq));
+    int64_t lat = now - sent;
+    if (p->mode == KB_MODE_FIXED_RATE) {
+        lat = now - due_of(p, seq);
+        kb_hist_record(p->corrected, lat);
+    }
+    if (p->iv.width_ns) {
+        p->iv.acked++;
+        kb_hist_record(p->iv.cur, lat);
+    }
 }
 
 /** Statistics JSON: one object per line in the statistics file. */
@@ -250,6 +261,10 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
             return 1; /* stop requested while the queue was full */
         p->failed++;
         kb_errcount_add(&p->dr_errors, e);
+        if (p->iv.width_ns) {
+            kb_iv_at(&p->iv, sent);
+            p->iv.failed++;
+        }
         return 0;
     }
     if (p->sent == 0)
@@ -258,6 +273,11 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
     p->sent++;
     p->sampled += with_header;
     p->bytes += (int64_t)vlen;
+    if (p->iv.width_ns) {
+        kb_iv_at(&p->iv, sent);
+        p->iv.sent++;
+        p->iv.bytes += (int64_t)vlen;
+    }
     if (p->mode == KB_MODE_FIXED_RATE) {
         kb_hist_record(p->delay, sent - due);
         p->t_last_due = due;
@@ -281,6 +301,8 @@ static int64_t fixed_wait(void *user, int64_t wake) {
     wait_until(l->rk, l->efd, wake);
     int64_t now = kb_now_ns();
     cpu_mark(l->p, now);
+    if (l->p->iv.width_ns)
+        kb_iv_at(&l->p->iv, now); /* close intervals with no event in them too */
     return now;
 }
 
@@ -360,6 +382,17 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
     uint64_t rnd = 0x9E3779B97F4A7C15ULL ^ p->run_id;
     int64_t end_ns = INT64_MAX;
     p->t0 = kb_now_ns() + 1000000; /* first message due 1 ms from now */
+    if (p->interval_ns > 0 && kb_iv_init(&p->iv, p->interval_ns, p->t0 - 1000000, err) < 0) {
+        rd_kafka_topic_destroy(rkt);
+        rd_kafka_destroy(rk);
+        prctl(PR_SET_TIMERSLACK, old_slack > 0 ? old_slack : 50000, 0, 0, 0);
+        if (keys) {
+            for (int64_t k = 0; k < p->nkeys; k++)
+                free(keys[k]);
+            free(keys);
+        }
+        return err->code;
+    }
     if (p->duration_s > 0)
         end_ns = p->t0 + (int64_t)(p->duration_s * 1e9);
     int64_t seq = 0;
@@ -403,6 +436,8 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
                 if (now >= end_ns)
                     break;
                 cpu_mark(p, now);
+                if (p->iv.width_ns)
+                    kb_iv_at(&p->iv, now);
             }
             size_t klen;
             const char *key = key_of(p, keys, seq, &rnd, &klen);
@@ -424,6 +459,7 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
         rd_kafka_flush(rk, 2000); /* serve the purged messages' reports */
     }
     p->t_end = kb_now_ns();
+    kb_iv_finish(&p->iv, p->t_end);
     /* close the CPU window while the client's threads are still alive to be read */
     if (p->cpu_start.ok)
         kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_end, NULL);

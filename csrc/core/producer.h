@@ -13,6 +13,7 @@
 
 #include "errcount.h"
 #include "histogram.h"
+#include "intervals.h"
 #include "kafka_conf.h"
 #include "threadcpu.h"
 
@@ -47,6 +48,7 @@ typedef struct {
     double cpu_skip_s;       /* per-thread CPU window from t0 + cpu_skip_s to the end of the flush; < 0 = none */
     double flush_timeout_s;
     double connect_timeout_s;
+    int64_t interval_ns;     /* > 0: record the time series (iv) in intervals this long; 0 = none */
     atomic_int stop;         /* set from another thread to stop cleanly */
     /* outputs */
     kb_hist *service;        /* delivery - actual send */
@@ -60,6 +62,8 @@ typedef struct {
     int stopped;             /* 1 when stop was requested */
     kb_errcount dr_errors;   /* delivery errors by code */
     kb_errcount client_errors; /* error_cb events by code */
+    kb_intervals iv;         /* the time series (interval_ns > 0): sends, deliveries and the latency (corrected in
+                                fixed-rate, else service) per interval; freed by the caller with kb_iv_free */
     /* private: the run's error (set by callbacks too), in-flight message slots (seq and send time), indexed by the message opaque */
     int64_t *slot_seq, *slot_sent;
     int32_t *slot_free;

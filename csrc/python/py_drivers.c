@@ -44,6 +44,47 @@ static PyObject *take_hist(kb_hist **h) {
     return kb_py_hist_wrap(x);
 }
 
+/**
+ * The series as a list of dicts {start_ns, end_ns, sent, acked, failed, bytes, hist} (hist: a
+ * Histogram of the interval), or None when it was not recorded; `oom` adds a last dict
+ * {"truncated": True} when a close ran out of memory.
+ */
+static PyObject *intervals_list(const kb_intervals *iv) {
+    if (!iv->width_ns)
+        Py_RETURN_NONE;
+    PyObject *l = PyList_New(0);
+    for (size_t k = 0; l && k < iv->n; k++) {
+        const kb_interval *r = &iv->rows[k];
+        kb_hist *h = kb_hist_new();
+        if (!h) {
+            Py_DECREF(l);
+            return PyErr_NoMemory();
+        }
+        h->total = r->total;
+        h->underflow = r->underflow;
+        h->overflow = r->overflow;
+        h->min = r->min;
+        h->max = r->max;
+        h->sum = r->sum;
+        for (uint32_t j = 0; j < r->nz; j++)
+            h->counts[iv->idx[r->off + j]] = iv->cnt[r->off + j];
+        PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N}", "start_ns", (long long)r->start_ns, "end_ns",
+                                    (long long)r->end_ns, "sent", (long long)r->sent, "acked", (long long)r->acked,
+                                    "failed", (long long)r->failed, "bytes", (long long)r->bytes, "hist",
+                                    kb_py_hist_wrap(h));
+        if (!d || PyList_Append(l, d) < 0)
+            Py_CLEAR(l);
+        Py_XDECREF(d);
+    }
+    if (l && iv->oom) {
+        PyObject *d = Py_BuildValue("{s:O}", "truncated", Py_True);
+        if (!d || PyList_Append(l, d) < 0)
+            Py_CLEAR(l);
+        Py_XDECREF(d);
+    }
+    return l;
+}
+
 /* ------------------------------------------------------------------ Producer */
 
 /**
@@ -78,6 +119,7 @@ static void producer_dealloc(ProducerObject *o) {
         free(o->p->service);
         free(o->p->delay);
         free(o->p->corrected);
+        kb_iv_free(&o->p->iv);
         free(o->p);
     }
     if (o->have_payload)
@@ -91,16 +133,18 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
                              "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
                              "stats_path", "flush_timeout", "connect_timeout", "header_sample", "tick",
-                             "cpu_skip", "seq_base", NULL};
+                             "cpu_skip", "seq_base", "interval", NULL};
     PyObject *props;
     const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
     PyObject *payload, *offsets;
-    double rate = 0, duration = 0, flush_to = 30, conn_to = 10, tick = KB_DEFAULT_TICK_NS / 1e9, cpu_skip = -1;
+    double rate = 0, duration = 0, flush_to = 30, conn_to = 10, tick = KB_DEFAULT_TICK_NS / 1e9, cpu_skip = -1,
+           interval = 0;
     long long count = 0, nkeys = 0, run_id = 0, header_sample = 1, seq_base = 0;
     int partition = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLddL:Producer", kwlist, &PyDict_Type, &props, &topic,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLddLd:Producer", kwlist, &PyDict_Type, &props, &topic,
                                      &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
-                                     &run_id, &stats, &flush_to, &conn_to, &header_sample, &tick, &cpu_skip, &seq_base))
+                                     &run_id, &stats, &flush_to, &conn_to, &header_sample, &tick, &cpu_skip, &seq_base,
+                                     &interval))
         return NULL;
     ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
     if (!o)
@@ -156,6 +200,11 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
                      KB_DEFAULT_TICK_NS / 1e9, tick);
         goto fail;
     }
+    if (!(interval >= 0) || interval > 3600) {
+        PyErr_Format(PyExc_ValueError, "interval must be in 0..3600 s (0 = no time series), got %g", interval);
+        goto fail;
+    }
+    p->interval_ns = (int64_t)(interval * 1e9);
     p->header_sample = header_sample;
     p->tick_ns = (int64_t)(tick * 1e9);
     p->cpu_skip_s = cpu_skip;
@@ -228,9 +277,15 @@ static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
     PyObject *cpu = thread_cpu_window(&p->cpu_start, &p->cpu_end);
     if (!cpu)
         return NULL;
+    PyObject *ivs = intervals_list(&p->iv);
+    kb_iv_free(&p->iv);
+    if (!ivs) {
+        Py_DECREF(cpu);
+        return NULL;
+    }
     return Py_BuildValue(
-        "{s:N,s:L,s:L,s:L,s:L,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "cpu",
-        cpu, "header_sample", (long long)p->header_sample, "sampled", (long long)p->sampled, "wakes",
+        "{s:N,s:N,s:L,s:L,s:L,s:L,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:N,s:N,s:N,s:N,s:N}", "cpu",
+        cpu, "intervals", ivs, "header_sample", (long long)p->header_sample, "sampled", (long long)p->sampled, "wakes",
         (long long)p->wakes, "tick_ns", (long long)(p->tick_ns > 0 ? p->tick_ns : KB_DEFAULT_TICK_NS), "mode",
         p->mode == KB_MODE_FIXED_RATE ? "fixed-rate" : "saturated", "sent", (long long)p->sent, "delivered",
         (long long)p->delivered, "failed", (long long)p->failed, "undelivered", (long long)p->undelivered, "bytes",
@@ -262,7 +317,8 @@ static PyTypeObject ProducerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
               "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
-              "connect_timeout=10, header_sample=1, tick=0.0005, cpu_skip=-1, seq_base=0): the C producer loop\n"
+              "connect_timeout=10, header_sample=1, tick=0.0005, cpu_skip=-1, seq_base=0, interval=0): the C producer\n"
+              "loop "
               "(see kbench.kafka.drivers).",
     .tp_methods = producer_methods,
     .tp_new = producer_new,
@@ -281,6 +337,7 @@ static void consumer_dealloc(ConsumerObject *o) {
         kb_consumer_free_parts(o->c);
         free(o->c->topic);
         free(o->c->e2e);
+        kb_iv_free(&o->c->iv);
         free(o->c);
     }
     Py_TYPE(o)->tp_free((PyObject *)o);
@@ -289,19 +346,20 @@ static void consumer_dealloc(ConsumerObject *o) {
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
                              "timeout", "connect_timeout", "header_sample", "group",    "from_beginning",
-                             NULL};
+                             "interval", NULL};
     PyObject *props;
     const char *topic;
     long long run_id = 0, expected = 0, max_records = 0, header_sample = 1;
-    double timeout = 60, conn_to = 10;
+    double timeout = 60, conn_to = 10, interval = 0;
     int group = 0, from_beginning = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLpp:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
                                      &expected, &max_records, &timeout, &conn_to, &header_sample, &group,
-                                     &from_beginning))
+                                     &from_beginning, &interval))
         return NULL;
-    if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "timeout and connect_timeout must be > 0, expected/max_records/header_sample >= 0");
+    if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0 ||
+        !(interval >= 0) || interval > 3600) {
+        PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, "
+                                          "expected/max_records/header_sample >= 0, interval in 0..3600 s");
         return NULL;
     }
     ConsumerObject *o = (ConsumerObject *)type->tp_alloc(type, 0);
@@ -325,6 +383,7 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->max_records = max_records;
     c->timeout_s = timeout;
     c->connect_timeout_s = conn_to;
+    c->interval_ns = (int64_t)(interval * 1e9);
     c->group = group;
     c->from_beginning = from_beginning;
     if (!c->topic || !c->e2e) {
@@ -391,8 +450,14 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
     kb_consumer_free_parts(c);
     if (!parts)
         return NULL;
-    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}",
-                         "sampled", (long long)c->sampled, "samples_expected", (long long)c->samples_expected,
+    PyObject *ivs = intervals_list(&c->iv);
+    kb_iv_free(&c->iv);
+    if (!ivs) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    PyObject *d = Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:i,s:O,s:O,s:N,s:N}",
+                         "intervals", ivs, "sampled", (long long)c->sampled, "samples_expected", (long long)c->samples_expected,
                          "samples_missing", (long long)c->samples_missing, "sample_duplicates",
                          (long long)c->sample_duplicates, "stored_records", (long long)c->stored_records, "records",
                          (long long)c->records, "bytes", (long long)c->bytes, "unique", (long long)c->unique,
@@ -442,7 +507,7 @@ static PyTypeObject ConsumerType = {
     .tp_dealloc = (destructor)consumer_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Consumer(props, topic, run_id=0, expected=0, max_records=0, timeout=60, connect_timeout=10,\n"
-              "header_sample=1):\n"
+              "header_sample=1, interval=0):\n"
               "the C consumer loop (see kbench.drivers).",
     .tp_methods = consumer_methods,
     .tp_getset = consumer_getset,

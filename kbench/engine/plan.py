@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
+from kbench.engine.series import DEFAULT_DRIFT_P99_PCT, DEFAULT_DRIFT_RATE_PCT
 from kbench.experiments import registry
 from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
 from kbench.kafka.clients import CLIENTS, GO_CLIENTS, cell_refusal, check_properties
@@ -59,6 +60,8 @@ TRANSPORT_KINDS = ("local", "bootstrap", "testbed", "sim", "dry")
 AUTO_PREFIX = "auto:"
 #: The largest ``saturation_bound_ms`` a plan may set (the default is the experiments' own).
 MAX_SATURATION_BOUND_MS = 60_000.0
+#: The largest ``drift_rate_pct`` / ``drift_p99_pct`` a plan may set.
+MAX_DRIFT_PCT = 1000.0
 ACKS = ("0", "1", "all", "-1")
 TOPIC_COMPRESSION = (*codecs.TOPIC_COMPRESSION, "none")
 #: The key policy: the plan may write ``roundrobin`` (the older spelling) for ``round-robin``.
@@ -81,6 +84,8 @@ TOP_KEYS = {
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
     "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
+    "drift_rate_pct": "time series: a repetition whose per-second rate drifts by more than this % is flagged DRIFT (default 10)",
+    "drift_p99_pct": "time series: a repetition whose per-second p99 drifts by more than this % is flagged DRIFT (default 50)",
     "auto_rate_basis": '"producer" (default: rate = "auto" from the saturated cells) or "pipeline" (from the knee probed with consumers running)',
     "knee_probe_s": 'seconds of each knee probe repetition (auto_rate_basis = "pipeline"; default 3)',
 }
@@ -217,6 +222,8 @@ class Plan:
     max_steal_pct: float = STEAL_LIMIT_PCT  # a run with more CPU steal is INVALID (seed 000: 1 %)
     retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A: the unsaturated check's bound
+    drift_rate_pct: float = DEFAULT_DRIFT_RATE_PCT  # the time series' drift bounds (kbench.engine.series)
+    drift_p99_pct: float = DEFAULT_DRIFT_P99_PCT
     auto_rate_basis: str = "producer"  # what rate = "auto" is a fraction of (AUTO_RATE_BASES)
     knee_probe_s: float = 3.0  # seconds of each knee probe (auto_rate_basis = "pipeline")
 
@@ -693,6 +700,13 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             f"saturation_bound_ms: {sat_bound:g} must be at most {MAX_SATURATION_BOUND_MS:g} ms (a latency bound above "
             f"a minute checks nothing); the default is {DEFAULT_SATURATION_BOUND_MS:g}"
         )
+    drift = {}
+    for key, default in (("drift_rate_pct", DEFAULT_DRIFT_RATE_PCT), ("drift_p99_pct", DEFAULT_DRIFT_P99_PCT)):
+        drift[key] = float(_number(key, data.get(key, default)))
+        if drift[key] > MAX_DRIFT_PCT:
+            raise PlanError(
+                f"{key}: {drift[key]:g} must be at most {MAX_DRIFT_PCT:g} % (a bound above flags nothing); the default is {default:g}"
+            )
 
     basis = data.get("auto_rate_basis", "producer")
     if basis not in AUTO_RATE_BASES:
@@ -838,6 +852,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         max_steal_pct=max_steal,
         retries=retries,
         saturation_bound_ms=sat_bound,
+        drift_rate_pct=drift["drift_rate_pct"],
+        drift_p99_pct=drift["drift_p99_pct"],
         auto_rate_basis=str(basis),
         knee_probe_s=probe_s,
     )

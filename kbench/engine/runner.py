@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kbench.engine import gate as gate_mod
-from kbench.engine import knee, rules, store, verdict
+from kbench.engine import knee, rules, series, store, verdict
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.machine import describe, versions
@@ -315,6 +315,8 @@ def _start_manifest(
             "retry_statuses": sorted(rules.RETRY_STATUSES),
             "saturated_flag": rules.SATURATED_FLAG,
             "saturation_bound_ms": plan.saturation_bound_ms,
+            "drift_rate_pct": plan.drift_rate_pct,
+            "drift_p99_pct": plan.drift_p99_pct,
         },
         steal_source=getattr(opts.steal_source, "describe", lambda: "measured: /proc/stat")()
         if opts.steal_source is not None
@@ -484,6 +486,7 @@ def _run_attempt(
             saturation_bound_ms=plan.saturation_bound_ms,
         )
         writer.write_histograms(cell.cell_id, rep, res.histograms, attempt)
+        _write_series(s, writer, cell.cell_id, rep, attempt, res)
         if res.client and s.man.get("clients", {}).get(cell.client) != dict(res.client):
             s.man["clients"] = {**s.man.get("clients", {}), cell.client: dict(res.client)}
             s.save()  # client library, runtime and its flags
@@ -502,6 +505,28 @@ def _run_attempt(
     writer.mark_done(cell.cell_id, rep, status, attempt)
     progress.advance(plan.duration_s, f"{label} {status}")
     return status
+
+
+def _write_series(
+    s: _Session, writer: store.ResultsWriter, cell_id: str, rep: int, attempt: int, res: RunResult
+) -> None:
+    """The repetition's interval log and series rows (steady-state breaks marked).  Its drift
+    verdict is the manifest's ``drift`` entry ``"<cell> r<rep>"`` (the flagged line; none when it
+    did not drift; the latest attempt's) and a line of run.log."""
+    writer.write_hlog(cell_id, rep, res.hlog, attempt)
+    if not res.series:
+        return
+    bounds = series.Bounds(s.plan.drift_rate_pct, s.plan.drift_p99_pct)
+    rows = series.mark_breaks([{**r, "cell_id": cell_id, "rep": rep, "attempt": attempt} for r in res.series], bounds)
+    writer.append_series(rows)
+    line = series.drift(rows, bounds).describe()
+    key = f"{cell_id} r{rep}"
+    if line:
+        s.log(f"{cell_id} rep {rep}: {line}")
+    if line or key in s.man.get("drift", {}):
+        flagged = {k: v for k, v in s.man.get("drift", {}).items() if k != key}
+        s.man["drift"] = {**flagged, **({key: line} if line else {})}
+        s.save()
 
 
 @dataclass

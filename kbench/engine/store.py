@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbench.engine import series
 from kbench.engine.csvio import format_value, read_rows
 from kbench.experiments import registry
 
 __all__ = [
     "JOURNAL",
+    "SERIES",
     "ResultsWriter",
     "format_value",
     "read_done",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 JOURNAL = "done.jsonl"
+#: The time series: one row per second per role per repetition (kbench.engine.series).
+SERIES = "series.csv"
 
 
 def _fsync_append(path: Path, data: bytes) -> None:
@@ -93,6 +97,29 @@ class ResultsWriter:
         }
         atomic_write(path, (json.dumps(body, sort_keys=True) + "\n").encode())
         return path
+
+    def write_hlog(self, cell_id: str, rep: int, text: str, attempt: int = 1) -> Path | None:
+        """``histograms/<cell>-r<rep>.hlog`` (atomic): the repetition's interval histograms as an
+        HdrHistogram interval log; a retried repetition's file holds its latest attempt."""
+        if not text:
+            return None
+        d = self.run_dir / "histograms"
+        d.mkdir(exist_ok=True)
+        path = d / f"{cell_id}-r{rep}.hlog"
+        atomic_write(path, f"#[kbench: cell {cell_id}, rep {rep}, attempt {attempt}]\n{text}".encode())
+        return path
+
+    def append_series(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append one repetition's series rows to ``series.csv`` (before its experiment rows, so the
+        journal entry that makes it done comes after both)."""
+        path = self.run_dir / SERIES
+        data = b"" if path.exists() and path.stat().st_size else _csv_line(series.COLUMNS)
+        for row in rows:
+            extra = set(row) - set(series.COLUMNS)
+            if extra:
+                raise KeyError(f"{SERIES} has no column(s) {', '.join(sorted(extra))}")
+            data += _csv_line([format_value(row.get(c)) for c in series.COLUMNS])
+        _fsync_append(path, data)
 
     def mark_done(self, cell_id: str, rep: int, status: str, attempt: int = 1) -> None:
         line = {"cell_id": cell_id, "rep": rep, "attempt": attempt, "status": status}
@@ -252,6 +279,16 @@ def reconcile(run_dir: Path, expected: Mapping[str, Sequence[str]] | None = None
         if n_drop:
             atomic_write(path, b"".join(x + b"\n" for x in [header, *kept]))
             dropped[path.name] = n_drop
+    # The series: only the rows of complete repetitions (its rows come before theirs).
+    spath = run_dir / SERIES
+    if spath.exists():
+        header, srows, truncated = _csv_keys(spath)
+        _check_header(spath, header, series.COLUMNS)
+        kept = [line for line, key, _ in srows if key is not None and key in complete]
+        n_drop = truncated + len(srows) - len(kept)
+        if n_drop:
+            atomic_write(spath, b"".join(x + b"\n" for x in [header, *kept]) if header else b"")
+            dropped[SERIES] = n_drop
     # The journal: exactly the complete repetitions, in the order they were journaled.
     jpath = run_dir / JOURNAL
     journaled: list[tuple[str, int, int]] = []

@@ -65,6 +65,8 @@ MODES = ("fixed-rate", "saturated")
 DEFAULT_HEADER_SAMPLE = 1000
 #: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).
 DEFAULT_TICK_S = 500e-6
+#: The time series' interval (docs/drivers.md section 4.4): the runner sends it as ``interval_s``.
+SERIES_INTERVAL_S = 1.0
 KEY_POLICIES = ("none", "round-robin", "random")
 
 
@@ -141,6 +143,8 @@ class ProducerSpec:
     #: >= 0: read CPU per thread from this many seconds after the first due time to the end of
     #: the flush (ProducerResult.cpu); < 0: do not.
     cpu_skip: float = -1.0
+    #: > 0: record the time series in intervals this long (ProducerResult.intervals); 0: do not.
+    interval: float = 0.0
 
     @property
     def effective_header_sample(self) -> int:
@@ -199,6 +203,9 @@ class ProducerResult:
     #: process, client_usr_s/client_sys_s (librdkafka's threads), loadgen_usr_s/loadgen_sys_s (every
     #: other thread), loop_usr_s/loop_sys_s (the loop thread alone), client_threads; None = not taken
     cpu: dict[str, float] | None = None
+    #: the time series (ProducerSpec.interval > 0): per interval start_ns, end_ns (CLOCK_MONOTONIC),
+    #: sent, acked, failed, bytes and ``hist`` (corrected latency in fixed-rate, else service); None = off
+    intervals: list[dict[str, Any]] | None = None
 
     def counts(self) -> dict[str, Any]:
         """The run's counters and rates, as the CLI and the worker report them."""
@@ -270,6 +277,9 @@ class ConsumerResult:
     samples_missing: int = 0
     sample_duplicates: int = 0
     stored_records: int = -1  # records stored since the start offsets, read at the end (-1: not read)
+    #: the time series (``interval`` > 0): per interval start_ns, end_ns, sent (= records), bytes and
+    #: ``hist`` (e2e of the sampled records); None = off
+    intervals: list[dict[str, Any]] | None = None
     #: Group mode: per partition of the topic, what this member read (partition, start, end,
     #: records, bytes, runs: sorted disjoint [lo, hi) offsets); None when not in a group.
     parts: list[dict[str, Any]] | None = None
@@ -374,6 +384,7 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         tick=float(spec.tick),
         cpu_skip=float(spec.cpu_skip),
         seq_base=int(spec.seq_base),
+        interval=float(spec.interval),
     )
 
 
@@ -398,6 +409,7 @@ def new_consumer(
     max_records: int = 0,
     connect_timeout: float = 10.0,
     header_sample: int = DEFAULT_HEADER_SAMPLE,
+    interval: float = 0.0,
     group: bool = False,
     from_beginning: bool = False,
 ) -> _native.Consumer:
@@ -417,6 +429,7 @@ def new_consumer(
         timeout=timeout,
         connect_timeout=connect_timeout,
         header_sample=header_sample,
+        interval=interval,
         group=group,
         from_beginning=from_beginning,
     )

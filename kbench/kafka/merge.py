@@ -158,6 +158,40 @@ def merge_consumers(parts: Sequence[Mapping[str, Any]], expected: int = 0) -> di
         out["group_partitions"] = g["partitions"]
     out["timed_out"] = any(bool(p.get("timed_out")) for p in parts)
     out["e2e"] = _hist_entry(parts, "e2e")
+    if any(p.get("intervals") is not None for p in parts):
+        out["intervals"] = merge_intervals([p.get("intervals") or [] for p in parts])
+    return out
+
+
+def merge_intervals(
+    members: Sequence[Sequence[Mapping[str, Any]]], width_ns: int = 1_000_000_000
+) -> list[dict[str, Any]]:
+    """Several drivers' time series (docs/drivers.md section 4.4) as one: the intervals that share
+    a slot [k * width, (k + 1) * width) of the host's monotonic clock summed, their latency
+    histograms merged exactly; a member's truncated series marks the merged one truncated."""
+    slots: dict[int, list[Mapping[str, Any]]] = {}
+    truncated = False
+    for ivs in members:
+        for iv in ivs:
+            if iv.get("truncated"):
+                truncated = True
+            else:
+                slots.setdefault(int(iv["start_mono_ns"]) // width_ns, []).append(iv)
+    out: list[dict[str, Any]] = []
+    for k in sorted(slots):
+        group = slots[k]
+        first = min(group, key=lambda iv: int(iv["start_mono_ns"]))
+        merged: dict[str, Any] = {
+            "start_mono_ns": int(first["start_mono_ns"]),
+            "end_mono_ns": max(int(iv["end_mono_ns"]) for iv in group),
+            "start_wall_ns": int(first["start_wall_ns"]),
+        }
+        for key in ("count", "acked", "failed", "bytes"):
+            merged[key] = sum(int(iv.get(key) or 0) for iv in group)
+        merged["latency"] = _hist_entry(group, "latency")
+        out.append(merged)
+    if truncated:
+        out.append({"truncated": True})
     return out
 
 

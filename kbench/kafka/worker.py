@@ -85,6 +85,27 @@ def _self_cpu() -> procstat.ProcCpu | None:
     return procstat.snapshot([pid]).get(pid)
 
 
+def _intervals(ivs: list[dict[str, Any]] | None, off_ns: int) -> list[dict[str, Any]] | None:
+    """The loop's time series in the protocol's shape (docs/drivers.md section 4.4)."""
+    if ivs is None:
+        return None
+    return [
+        {"truncated": True}
+        if iv.get("truncated")
+        else {
+            "start_mono_ns": iv["start_ns"],
+            "end_mono_ns": iv["end_ns"],
+            "start_wall_ns": iv["start_ns"] + off_ns,
+            "count": iv["sent"],
+            "acked": iv["acked"],
+            "failed": iv["failed"],
+            "bytes": iv["bytes"],
+            "latency": _hist(iv["hist"]),
+        }
+        for iv in ivs
+    ]
+
+
 def _client_info() -> dict[str, Any]:
     return {
         "name": "librdkafka",
@@ -140,6 +161,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         tick=float(job.get("tick_s", drivers.DEFAULT_TICK_S)),
         cpu_skip=float(job.get("skip_s", 0.0)),
         seq_base=int(job.get("seq_base", 0)),
+        interval=float(job.get("interval_s") or 0.0),
     )
     _wait_until(job.get("start_at_unix"))
     _say("STARTED")
@@ -164,6 +186,8 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
             "last_due_mono_ns": r.last_due_ns if r.mode == "fixed-rate" else None,
         },
         "client_stats": _client_stats(job.get("stats_path"), job["topic"]),
+        "intervals": _intervals(r.intervals, time.time_ns() - time.monotonic_ns()),
+        "intervals_latency": "corrected" if r.mode == "fixed-rate" else "service",
     }
 
 
@@ -194,6 +218,7 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         timeout=float(job["timeout"]),
         connect_timeout=float(job.get("connect_timeout", 10.0)),
         header_sample=int(job.get("header_sample", drivers.DEFAULT_HEADER_SAMPLE)),
+        interval=float(job.get("interval_s") or 0.0),
         group=bool(job.get("group", False)),
         from_beginning=bool(job.get("from_beginning", False)),
     )
@@ -239,6 +264,8 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
             "run": _window(r.start_ns, r.end_ns),
             "receive": _window(r.first_ns, r.last_ns) if r.records else None,
         },
+        "intervals": _intervals(r.intervals, time.time_ns() - time.monotonic_ns()),
+        "intervals_latency": "e2e",
     }
 
 

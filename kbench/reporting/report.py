@@ -29,6 +29,7 @@ from kbench.reporting.answer import answer_blocks
 from kbench.reporting.context import ReportContext, is_text
 from kbench.reporting.frames import frames, load_runs, unique_dirs
 from kbench.reporting.provenance import Ledger
+from kbench.reporting.series import section as series_section
 from kbench.reporting.setup import setup_blocks
 from kbench.reporting.summary import label_text
 
@@ -427,17 +428,20 @@ def build(
     for exp, blocks in sections:
         ctx.add(*blocks)
         ctx.add(*(doc.Image(p.name, plots[p.name], p.caption) for p in registry.get(exp).plots if p.name in plots))
-    _over_time(ctx)
+    plots = {**plots, **_over_time(ctx, with_plots)}
     _claims(ctx, sorted(fr))
     _excluded(ctx)
     _environment(ctx)
     return ctx.blocks, ctx.ledger, plots, title
 
 
-def _over_time(ctx: ReportContext) -> None:
-    """The place for what happened during each repetition (rate and p99 over time per cell,
-    from the runs' per-second series): after the experiments, before the claims.  The runs
-    this report reads carry no series yet, so it adds nothing."""
+def _over_time(ctx: ReportContext, with_plots: bool) -> dict[str, bytes]:
+    """What happened during each repetition (rate and p99 over time per cell, from the runs'
+    per-second series, kbench.reporting.series): after the experiments, before the claims.
+    Nothing when no run has a series.csv.  Returns its plots (name → PNG)."""
+    over_time = series_section(ctx.runs, ctx.ledger, with_plots)
+    ctx.add(*over_time.blocks)
+    return dict(over_time.plots)
 
 
 def placement_problems(run_dirs: Sequence[Path | str], markdown: str, limit: int = 20) -> list[str]:

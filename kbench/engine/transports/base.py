@@ -184,6 +184,11 @@ class RunResult:
     kafka_bytes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
     notes: tuple[str, ...] = ()
+    #: The repetition's time series (kbench.engine.series.assemble_rows: one row per second per
+    #: role, without cell_id/rep/attempt/breaks) and its interval histograms as an HdrHistogram
+    #: interval log ('' when no driver gave intervals).  Empty: not measured by this transport.
+    series: tuple[Mapping[str, Any], ...] = ()
+    hlog: str = ""
     #: A catch-up repetition (Cell.catch_up): consumers, records, payload bytes, span_s (first
     #: fetched record to last record, any member), lost, duplicated, and per member its records,
     #: bytes and CPU (usr_s, sys_s, app_s: the loop thread, client_s: librdkafka's threads).  Empty otherwise.

@@ -161,7 +161,8 @@ class KafkaTransport:
         return fn()
 
     def _window(self, req: RunRequest) -> Window:
-        return Window(self._snapshot, req.steal_source or procstat.system_cpu, self._probe)
+        roles = {f"broker-{b.broker_id}": b.pid for b in self.brokers if b.pid}
+        return Window(self._snapshot, req.steal_source or procstat.system_cpu, self._probe, roles=roles)
 
     # ------------------------------------------------------------------ helpers
     def _admin_props(self, client: Mapping[str, str]) -> dict[str, str]:
@@ -344,6 +345,7 @@ class KafkaTransport:
                 "header_sample": self.defn.header_sample,
                 "timeout": req.duration_s + distributed.START_LEAD_S + 30.0,
                 "skip_s": req.steady_skip_s,
+                "interval_s": drivers.SERIES_INTERVAL_S,
                 "group": self.defn.consumer_group,
             }
         producer = {
@@ -359,6 +361,7 @@ class KafkaTransport:
             "skip_s": req.steady_skip_s,
             "header_sample": self.defn.header_sample,
             "tick_s": drivers.DEFAULT_TICK_S,
+            "interval_s": drivers.SERIES_INTERVAL_S,
         }
         return Jobs(producer, consumer, count, consumers=self.defn.consumers)
 

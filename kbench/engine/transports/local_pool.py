@@ -22,6 +22,7 @@ from typing import Any
 
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
+from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import clients, merge
 from kbench.kafka import rdstats as stats_mod
@@ -281,9 +282,12 @@ class LocalPool:
             self._corpus_files[key] = write_lenprefixed(corpus.records, self.tmp / f"corpus-{key[:16]}.bin")
         return self._corpus_files[key]
 
-    def _spawn_consumers(self, req: RunRequest, jobs: Jobs, timeout: float) -> list[_Worker]:
+    def _spawn_consumers(
+        self, req: RunRequest, jobs: Jobs, timeout: float, sampler: PerSecond | None = None
+    ) -> list[_Worker]:
         """The repetition's consumers, each assigned (READY) before this returns.  Several are the
-        members of one consumer group, named consumer-1, consumer-2, ... in errors."""
+        members of one consumer group, named consumer-1, consumer-2, ... in errors and in the
+        per-second sampler's roles."""
         assert jobs.consumer is not None
         cprops = {**(JAVA_PARITY if req.cell.client == "librdkafka" else {}), **jobs.consumer["props"]}
         out: list[_Worker] = []
@@ -300,6 +304,8 @@ class LocalPool:
                 if jobs.consumers > 1:
                     w.role = f"consumer-{i + 1}"
                 out.append(w)
+                if sampler is not None:
+                    sampler.add(w.role, w.proc.pid)
             for w in out:
                 w.expect("READY", WORKER_START_TIMEOUT)
         except BaseException:
@@ -376,10 +382,19 @@ class LocalPool:
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
         if jobs.catch_up:
             return self._catch_up(req, jobs, window)
-        fixed = req.rate is not None
         stats = self.tmp / f"{req.topic}.stats.jsonl"
         window.nic_start()
-        consumers = self._spawn_consumers(req, jobs, req.duration_s + 60.0) if jobs.consumer is not None else []
+        sampler = window.per_second()
+        try:
+            return self._run(req, jobs, window, stats, sampler)
+        finally:
+            sampler.stop()
+
+    def _run(self, req: RunRequest, jobs: Jobs, window: Window, stats: Path, sampler: PerSecond) -> PoolResult:
+        fixed = req.rate is not None
+        consumers = (
+            self._spawn_consumers(req, jobs, req.duration_s + 60.0, sampler) if jobs.consumer is not None else []
+        )
         producer = spawn(
             "producer",
             {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
@@ -387,6 +402,7 @@ class LocalPool:
             req.cell.client,
             self.launch,
         )
+        sampler.add("producer", producer.proc.pid)
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             t_start = time.monotonic()
@@ -453,4 +469,5 @@ class LocalPool:
             wire_bytes=int(wire) if wire is not None else None,
             client_fill=client_fill,
             phases=phases,
+            samples=tuple(sampler.stop()),
         )

@@ -18,8 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kbench.engine import series
 from kbench.engine.transports import remote
 from kbench.engine.transports.base import BatchFill, BrokerInfo, CpuSample, LatencySummary, RunRequest, RunResult
+from kbench.engine.transports.persecond import PerSecond, SecondSample
 from kbench.kafka import procstat
 
 __all__ = [
@@ -114,11 +116,17 @@ class Window:
     nic: Callable[[], Mapping[str, tuple[int, int]]] | None = None
     n0: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     n1: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: Local pids by role (the brokers'), sampled each second for the time series with the drivers'.
+    roles: Mapping[str, int] = field(default_factory=dict)
     #: Each broker's own metrics scrape (BrokerMetrics or MetricsError), by role, read together
     #: with the NIC counters (testbed): Kafka's byte counters over the same span as the NIC bytes.
     kafka: Callable[[], Mapping[str, Any]] | None = None
     k0: Mapping[str, Any] = field(default_factory=dict)
     k1: Mapping[str, Any] = field(default_factory=dict)
+
+    def per_second(self) -> PerSecond:
+        """A started per-second sampler of these roles' CPU and the NICs (a pool adds its drivers' pids)."""
+        return PerSecond(dict(self.roles), self.nic).start()
 
     def open(self) -> None:
         self.s0, self.sys0, self.t0, self.t0_ns = (
@@ -203,6 +211,7 @@ class PoolResult:
     e2e_na: str = ""  # why end-to-end latency cannot stand ('' when it can)
     coordinator: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    samples: tuple[SecondSample, ...] = ()  # the per-second sampler's (empty: none ran)
     drain: Mapping[str, Any] = field(default_factory=dict)  # a catch-up repetition's drain (RunResult.drain)
 
 
@@ -278,6 +287,8 @@ def assemble(
         coordinator=dict(pool.coordinator),
         nic_bytes=window.nic_bytes(),
         nic_window_payload_bytes=payload if window.nic else None,
+        series=tuple(series.assemble_rows(pres, cres, pool.samples, req.steady_skip_s)),
+        hlog=series.hlog_of(pres, cres, f"[kbench: {req.topic}, {req.cell.cell_id}]"),
         kafka_bytes=window.kafka_bytes(),
         drain=dict(pool.drain),
     )

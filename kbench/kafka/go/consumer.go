@@ -58,6 +58,7 @@ func runConsumer(j job, b backend) (map[string]any, error) {
 	tStart := mono()
 	startWall := wallNs()
 	w.start()
+	series := newIntervals(int64(j.num("interval_s", 0)*1e9), tStart)
 	deadline := tStart + int64(timeoutS*1e9)
 	timer := time.NewTimer(time.Duration(deadline - mono()))
 	ch := c.records()
@@ -87,12 +88,18 @@ loop:
 		tLast = now
 		records++
 		bytes += int64(r.valueLen)
+		if series != nil {
+			series.counted(now, int64(r.valueLen))
+		}
 		if t < 0 || seq < 0 {
 			noHeader++
 			continue
 		}
 		sampled++
 		e2e.Record(now - t)
+		if series != nil {
+			series.latency(now, now-t, false)
+		}
 		if samplesExpected > 0 {
 			switch {
 			case seq%every != 0 || seq/every >= samplesExpected:
@@ -125,7 +132,7 @@ loop:
 	if records > 0 {
 		receive = window(tFirst, tLast, startWall+(tFirst-tStart), startWall+(tLast-tStart))
 	}
-	return map[string]any{
+	out := map[string]any{
 		"records": records, "bytes": bytes, "unique": unique, "duplicates": duplicates, "lost": lost,
 		"sampled": sampled, "samples_missing": samplesMissing, "stored_records": -1,
 		"out_of_range": outOfRange, "foreign": foreign, "no_header": noHeader,
@@ -136,5 +143,10 @@ loop:
 			"receive": receive,
 			"cpu":     cpuWin,
 		},
-	}, nil
+	}
+	if series != nil {
+		out["intervals"] = series.finish(tEnd)
+		out["intervals_latency"] = "e2e"
+	}
+	return out, nil
 }

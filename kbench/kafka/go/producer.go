@@ -29,6 +29,7 @@ type acks struct {
 	delivered int64
 	failed    int64 // failed delivery reports (not send calls that failed at once)
 	errors    *errCounts
+	series    *intervals // docs/drivers.md section 4.4 (nil: none); set before the first send
 }
 
 func newAcks() *acks {
@@ -44,6 +45,13 @@ func (a *acks) ok(now, sent, due int64) {
 		a.corrected.Record(now - due)
 	}
 	a.mu.Unlock()
+	if a.series != nil {
+		if due >= 0 {
+			a.series.latency(now, now-due, true)
+		} else {
+			a.series.latency(now, now-sent, true)
+		}
+	}
 }
 
 // fail records n failed delivery reports under the client's error message.
@@ -52,6 +60,9 @@ func (a *acks) fail(name string, n int64) {
 	a.mu.Lock()
 	a.failed += n
 	a.mu.Unlock()
+	if a.series != nil {
+		a.series.failedAt(mono(), n)
+	}
 }
 
 // readCorpus reads a lenprefixed corpus file: 4-byte big-endian length, then the bytes.
@@ -181,6 +192,7 @@ func runProducer(j job, b backend) (map[string]any, error) {
 	w.start()
 	rnd := uint64(0x9E3779B97F4A7C15) ^ uint64(pj.runID)
 	t0 := mono() + 1_000_000 // first message due 1 ms from now
+	a.series = newIntervals(int64(j.num("interval_s", 0)*1e9), t0-1_000_000)
 	end := int64(math.MaxInt64)
 	if pj.duration > 0 {
 		end = t0 + int64(pj.duration*1e9)
@@ -250,6 +262,9 @@ func runProducer(j job, b backend) (map[string]any, error) {
 		}
 		tLast = s
 		sent++
+		if a.series != nil {
+			a.series.counted(s, int64(len(val)))
+		}
 		if withHeader {
 			sampled++
 		}
@@ -297,6 +312,13 @@ func runProducer(j job, b backend) (map[string]any, error) {
 	}
 	if pj.fixed {
 		out["delay"], out["corrected"] = delay.Summary(), corrected
+	}
+	if a.series != nil {
+		out["intervals"] = a.series.finish(tFlushed)
+		out["intervals_latency"] = "service"
+		if pj.fixed {
+			out["intervals_latency"] = "corrected"
+		}
 	}
 	var lastDue any
 	if pj.fixed {

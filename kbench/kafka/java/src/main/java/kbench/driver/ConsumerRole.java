@@ -63,6 +63,7 @@ final class ConsumerRole {
         long tStart;
         long startWall;
         Map<String, Object> steady;
+        Intervals series = null;
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
             List<PartitionInfo> parts = c.partitionsFor(topic, Duration.ofSeconds((long) Json.dbl(job, "connect_timeout", 10) + 1));
             if (parts == null || parts.isEmpty()) {
@@ -83,6 +84,7 @@ final class ConsumerRole {
             tStart = System.nanoTime();
             startWall = Main.wallNs();
             w.start();
+            series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), tStart);
             long deadline = tStart + (long) (timeoutS * 1e9);
             while (expected == 0 || records < expected || samplesSeen < samplesExpected) {
                 long now = System.nanoTime();
@@ -96,6 +98,9 @@ final class ConsumerRole {
                 } catch (RuntimeException e) {
                     Main.count(errors, e);
                     continue;
+                }
+                if (series != null) {
+                    series.tick(System.nanoTime()); // also while nothing arrives: a stall is a run of empty intervals
                 }
                 for (ConsumerRecord<byte[], byte[]> r : batch) {
                     now = System.nanoTime();
@@ -119,12 +124,18 @@ final class ConsumerRole {
                     tLast = now;
                     records++;
                     bytes += r.value() == null ? 0 : r.value().length;
+                    if (series != null) {
+                        series.counted(now, r.value() == null ? 0 : r.value().length);
+                    }
                     if (t < 0 || seq < 0) {
                         noHeader++;
                         continue;
                     }
                     sampled++;
                     e2e.record(now - t);
+                    if (series != null) {
+                        series.latency(now, now - t, false);
+                    }
                     if (samplesExpected > 0) {
                         if (seq % every != 0 || seq / every >= samplesExpected) {
                             outOfRange++;
@@ -141,6 +152,7 @@ final class ConsumerRole {
         }
         long tEnd = System.nanoTime();
         long endWall = Main.wallNs();
+        List<Object> seriesRows = series != null ? series.finish(tEnd) : null;
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("records", records);
         out.put("bytes", bytes);
@@ -167,6 +179,10 @@ final class ConsumerRole {
                 : Main.window(tFirst, tLast, startWall + (tFirst - tStart), startWall + (tLast - tStart)));
         windows.put("cpu", steady.get("window"));
         out.put("windows", windows);
+        if (seriesRows != null) {
+            out.put("intervals", seriesRows);
+            out.put("intervals_latency", "e2e");
+        }
         return out;
     }
 }

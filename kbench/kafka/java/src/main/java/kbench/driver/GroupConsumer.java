@@ -140,6 +140,7 @@ final class GroupConsumer {
         long tStart;
         long startWall;
         Map<String, Object> steady;
+        Intervals series = null;
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
             List<PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds((long) Json.dbl(job, "connect_timeout", 10) + 1));
             if (infos == null || infos.isEmpty()) {
@@ -184,6 +185,7 @@ final class GroupConsumer {
             tStart = System.nanoTime();
             startWall = Main.wallNs();
             w.start();
+            series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), tStart);
             c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> tps) {
@@ -238,6 +240,9 @@ final class GroupConsumer {
                     continue;
                 }
                 idle = batch.isEmpty();
+                if (series != null) {
+                    series.tick(System.nanoTime()); // also while nothing arrives: a stall is a run of empty intervals
+                }
                 for (ConsumerRecord<byte[], byte[]> r : batch) {
                     now = System.nanoTime();
                     int len = r.value() == null ? 0 : r.value().length;
@@ -251,6 +256,9 @@ final class GroupConsumer {
                     tLast = now;
                     records++;
                     bytes += len;
+                    if (series != null) {
+                        series.counted(now, len);
+                    }
                     Header h = r.headers().lastHeader(ProducerRole.HEADER);
                     if (h != null && h.value() != null && h.value().length == 24) {
                         ByteBuffer b = ByteBuffer.wrap(h.value());
@@ -262,6 +270,9 @@ final class GroupConsumer {
                         } else {
                             sampled++;
                             e2e.record(now - t);
+                            if (series != null) {
+                                series.latency(now, now - t, false);
+                            }
                         }
                     } else {
                         noHeader++;
@@ -279,6 +290,7 @@ final class GroupConsumer {
         }
         long tEnd = System.nanoTime();
         long endWall = Main.wallNs();
+        List<Object> seriesRows = series != null ? series.finish(tEnd) : null;
         long distinct = 0;
         List<Object> partsOut = new ArrayList<>();
         long lost = 0;
@@ -325,6 +337,10 @@ final class GroupConsumer {
                 : Main.window(tFirst, tLast, startWall + (tFirst - tStart), startWall + (tLast - tStart)));
         windows.put("cpu", steady.get("window"));
         out.put("windows", windows);
+        if (seriesRows != null) {
+            out.put("intervals", seriesRows);
+            out.put("intervals_latency", "e2e");
+        }
         return out;
     }
 }

@@ -83,17 +83,27 @@ final class ProducerRole {
         final AtomicLong failed = new AtomicLong();
         final ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
 
+        volatile Intervals series; // docs/drivers.md section 4.4 (null: none)
+
         synchronized void ok(long now, long sent, long due) {
             delivered.incrementAndGet();
             service.record(now - sent);
             if (due >= 0) {
                 corrected.record(now - due);
             }
+            Intervals iv = series;
+            if (iv != null) {
+                iv.latency(now, due >= 0 ? now - due : now - sent, true);
+            }
         }
 
         void fail(Exception e) {
             failed.incrementAndGet();
             Main.count(errors, e);
+            Intervals iv = series;
+            if (iv != null) {
+                iv.failed(System.nanoTime());
+            }
         }
     }
 
@@ -152,6 +162,7 @@ final class ProducerRole {
         long tEnd;
         Map<String, Object> steady;
         Map<String, Object> stats = new LinkedHashMap<>();
+        List<Object> seriesRows = null;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props(job, "producer"))) {
             producer.partitionsFor(topic); // metadata before STARTED: the topic must exist
             Main.CpuWindow w = new Main.CpuWindow(cpu, Json.dbl(job, "skip_s", 0));
@@ -161,6 +172,7 @@ final class ProducerRole {
             w.start();
             long rnd = 0x9E3779B97F4A7C15L ^ runId;
             t0 = System.nanoTime() + 1_000_000L; // first message due 1 ms from now
+            acks.series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), t0 - 1_000_000L);
             long end = duration > 0 ? t0 + (long) (duration * 1e9) : Long.MAX_VALUE;
             double period = fixed ? 1e9 / rate : 0;
             Integer part = partition >= 0 ? Integer.valueOf((int) partition) : null;
@@ -188,6 +200,9 @@ final class ProducerRole {
                         }
                         wokeAt = System.nanoTime();
                         wakes++;
+                        if (acks.series != null) {
+                            acks.series.tick(wokeAt); // close intervals with no event in them too
+                        }
                     }
                 } else if ((seq & 1023) == 0 && System.nanoTime() >= end) {
                     break;
@@ -232,6 +247,9 @@ final class ProducerRole {
                 }
                 tLast = s;
                 sent++;
+                if (acks.series != null) {
+                    acks.series.counted(s, val.length);
+                }
                 sampled += withHeader ? 1 : 0;
                 bytes += val.length;
                 if (fixed) {
@@ -241,6 +259,9 @@ final class ProducerRole {
             }
             producer.flush();
             tEnd = System.nanoTime();
+            if (acks.series != null) {
+                seriesRows = acks.series.finish(tEnd);
+            }
             steady = w.stop();
             for (Map.Entry<MetricName, ? extends Metric> e : producer.metrics().entrySet()) {
                 MetricName n = e.getKey();
@@ -286,6 +307,10 @@ final class ProducerRole {
         cs.put("batch_fill", null);
         cs.put("raw", stats);
         out.put("client_stats", cs);
+        if (seriesRows != null) {
+            out.put("intervals", seriesRows);
+            out.put("intervals_latency", fixed ? "corrected" : "service");
+        }
         return out;
     }
 
