@@ -161,9 +161,9 @@ class Consumer:
         timeout: float = 60,
         connect_timeout: float = 10,
         header_sample: int = 1,
-        interval: float = 0,
         group: bool = False,
         from_beginning: bool = False,
+        interval: float = 0,
     ) -> None: ...
     def run(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...

@@ -12,40 +12,58 @@
 #include "clock.h"
 #include "wire.h"
 
+/** The metadata of c->topic alone into *md (the caller destroys it); 0, or KB_EKAFKA with err set. */
+static int topic_metadata(rd_kafka_t *rk, const kb_consumer *c, int tms, const struct rd_kafka_metadata **md,
+                          kb_error *err) {
+    *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, md, tms);
+    rd_kafka_topic_destroy(rkt);
+    if (e || (*md)->topic_cnt != 1 || (*md)->topics[0].err) {
+        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' not available (%s); create it first", c->topic,
+                     e ? rd_kafka_err2str(e)
+                       : ((*md)->topic_cnt ? rd_kafka_err2str((*md)->topics[0].err) : "absent"));
+        if (*md)
+            rd_kafka_metadata_destroy(*md);
+        *md = NULL;
+        return KB_EKAFKA;
+    }
+    return 0;
+}
+
+/** Partition pid's low and high watermarks, retried until tms ms have passed (right after topic
+ *  creation a leader may not serve yet); 0, or KB_EKAFKA with err set. */
+static int watermarks(rd_kafka_t *rk, kb_consumer *c, int32_t pid, int tms, int64_t *lo, int64_t *hi,
+                      kb_error *err) {
+    int64_t until = kb_now_ns() + (int64_t)tms * 1000000;
+    rd_kafka_resp_err_t e;
+    while ((e = rd_kafka_query_watermark_offsets(rk, c->topic, pid, lo, hi, 2000)) != 0 && kb_now_ns() < until &&
+           !atomic_load(&c->stop))
+        rd_kafka_poll(rk, 100);
+    if (e)
+        return kb_error_set(err, KB_EKAFKA, -1, "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
+    return 0;
+}
+
 /** Assign all partitions of c->topic at their high watermarks; 0 or < 0 with err set.  *out = the assignment. */
 static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out,
                          kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
-    rd_kafka_topic_destroy(rkt);
-    if (e || md->topic_cnt != 1 || md->topics[0].err) {
-        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' not available (%s); create it first", c->topic,
-                     e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
-        if (md)
-            rd_kafka_metadata_destroy(md);
+    if (topic_metadata(rk, c, tms, &md, err))
         return KB_EKAFKA;
-    }
     int np = md->topics[0].partition_cnt;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
     int rc = 0;
     for (int i = 0; i < np; i++) {
         int32_t pid = md->topics[0].partitions[i].id;
         int64_t lo = 0, hi = 0;
-        int64_t until = kb_now_ns() + (int64_t)tms * 1000000;
-        /* right after topic creation a leader may not serve yet: retry until the deadline */
-        while ((e = rd_kafka_query_watermark_offsets(rk, c->topic, pid, &lo, &hi, 2000)) != 0 &&
-               kb_now_ns() < until && !atomic_load(&c->stop))
-            rd_kafka_poll(rk, 100);
-        if (e) {
-            rc = kb_error_set(err, KB_EKAFKA, -1, "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
+        if ((rc = watermarks(rk, c, pid, tms, &lo, &hi, err)) != 0)
             break;
-        }
         rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = hi;
     }
     rd_kafka_metadata_destroy(md);
     if (rc == 0) {
-        e = rd_kafka_assign(rk, l);
+        rd_kafka_resp_err_t e = rd_kafka_assign(rk, l);
         if (e) {
             rc = kb_error_set(err, KB_EKAFKA, -1, "assign %s: %s", c->topic, rd_kafka_err2str(e));
         }
@@ -206,16 +224,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 /** Every partition of the topic with its watermarks; the group's start offsets committed where it had none. */
 static int group_prepare(rd_kafka_t *rk, kb_consumer *c, int tms, int64_t *stored_now, kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, c->topic, NULL);
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, tms);
-    rd_kafka_topic_destroy(rkt);
-    if (e || md->topic_cnt != 1 || md->topics[0].err) {
-        kb_error_set(err, KB_EKAFKA, -1, "topic '%s' not available (%s); create it first", c->topic,
-                     e ? rd_kafka_err2str(e) : (md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent"));
-        if (md)
-            rd_kafka_metadata_destroy(md);
+    if (topic_metadata(rk, c, tms, &md, err))
         return KB_EKAFKA;
-    }
     int np = md->topics[0].partition_cnt;
     c->parts = calloc((size_t)(np > 0 ? np : 1), sizeof(kb_part_seen));
     if (!c->parts) {
@@ -235,17 +245,12 @@ static int group_prepare(rd_kafka_t *rk, kb_consumer *c, int tms, int64_t *store
         kb_part_seen *p = &c->parts[i];
         p->partition = pid;
         p->end = p->next = p->committed = -1;
-        int64_t until = kb_now_ns() + (int64_t)tms * 1000000;
-        while ((e = rd_kafka_query_watermark_offsets(rk, c->topic, pid, &lo_of[i], &hi_of[i], 2000)) != 0 &&
-               kb_now_ns() < until && !atomic_load(&c->stop))
-            rd_kafka_poll(rk, 100);
-        if (e)
-            rc = kb_error_set(err, KB_EKAFKA, -1, "watermarks of %s [%d]: %s", c->topic, pid, rd_kafka_err2str(e));
+        rc = watermarks(rk, c, pid, tms, &lo_of[i], &hi_of[i], err);
         rd_kafka_topic_partition_list_add(l, c->topic, pid);
     }
     rd_kafka_metadata_destroy(md);
     for (int attempt = 0; rc == 0 && attempt < 5; attempt++) {
-        e = rd_kafka_committed(rk, l, tms);
+        rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, tms);
         if (e) {
             rc = kb_error_set(err, KB_EKAFKA, -1, "committed offsets of group for %s: %s", c->topic, rd_kafka_err2str(e));
             break;
