@@ -48,6 +48,7 @@ CLIENTS = [
     "threadcpu.c",
     "histogram.c",
     "clock.c",
+    "intervals.c",
 ]
 FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "20"))
 
