@@ -104,6 +104,11 @@ def dump_totals(text: str) -> dict[str, int]:
     }
 
 
+def dump_codecs(text: str) -> set[str]:
+    """The codecs of the batches DumpLogSegments printed (``compresscodec: LZ4`` → ``lz4``)."""
+    return {m.lower() for m in re.findall(r"\bcompresscodec: (\w+)", text)}
+
+
 def partition_dirs(log_dir: Path, topic: str, partitions: int) -> list[Path]:
     """The partition directories of ``topic``, live or renamed for deletion."""
     out = []

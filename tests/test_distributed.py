@@ -35,6 +35,9 @@ warmup = false
 duration_s = {duration}
 steady_skip_s = 0.2
 corpus_size = 300000
+# the Dask path is the subject, not latency: short repetitions on a loaded host can trip A's 20 ms
+# saturation check (tests/test_knee.py tests the check)
+saturation_bound_ms = 5000
 
 [transport]
 kind = "local"
@@ -140,7 +143,8 @@ def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_
     victim = busy[0]
     os.kill(pids[victim], signal.SIGKILL)
     out, _ = p.communicate(timeout=600)
-    assert p.returncode == 0, out
+    # the run goes on and completes; the killed repetition leaves its cell short of OK ones: exit 4
+    assert p.returncode == 4 and "short of OK repetitions" in out, out
     a = sorted(_rows(tmp_path / "run" / "A.csv"), key=lambda r: r["rep"])
     assert [r["rep"] for r in a] == ["1", "2"]
     failed = [r for r in a if r["status"] == "FAILED_RUN"]

@@ -210,6 +210,10 @@ duration_s = 3
 steady_skip_s = 0.5
 corpus_size = 300000
 retries = 2
+# this test is about the two clients through the engine, not latency: a 3-s Java run carries the
+# JVM's start-up backlog in its whole-run send delay (benchmarks/README.md, the clients run), which
+# A's 20 ms saturation check would flag; the check itself is tested in tests/test_knee.py
+saturation_bound_ms = 5000
 
 [transport]
 kind = "local"
