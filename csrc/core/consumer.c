@@ -45,6 +45,17 @@ static int watermarks(rd_kafka_t *rk, kb_consumer *c, int32_t pid, int tms, int6
     return 0;
 }
 
+/** One poll of at most 100 ms (less when the deadline is nearer); *now is the time after it, and the
+ *  time series is advanced to it also when nothing arrived (a stall is a run of empty intervals). */
+static rd_kafka_message_t *poll_until(rd_kafka_t *rk, kb_consumer *c, int64_t deadline, int64_t *now) {
+    int64_t left_ms = (deadline - *now) / 1000000;
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+    *now = kb_now_ns();
+    if (c->iv.width_ns)
+        kb_iv_at(&c->iv, *now);
+    return m;
+}
+
 /** Assign all partitions of c->topic at their high watermarks; 0 or < 0 with err set.  *out = the assignment. */
 static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out,
                          kb_error *err) {
@@ -372,11 +383,7 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
                 continue;
             }
         }
-        int64_t left_ms = (deadline - now) / 1000000;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
-        now = kb_now_ns();
-        if (c->iv.width_ns)
-            kb_iv_at(&c->iv, now); /* also while nothing arrives: a stall is a run of empty intervals */
+        rd_kafka_message_t *m = poll_until(rk, c, deadline, &now);
         if (!m)
             continue;
         if (m->err) {
@@ -512,11 +519,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
             c->timed_out = 1;
             break;
         }
-        int64_t left_ms = (deadline - now) / 1000000;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
-        now = kb_now_ns();
-        if (c->iv.width_ns)
-            kb_iv_at(&c->iv, now); /* also while nothing arrives: a stall is a run of empty intervals */
+        rd_kafka_message_t *m = poll_until(rk, c, deadline, &now);
         if (!m)
             continue;
         if (m->err) {

@@ -111,3 +111,15 @@ void kb_iv_free(kb_intervals *iv) {
     free(iv->cnt);
     memset(iv, 0, sizeof(*iv));
 }
+
+void kb_iv_hist(const kb_intervals *iv, size_t k, kb_hist *out) {
+    const kb_interval *r = &iv->rows[k];
+    out->total = r->total;
+    out->underflow = r->underflow;
+    out->overflow = r->overflow;
+    out->min = r->min;
+    out->max = r->max;
+    out->sum = r->sum;
+    for (uint32_t j = 0; j < r->nz; j++)
+        out->counts[iv->idx[r->off + j]] = iv->cnt[r->off + j];
+}

@@ -58,6 +58,9 @@ static inline void kb_iv_at(kb_intervals *iv, int64_t now) {
 /** Close the intervals up to end_ns and the current one, cut at end_ns. */
 void kb_iv_finish(kb_intervals *iv, int64_t end_ns);
 
+/** Interval k's histogram written into out (a kb_hist whose counts are all zero, e.g. fresh from kb_hist_new). */
+void kb_iv_hist(const kb_intervals *iv, size_t k, kb_hist *out);
+
 /** Free what kb_iv_init and the closes allocated (safe on a zeroed series). */
 void kb_iv_free(kb_intervals *iv);
 

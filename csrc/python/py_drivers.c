@@ -60,14 +60,7 @@ static PyObject *intervals_list(const kb_intervals *iv) {
             Py_DECREF(l);
             return PyErr_NoMemory();
         }
-        h->total = r->total;
-        h->underflow = r->underflow;
-        h->overflow = r->overflow;
-        h->min = r->min;
-        h->max = r->max;
-        h->sum = r->sum;
-        for (uint32_t j = 0; j < r->nz; j++)
-            h->counts[iv->idx[r->off + j]] = iv->cnt[r->off + j];
+        kb_iv_hist(iv, k, h);
         PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N}", "start_ns", (long long)r->start_ns, "end_ns",
                                     (long long)r->end_ns, "sent", (long long)r->sent, "acked", (long long)r->acked,
                                     "failed", (long long)r->failed, "bytes", (long long)r->bytes, "hist",
