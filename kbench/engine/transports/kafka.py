@@ -187,7 +187,12 @@ class KafkaTransport:
                     break
         if not dirs:
             return None, None, None, (), None
-        rows = segment.scan_paths(dirs, decompress=True, verify_crc=True)
+        try:
+            rows = segment.scan_paths(dirs, decompress=True, verify_crc=True)
+        except segment.SegmentError as e:
+            # a partition directory without its segment (a broker killed while creating it, a log dir
+            # taken offline): the stored bytes cannot be measured, so the repetition fails with why
+            raise TransportError(f"stored bytes not measurable: {e}") from None
         s = segment.summarize(rows)
         fill = BatchFill(
             s.batches,
