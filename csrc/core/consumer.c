@@ -117,6 +117,20 @@ void kb_consumer_free_parts(kb_consumer *c) {
     c->nparts = 0;
 }
 
+/** One sampled record's end-to-end latency (consumed at now, sent at t): into the interval always, into
+ * the run's histogram once its send time is inside the latency window (the first header's send time +
+ * latency_skip_ns: start-up backlogs stay out of the steady-state figures). */
+static void e2e_record(kb_consumer *c, int64_t now, int64_t t) {
+    if (!c->lat_open) {
+        c->lat_from = t + c->latency_skip_ns;
+        c->lat_open = 1;
+    }
+    if (t >= c->lat_from)
+        kb_hist_record(c->e2e, now - t);
+    if (c->iv.width_ns)
+        kb_hist_record(c->iv.cur, now - t);
+}
+
 static kb_part_seen *part_of(kb_consumer *c, int32_t pid) {
     for (int i = 0; i < c->nparts; i++)
         if (c->parts[i].partition == pid)
@@ -424,9 +438,7 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
                 c->foreign++;
             } else {
                 c->sampled++;
-                kb_hist_record(c->e2e, now - t);
-                if (c->iv.width_ns)
-                    kb_hist_record(c->iv.cur, now - t);
+                e2e_record(c, now, t);
             }
         } else {
             c->no_header++;
@@ -556,9 +568,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
             c->no_header++;
         } else {
             c->sampled++;
-            kb_hist_record(c->e2e, now - t);
-            if (c->iv.width_ns)
-                kb_hist_record(c->iv.cur, now - t);
+            e2e_record(c, now, t);
             if (seen) {
                 if (seq % hs != 0 || seq / hs >= c->samples_expected) {
                     c->out_of_range++;

@@ -49,6 +49,8 @@ typedef struct {
     int64_t interval_ns;   /* > 0: record the time series (iv) in intervals this long; 0 = none */
     int group;             /* 1: join the consumer group group.id (subscribe) instead of assigning every partition */
     int from_beginning;    /* group: partitions the group has no offset for start at the low (1) or high (0) watermark */
+    int64_t latency_skip_ns; /* the latency window: e2e records only records sent at or after the first kb header's
+                                send time + latency_skip_ns; 0 = every sampled record */
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
     /* outputs */
@@ -57,6 +59,8 @@ typedef struct {
     int64_t sampled, samples_expected, samples_missing, sample_duplicates;
     int64_t stored_records; /* sum of (high watermark - start offset) at the end; -1 = not read */
     int64_t t_start, t_first, t_last, t_end;
+    int64_t lat_from;      /* send time the latency window opens at (set at the first kb header) */
+    int lat_open;          /* 1 once lat_from is set */
     int64_t loop_cpu_ns;   /* CPU of the loop thread from t_start to the end of the loop (usr+sys) */
     int32_t partitions;
     kb_part_seen *parts;   /* group mode: one per partition of the topic (nparts), else NULL */

@@ -86,11 +86,16 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     }
     p->delivered++;
-    kb_hist_record(p->service, now - sent);
     int64_t lat = now - sent;
     if (p->mode == KB_MODE_FIXED_RATE) {
-        lat = now - due_of(p, seq);
-        kb_hist_record(p->corrected, lat);
+        int64_t due = due_of(p, seq);
+        lat = now - due;
+        if (due >= p->lat_from) {
+            kb_hist_record(p->service, now - sent);
+            kb_hist_record(p->corrected, lat);
+        }
+    } else if (sent >= p->lat_from) {
+        kb_hist_record(p->service, lat);
     }
     if (p->iv.width_ns) {
         p->iv.acked++;
@@ -279,7 +284,8 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
         p->iv.bytes += (int64_t)vlen;
     }
     if (p->mode == KB_MODE_FIXED_RATE) {
-        kb_hist_record(p->delay, sent - due);
+        if (due >= p->lat_from)
+            kb_hist_record(p->delay, sent - due);
         p->t_last_due = due;
     }
     return 0;
@@ -382,6 +388,7 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
     uint64_t rnd = 0x9E3779B97F4A7C15ULL ^ p->run_id;
     int64_t end_ns = INT64_MAX;
     p->t0 = kb_now_ns() + 1000000; /* first message due 1 ms from now */
+    p->lat_from = p->t0 + p->latency_skip_ns;
     if (p->interval_ns > 0 && kb_iv_init(&p->iv, p->interval_ns, p->t0 - 1000000, err) < 0) {
         rd_kafka_topic_destroy(rkt);
         rd_kafka_destroy(rk);

@@ -46,6 +46,8 @@ typedef struct {
     int64_t header_sample;   /* kb header on messages whose seq % header_sample == 0; 0 = none */
     int64_t tick_ns;         /* fixed-rate: minimum time between two wakes (0 = KB_DEFAULT_TICK_NS) */
     double cpu_skip_s;       /* per-thread CPU window from t0 + cpu_skip_s to the end of the flush; < 0 = none */
+    int64_t latency_skip_ns; /* the latency window: service, delay and corrected record only messages due (fixed
+                                rate) or sent (saturated) at or after t0 + latency_skip_ns; 0 = every message */
     double flush_timeout_s;
     double connect_timeout_s;
     int64_t interval_ns;     /* > 0: record the time series (iv) in intervals this long; 0 = none */
@@ -55,7 +57,7 @@ typedef struct {
     kb_hist *delay;          /* actual send - due (fixed-rate) */
     kb_hist *corrected;      /* delivery - due (fixed-rate) */
     int64_t sent, delivered, failed, dr_failed, bytes, queue_full, stats_count, undelivered;
-    int64_t t0, t_first_send, t_last_send, t_last_due, t_end;
+    int64_t t0, lat_from, t_first_send, t_last_send, t_last_due, t_end;
     int64_t sampled;         /* messages sent with a kb header */
     int64_t wakes;           /* fixed-rate: times the loop woke up */
     kb_thread_cpu cpu_start, cpu_end; /* per-thread CPU window (cpu_start.ok = 0: not taken) */

@@ -126,18 +126,18 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     static char *kwlist[] = {"props",   "topic",     "payload",       "offsets",         "mode",  "rate",
                              "count",   "duration",  "keys",          "nkeys",           "partition", "run_id",
                              "stats_path", "flush_timeout", "connect_timeout", "header_sample", "tick",
-                             "cpu_skip", "seq_base", "interval", NULL};
+                             "cpu_skip", "seq_base", "interval", "latency_skip", NULL};
     PyObject *props;
     const char *topic, *mode = "saturated", *keys = "none", *stats = NULL;
     PyObject *payload, *offsets;
     double rate = 0, duration = 0, flush_to = 30, conn_to = 10, tick = KB_DEFAULT_TICK_NS / 1e9, cpu_skip = -1,
-           interval = 0;
+           interval = 0, latency_skip = 0;
     long long count = 0, nkeys = 0, run_id = 0, header_sample = 1, seq_base = 0;
     int partition = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLddLd:Producer", kwlist, &PyDict_Type, &props, &topic,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!sOO|sdLdsLiLzddLddLdd:Producer", kwlist, &PyDict_Type, &props, &topic,
                                      &payload, &offsets, &mode, &rate, &count, &duration, &keys, &nkeys, &partition,
                                      &run_id, &stats, &flush_to, &conn_to, &header_sample, &tick, &cpu_skip, &seq_base,
-                                     &interval))
+                                     &interval, &latency_skip))
         return NULL;
     ProducerObject *o = (ProducerObject *)type->tp_alloc(type, 0);
     if (!o)
@@ -197,6 +197,11 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
         PyErr_Format(PyExc_ValueError, "interval must be in 0..3600 s (0 = no time series), got %g", interval);
         goto fail;
     }
+    if (!(latency_skip >= 0) || latency_skip > 3600) {
+        PyErr_Format(PyExc_ValueError, "latency_skip must be in 0..3600 s (0 = every message), got %g", latency_skip);
+        goto fail;
+    }
+    p->latency_skip_ns = (int64_t)(latency_skip * 1e9);
     p->interval_ns = (int64_t)(interval * 1e9);
     p->header_sample = header_sample;
     p->tick_ns = (int64_t)(tick * 1e9);
@@ -339,20 +344,20 @@ static void consumer_dealloc(ConsumerObject *o) {
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
                              "timeout", "connect_timeout", "header_sample", "group",    "from_beginning",
-                             "interval", NULL};
+                             "interval", "latency_skip", NULL};
     PyObject *props;
     const char *topic;
     long long run_id = 0, expected = 0, max_records = 0, header_sample = 1;
-    double timeout = 60, conn_to = 10, interval = 0;
+    double timeout = 60, conn_to = 10, interval = 0, latency_skip = 0;
     int group = 0, from_beginning = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppdd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
                                      &expected, &max_records, &timeout, &conn_to, &header_sample, &group,
-                                     &from_beginning, &interval))
+                                     &from_beginning, &interval, &latency_skip))
         return NULL;
     if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0 ||
-        !(interval >= 0) || interval > 3600) {
+        !(interval >= 0) || interval > 3600 || !(latency_skip >= 0) || latency_skip > 3600) {
         PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, "
-                                          "expected/max_records/header_sample >= 0, interval in 0..3600 s");
+                                          "expected/max_records/header_sample >= 0, interval and latency_skip in 0..3600 s");
         return NULL;
     }
     ConsumerObject *o = (ConsumerObject *)type->tp_alloc(type, 0);
@@ -377,6 +382,7 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->timeout_s = timeout;
     c->connect_timeout_s = conn_to;
     c->interval_ns = (int64_t)(interval * 1e9);
+    c->latency_skip_ns = (int64_t)(latency_skip * 1e9);
     c->group = group;
     c->from_beginning = from_beginning;
     if (!c->topic || !c->e2e) {

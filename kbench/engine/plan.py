@@ -73,7 +73,7 @@ TOP_KEYS = {
     "warmup": "true to run one discarded warm-up per cell",
     "duration_s": "seconds of each measured repetition",
     "warmup_s": "seconds of the discarded warm-up run",
-    "steady_skip_s": "seconds at the start of each repetition left out of the CPU window",
+    "steady_skip_s": "seconds at the start of each repetition left out of the CPU window and of the latency histograms (the steady window; the series keeps every second)",
     "seed": "integer seed of the cell order (random when absent; always recorded)",
     "auto_rate_fraction": 'fraction of the minimum saturated rate used for rate = "auto"',
     "transport": "table: kind, brokers, bootstrap, replication_factor, min_insync_replicas, broker_pids, broker_metrics",

@@ -145,6 +145,9 @@ class ProducerSpec:
     cpu_skip: float = -1.0
     #: > 0: record the time series in intervals this long (ProducerResult.intervals); 0: do not.
     interval: float = 0.0
+    #: The latency window: service, delay and corrected record only messages due (fixed rate) or
+    #: sent (saturated) this many seconds or more after the first due time; 0: every message.
+    latency_skip: float = 0.0
 
     @property
     def effective_header_sample(self) -> int:
@@ -385,6 +388,7 @@ def _producer(spec: ProducerSpec, records: Sequence[bytes], run_id: int) -> Any:
         cpu_skip=float(spec.cpu_skip),
         seq_base=int(spec.seq_base),
         interval=float(spec.interval),
+        latency_skip=float(spec.latency_skip),
     )
 
 
@@ -412,6 +416,7 @@ def new_consumer(
     interval: float = 0.0,
     group: bool = False,
     from_beginning: bool = False,
+    latency_skip: float = 0.0,
 ) -> _native.Consumer:
     """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
     partitions are assigned at their end offsets, ``stop()`` ends it from another thread.
@@ -419,7 +424,10 @@ def new_consumer(
     ``group``: join the consumer group ``group.id`` (default ``kbench-<run id>``) and read the
     partitions the group assigns to this member (consumer.h), starting where the group has committed
     or, where it has not, at the partitions' end (``from_beginning``: their start, the catch-up drain);
-    ``expected`` 0 then means every record stored when the run began."""
+    ``expected`` 0 then means every record stored when the run began.
+
+    ``latency_skip``: e2e records only records sent this many seconds or more after the first
+    ``kb`` header's send time (the latency window; the interval histograms keep every record)."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -432,6 +440,7 @@ def new_consumer(
         interval=interval,
         group=group,
         from_beginning=from_beginning,
+        latency_skip=latency_skip,
     )
 
 

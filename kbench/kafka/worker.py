@@ -162,6 +162,7 @@ def producer(job: dict[str, Any]) -> dict[str, Any]:
         cpu_skip=float(job.get("skip_s", 0.0)),
         seq_base=int(job.get("seq_base", 0)),
         interval=float(job.get("interval_s") or 0.0),
+        latency_skip=float(job.get("latency_skip_s") or 0.0),
     )
     _wait_until(job.get("start_at_unix"))
     _say("STARTED")
@@ -221,6 +222,7 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         interval=float(job.get("interval_s") or 0.0),
         group=bool(job.get("group", False)),
         from_beginning=bool(job.get("from_beginning", False)),
+        latency_skip=float(job.get("latency_skip_s") or 0.0),
     )
     bg = drivers.Background(c, "kbench-consumer")
     while not c.ready and not bg.done.is_set():

@@ -350,6 +350,7 @@ class KafkaTransport:
                 "header_sample": self.defn.header_sample,
                 "timeout": req.duration_s + distributed.START_LEAD_S + 30.0,
                 "skip_s": req.steady_skip_s,
+                "latency_skip_s": req.steady_skip_s,
                 "interval_s": drivers.SERIES_INTERVAL_S,
                 "group": self.defn.consumer_group,
             }
@@ -364,6 +365,7 @@ class KafkaTransport:
             "keys": req.cell.key_policy,
             "nkeys": 0 if req.cell.key_policy == "none" else 1024,
             "skip_s": req.steady_skip_s,
+            "latency_skip_s": req.steady_skip_s,
             "header_sample": self.defn.header_sample,
             "tick_s": drivers.DEFAULT_TICK_S,
             "interval_s": drivers.SERIES_INTERVAL_S,

@@ -48,6 +48,9 @@ func runConsumer(j job, b backend) (map[string]any, error) {
 		return nil, err
 	}
 	e2e := NewHistogram()
+	// the latency window (job latency_skip_s): e2e records only records sent at or after the
+	// first kb header's send time + the skip; the interval histograms keep every record
+	latSkip, latFrom, latOpen := int64(j.num("latency_skip_s", 0)*1e9), int64(0), false
 	seen := make([]bool, samplesExpected)
 	var records, bytes, sampled, samplesSeen, sampleDuplicates, outOfRange, foreign, noHeader int64
 	var tFirst, tLast int64
@@ -96,7 +99,12 @@ loop:
 			continue
 		}
 		sampled++
-		e2e.Record(now - t)
+		if !latOpen {
+			latFrom, latOpen = t+latSkip, true
+		}
+		if t >= latFrom {
+			e2e.Record(now - t)
+		}
 		if series != nil {
 			series.latency(now, now-t, false)
 		}

@@ -30,6 +30,9 @@ type acks struct {
 	failed    int64 // failed delivery reports (not send calls that failed at once)
 	errors    *errCounts
 	series    *intervals // docs/drivers.md section 4.4 (nil: none); set before the first send
+	// latFrom opens the latency window (job latency_skip_s): messages due (fixed rate) or sent
+	// (saturated) before it stay out of service, corrected and delay; set before the first send
+	latFrom int64
 }
 
 func newAcks() *acks {
@@ -40,9 +43,15 @@ func newAcks() *acks {
 func (a *acks) ok(now, sent, due int64) {
 	a.mu.Lock()
 	a.delivered++
-	a.service.Record(now - sent)
+	ref := sent
 	if due >= 0 {
-		a.corrected.Record(now - due)
+		ref = due
+	}
+	if ref >= a.latFrom {
+		a.service.Record(now - sent)
+		if due >= 0 {
+			a.corrected.Record(now - due)
+		}
 	}
 	a.mu.Unlock()
 	if a.series != nil {
@@ -192,6 +201,7 @@ func runProducer(j job, b backend) (map[string]any, error) {
 	w.start()
 	rnd := uint64(0x9E3779B97F4A7C15) ^ uint64(pj.runID)
 	t0 := mono() + 1_000_000 // first message due 1 ms from now
+	a.latFrom = t0 + int64(j.num("latency_skip_s", 0)*1e9)
 	a.series = newIntervals(int64(j.num("interval_s", 0)*1e9), t0-1_000_000)
 	end := int64(math.MaxInt64)
 	if pj.duration > 0 {
@@ -270,7 +280,9 @@ func runProducer(j job, b backend) (map[string]any, error) {
 		}
 		bytes += int64(len(val))
 		if pj.fixed {
-			delay.Record(s - due)
+			if due >= a.latFrom {
+				delay.Record(s - due)
+			}
 			tLastDue = due
 		}
 	}

@@ -25,6 +25,29 @@ import org.apache.kafka.common.header.Header;
  * numbers, until every expected sequence number is seen or the timeout passes.
  */
 final class ConsumerRole {
+    /**
+     * The consumer's latency window (job {@code latency_skip_s}): e2e records only records sent at
+     * or after the first kb header's send time + the skip, so a start-up backlog stays out of the
+     * steady-state figures (the interval histograms keep every record). One consumer thread uses it.
+     */
+    static final class LatencyWindow {
+        private final long skipNs;
+        private long from;
+        private boolean open;
+
+        LatencyWindow(Map<String, Object> job) {
+            skipNs = (long) (Json.dbl(job, "latency_skip_s", 0) * 1e9);
+        }
+
+        boolean inside(long sentAt) {
+            if (!open) {
+                from = sentAt + skipNs;
+                open = true;
+            }
+            return sentAt >= from;
+        }
+    }
+
     private ConsumerRole() {}
 
     static Map<String, Object> run(Map<String, Object> job) {
@@ -46,6 +69,7 @@ final class ConsumerRole {
         p.putIfAbsent("auto.offset.reset", "latest");
         ThreadCpu cpu = new ThreadCpu(ThreadCpu.currentTid());
         KbHistogram e2e = new KbHistogram();
+        LatencyWindow window = new LatencyWindow(job);
         BitSet seen = new BitSet();
         ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
         long records = 0;
@@ -132,7 +156,9 @@ final class ConsumerRole {
                         continue;
                     }
                     sampled++;
-                    e2e.record(now - t);
+                    if (window.inside(t)) {
+                        e2e.record(now - t);
+                    }
                     if (series != null) {
                         series.latency(now, now - t, false);
                     }

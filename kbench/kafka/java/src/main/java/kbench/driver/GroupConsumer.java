@@ -123,6 +123,7 @@ final class GroupConsumer {
         p.put("enable.auto.commit", "false");
         ThreadCpu cpu = new ThreadCpu(ThreadCpu.currentTid());
         KbHistogram e2e = new KbHistogram();
+        ConsumerRole.LatencyWindow window = new ConsumerRole.LatencyWindow(job);
         ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
         Map<TopicPartition, Part> parts = new LinkedHashMap<>();
         Set<TopicPartition> assigned = new HashSet<>();
@@ -269,7 +270,9 @@ final class GroupConsumer {
                             foreign++;
                         } else {
                             sampled++;
-                            e2e.record(now - t);
+                            if (window.inside(t)) {
+                                e2e.record(now - t);
+                            }
                             if (series != null) {
                                 series.latency(now, now - t, false);
                             }

@@ -84,12 +84,17 @@ final class ProducerRole {
         final ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
 
         volatile Intervals series; // docs/drivers.md section 4.4 (null: none)
+        // the latency window (job latency_skip_s): messages due (fixed rate) or sent (saturated)
+        // before this instant stay out of service/corrected/delay; set before the first send
+        volatile long latFrom = Long.MIN_VALUE;
 
         synchronized void ok(long now, long sent, long due) {
             delivered.incrementAndGet();
-            service.record(now - sent);
-            if (due >= 0) {
-                corrected.record(now - due);
+            if ((due >= 0 ? due : sent) >= latFrom) {
+                service.record(now - sent);
+                if (due >= 0) {
+                    corrected.record(now - due);
+                }
             }
             Intervals iv = series;
             if (iv != null) {
@@ -172,6 +177,7 @@ final class ProducerRole {
             w.start();
             long rnd = 0x9E3779B97F4A7C15L ^ runId;
             t0 = System.nanoTime() + 1_000_000L; // first message due 1 ms from now
+            acks.latFrom = t0 + (long) (Json.dbl(job, "latency_skip_s", 0) * 1e9);
             acks.series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), t0 - 1_000_000L);
             long end = duration > 0 ? t0 + (long) (duration * 1e9) : Long.MAX_VALUE;
             double period = fixed ? 1e9 / rate : 0;
@@ -253,7 +259,9 @@ final class ProducerRole {
                 sampled += withHeader ? 1 : 0;
                 bytes += val.length;
                 if (fixed) {
-                    delay.record(s - due);
+                    if (due >= acks.latFrom) {
+                        delay.record(s - due);
+                    }
                     tLastDue = due;
                 }
             }
