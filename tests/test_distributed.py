@@ -101,13 +101,17 @@ def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path
     assert len(hosts) == 3
     for h in hosts.values():
         assert {"arch", "cpu_model", "kernel", "clocksource", "boot_id"} <= set(h)
-    # The merged histograms hold every producer's samples (one per acknowledged record).
+    # The merged histograms hold every producer's samples of the latency window: one per record
+    # due from steady_skip_s (0.2 s) on, at each producer's half of the rate (± a rounding of the
+    # due time at the window's edge per producer).
     (hist,) = (tmp_path / "run" / "histograms").glob(f"{a['cell_id']}-r1.json")
     encoded = json.loads(hist.read_text())["histograms"]
+    in_window = int(a["messages"]) - int(rate * 0.2)
     for name in ("corrected", "service"):
-        assert Histogram.decode(base64.b64decode(encoded[name])).count == int(a["messages"]), name
-    # e2e: exactly the records whose global sequence number is a multiple of header_sample.
-    assert Histogram.decode(base64.b64decode(encoded["e2e"])).count == len(range(0, int(a["messages"]), 7))
+        assert abs(Histogram.decode(base64.b64decode(encoded[name])).count - in_window) <= 2, name
+    # e2e: the records whose global sequence number is a multiple of header_sample, sent from the
+    # first header's send time + 0.2 s on (the two producers start together: within ~70 ms)
+    assert abs(Histogram.decode(base64.b64decode(encoded["e2e"])).count - in_window / 7) <= 30
     # Each driver role's CPU row has the payload of its own window (main's one-window rule).
     for r in _rows(tmp_path / "run" / "D.csv"):
         assert r["payload_gb"] not in ("", "NA") and float(r["payload_gb"]) > 0, r

@@ -122,7 +122,8 @@ void kb_consumer_free_parts(kb_consumer *c) {
  * latency_skip_ns: start-up backlogs stay out of the steady-state figures). */
 static void e2e_record(kb_consumer *c, int64_t now, int64_t t) {
     if (!c->lat_open) {
-        c->lat_from = t + c->latency_skip_ns;
+        /* no skip: every record (partitions are read in no order of send time) */
+        c->lat_from = c->latency_skip_ns > 0 ? t + c->latency_skip_ns : INT64_MIN;
         c->lat_open = 1;
     }
     if (t >= c->lat_from)

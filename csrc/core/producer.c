@@ -388,7 +388,8 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
     uint64_t rnd = 0x9E3779B97F4A7C15ULL ^ p->run_id;
     int64_t end_ns = INT64_MAX;
     p->t0 = kb_now_ns() + 1000000; /* first message due 1 ms from now */
-    p->lat_from = p->t0 + p->latency_skip_ns;
+    /* no skip: every message (a saturated loop sends from now, before t0) */
+    p->lat_from = p->latency_skip_ns > 0 ? p->t0 + p->latency_skip_ns : INT64_MIN;
     if (p->interval_ns > 0 && kb_iv_init(&p->iv, p->interval_ns, p->t0 - 1000000, err) < 0) {
         rd_kafka_topic_destroy(rkt);
         rd_kafka_destroy(rk);

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -100,7 +101,11 @@ loop:
 		}
 		sampled++
 		if !latOpen {
-			latFrom, latOpen = t+latSkip, true
+			// no skip: every record (partitions are read in no order of send time)
+			latFrom, latOpen = int64(math.MinInt64), true
+			if latSkip > 0 {
+				latFrom = t + latSkip
+			}
 		}
 		if t >= latFrom {
 			e2e.Record(now - t)

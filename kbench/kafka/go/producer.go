@@ -200,8 +200,11 @@ func runProducer(j job, b backend) (map[string]any, error) {
 	startWall := wallNs()
 	w.start()
 	rnd := uint64(0x9E3779B97F4A7C15) ^ uint64(pj.runID)
-	t0 := mono() + 1_000_000 // first message due 1 ms from now
-	a.latFrom = t0 + int64(j.num("latency_skip_s", 0)*1e9)
+	t0 := mono() + 1_000_000         // first message due 1 ms from now
+	a.latFrom = int64(math.MinInt64) // no skip: every message (a saturated loop sends before t0)
+	if skip := int64(j.num("latency_skip_s", 0) * 1e9); skip > 0 {
+		a.latFrom = t0 + skip
+	}
 	a.series = newIntervals(int64(j.num("interval_s", 0)*1e9), t0-1_000_000)
 	end := int64(math.MaxInt64)
 	if pj.duration > 0 {

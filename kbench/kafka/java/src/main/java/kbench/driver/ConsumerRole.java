@@ -41,7 +41,8 @@ final class ConsumerRole {
 
         boolean inside(long sentAt) {
             if (!open) {
-                from = sentAt + skipNs;
+                // no skip: every record (partitions are read in no order of send time)
+                from = skipNs > 0 ? sentAt + skipNs : Long.MIN_VALUE;
                 open = true;
             }
             return sentAt >= from;

@@ -177,7 +177,8 @@ final class ProducerRole {
             w.start();
             long rnd = 0x9E3779B97F4A7C15L ^ runId;
             t0 = System.nanoTime() + 1_000_000L; // first message due 1 ms from now
-            acks.latFrom = t0 + (long) (Json.dbl(job, "latency_skip_s", 0) * 1e9);
+            long latSkip = (long) (Json.dbl(job, "latency_skip_s", 0) * 1e9);
+            acks.latFrom = latSkip > 0 ? t0 + latSkip : Long.MIN_VALUE; // no skip: every message
             acks.series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), t0 - 1_000_000L);
             long end = duration > 0 ? t0 + (long) (duration * 1e9) : Long.MAX_VALUE;
             double period = fixed ? 1e9 / rate : 0;
