@@ -8,4 +8,4 @@ bash scripts/setup.sh
 PY=${PYTHON:-python3}
 # Resolve the Kafka jars once up front so the first Kafka test does not pay for it.
 $PY -c "from kbench.kafka import kafka_dist; d = kafka_dist.find(); print('test: Kafka', d.version, 'from', d.source)"
-exec $PY -m pytest -ra "$@"
+exec $PY -m pytest -ra --durations=30 "$@"
