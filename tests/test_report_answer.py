@@ -178,3 +178,20 @@ def test_no_p99_from_too_few_ok_repetitions(run: Path) -> None:
     cell = _answer(md)[("zstd:3 vs none", "json")]["p99 added (A, fixed rate)"]
     assert cell == "no p99: too few OK repetitions (none 2 OK of 2, zstd:3 1 OK of 2; a verdict needs 2 per codec)"
     _no_latency_verdict(md, "json")
+
+
+def test_a_says_which_messages_its_latencies_cover(run: Path) -> None:
+    """A run made before the latency window (no ``rules.latency_window`` in its manifest) is said
+    to cover every message; one made with it names the steady window's start, and --verify holds."""
+    import json
+
+    md, problems = _build(run)
+    assert problems == []
+    assert "Latencies cover every message of the repetition, start-up included." in md
+    m = json.loads((run / "manifest.json").read_text())
+    m["rules"]["latency_window"] = "steady"
+    (run / "manifest.json").write_text(json.dumps(m))
+    md, problems = _build(run)
+    assert problems == []
+    skip = m["steady_skip_s"]
+    assert f"Latencies cover messages due {skip:g} s or more after the start (the steady window, as for CPU)." in md

@@ -317,6 +317,8 @@ def _start_manifest(
             "saturation_bound_ms": plan.saturation_bound_ms,
             "drift_rate_pct": plan.drift_rate_pct,
             "drift_p99_pct": plan.drift_p99_pct,
+            # A's latency histograms: messages due from steady_skip_s on (docs/methodology.md)
+            "latency_window": "steady",
         },
         steal_source=getattr(opts.steal_source, "describe", lambda: "measured: /proc/stat")()
         if opts.steal_source is not None

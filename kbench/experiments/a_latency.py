@@ -163,6 +163,23 @@ def _num(row: Any, col: str) -> float | None:
     return None if f != f else f
 
 
+def _window_note(ctx: ReportContext) -> str:
+    """Which messages A's latencies cover, per run: the steady window (from ``steady_skip_s``) or,
+    for a run made before kbench had a latency window, every message of the run."""
+    parts = []
+    for run in ctx.runs:
+        m = run.manifest
+        raw = m.get("rules")
+        rules: dict[str, object] = raw if isinstance(raw, dict) else {}
+        skip = m.get("steady_skip_s")
+        label = f"{run.label}: " if len(ctx.runs) > 1 else ""
+        if rules.get("latency_window") == "steady" and isinstance(skip, (int, float)) and skip > 0:
+            parts.append(f"{label}messages due {skip:g} s or more after the start (the steady window, as for CPU)")
+        else:
+            parts.append(f"{label}every message of the repetition, start-up included")
+    return "Latencies cover " + "; ".join(parts) + "."
+
+
 def _queue_dominated(ctx: ReportContext, ok: pd.DataFrame) -> bool:
     """Whether an OK row of A breaks the unsaturated premise by its own figures (the runner's
     rule, :func:`saturation_signals`, with its run's saturation_bound_ms)."""
@@ -268,7 +285,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "fell behind the schedule, whose batches waited for the sender or whose consumer fell behind is SATURATED "
             "(queueing, not the codec): it enters no median and no verdict. Latencies are the corrected histogram "
             "(ack − intended send time: no coordinated omission), in ms; columns show medians over OK repetitions, "
-            "verdict rows compare p99 ranges.",
+            "verdict rows compare p99 ranges. " + _window_note(ctx),
             "note",
         ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),
