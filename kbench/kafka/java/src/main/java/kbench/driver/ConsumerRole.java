@@ -1,6 +1,5 @@
 package kbench.driver;
 
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
@@ -16,7 +15,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 
 /**
  * The consumer role: the same checks as csrc/core/consumer.c.  Assigns every partition of the
@@ -25,30 +23,6 @@ import org.apache.kafka.common.header.Header;
  * numbers, until every expected sequence number is seen or the timeout passes.
  */
 final class ConsumerRole {
-    /**
-     * The consumer's latency window (job {@code latency_skip_s}): e2e records only records sent at
-     * or after the first kb header's send time + the skip, so a start-up backlog stays out of the
-     * steady-state figures (the interval histograms keep every record). One consumer thread uses it.
-     */
-    static final class LatencyWindow {
-        private final long skipNs;
-        private long from;
-        private boolean open;
-
-        LatencyWindow(Map<String, Object> job) {
-            skipNs = (long) (Json.dbl(job, "latency_skip_s", 0) * 1e9);
-        }
-
-        boolean inside(long sentAt) {
-            if (!open) {
-                // no skip: every record (partitions are read in no order of send time)
-                from = skipNs > 0 ? sentAt + skipNs : Long.MIN_VALUE;
-                open = true;
-            }
-            return sentAt >= from;
-        }
-    }
-
     private ConsumerRole() {}
 
     static Map<String, Object> run(Map<String, Object> job) {
@@ -69,26 +43,17 @@ final class ConsumerRole {
         p.put("enable.auto.commit", "false");
         p.putIfAbsent("auto.offset.reset", "latest");
         ThreadCpu cpu = new ThreadCpu(ThreadCpu.currentTid());
-        KbHistogram e2e = new KbHistogram();
-        LatencyWindow window = new LatencyWindow(job);
+        RecordTally tally = new RecordTally(job, runId);
         BitSet seen = new BitSet();
         ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
-        long records = 0;
-        long bytes = 0;
-        long sampled = 0;
         long samplesSeen = 0;
         long sampleDuplicates = 0;
         long outOfRange = 0;
-        long foreign = 0;
-        long noHeader = 0;
-        long tFirst = 0;
-        long tLast = 0;
         boolean timedOut = false;
         int partitions;
         long tStart;
         long startWall;
         Map<String, Object> steady;
-        Intervals series = null;
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
             List<PartitionInfo> parts = c.partitionsFor(topic, Duration.ofSeconds((long) Json.dbl(job, "connect_timeout", 10) + 1));
             if (parts == null || parts.isEmpty()) {
@@ -109,9 +74,9 @@ final class ConsumerRole {
             tStart = System.nanoTime();
             startWall = Main.wallNs();
             w.start();
-            series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), tStart);
+            tally.startSeries(job, tStart);
             long deadline = tStart + (long) (timeoutS * 1e9);
-            while (expected == 0 || records < expected || samplesSeen < samplesExpected) {
+            while (expected == 0 || tally.records < expected || samplesSeen < samplesExpected) {
                 long now = System.nanoTime();
                 if (now >= deadline) {
                     timedOut = true;
@@ -124,45 +89,19 @@ final class ConsumerRole {
                     Main.count(errors, e);
                     continue;
                 }
-                if (series != null) {
-                    series.tick(System.nanoTime()); // also while nothing arrives: a stall is a run of empty intervals
-                }
+                tally.tick(System.nanoTime());
                 for (ConsumerRecord<byte[], byte[]> r : batch) {
                     now = System.nanoTime();
-                    Header h = r.headers().lastHeader(ProducerRole.HEADER);
-                    long t = -1;
-                    long seq = -1;
-                    long run = 0;
-                    if (h != null && h.value() != null && h.value().length == 24) {
-                        ByteBuffer b = ByteBuffer.wrap(h.value());
-                        t = b.getLong();
-                        seq = b.getLong();
-                        run = b.getLong();
+                    RecordTally.Kb kb = RecordTally.header(r);
+                    if (tally.foreign(kb)) {
+                        continue; // a sampled record of another run: not ours
                     }
-                    if (t >= 0 && seq >= 0 && runId != 0 && run != runId) {
-                        foreign++; // a sampled record of another run: not ours
+                    tally.counted(now, r.value() == null ? 0 : r.value().length);
+                    tally.sample(now, kb);
+                    if (kb == null) {
                         continue;
                     }
-                    if (records == 0) {
-                        tFirst = now;
-                    }
-                    tLast = now;
-                    records++;
-                    bytes += r.value() == null ? 0 : r.value().length;
-                    if (series != null) {
-                        series.counted(now, r.value() == null ? 0 : r.value().length);
-                    }
-                    if (t < 0 || seq < 0) {
-                        noHeader++;
-                        continue;
-                    }
-                    sampled++;
-                    if (window.inside(t)) {
-                        e2e.record(now - t);
-                    }
-                    if (series != null) {
-                        series.latency(now, now - t, false);
-                    }
+                    long seq = kb.seq();
                     if (samplesExpected > 0) {
                         if (seq % every != 0 || seq / every >= samplesExpected) {
                             outOfRange++;
@@ -179,37 +118,24 @@ final class ConsumerRole {
         }
         long tEnd = System.nanoTime();
         long endWall = Main.wallNs();
-        List<Object> seriesRows = series != null ? series.finish(tEnd) : null;
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("records", records);
-        out.put("bytes", bytes);
-        long duplicates = Math.max(sampleDuplicates, expected > 0 ? records - expected : 0);
-        long unique = records - duplicates;
+        out.put("records", tally.records);
+        out.put("bytes", tally.bytes);
+        long duplicates = Math.max(sampleDuplicates, expected > 0 ? tally.records - expected : 0);
+        long unique = tally.records - duplicates;
         long samplesMissing = samplesExpected - samplesSeen;
         out.put("unique", unique);
         out.put("duplicates", duplicates);
         out.put("lost", expected > 0 ? Math.max(0, Math.max(expected - unique, samplesMissing)) : 0);
-        out.put("sampled", sampled);
         out.put("samples_missing", samplesMissing);
         out.put("stored_records", -1);
         out.put("out_of_range", outOfRange);
-        out.put("foreign", foreign);
-        out.put("no_header", noHeader);
         out.put("partitions", partitions);
         out.put("timed_out", timedOut);
         out.put("errors", Main.counts(errors));
-        out.put("e2e", e2e.summary());
         out.put("cpu", steady.get("cpu"));
-        Map<String, Object> windows = new LinkedHashMap<>();
-        windows.put("run", Main.window(tStart, tEnd, startWall, endWall));
-        windows.put("receive", records == 0 ? null
-                : Main.window(tFirst, tLast, startWall + (tFirst - tStart), startWall + (tLast - tStart)));
-        windows.put("cpu", steady.get("window"));
-        out.put("windows", windows);
-        if (seriesRows != null) {
-            out.put("intervals", seriesRows);
-            out.put("intervals_latency", "e2e");
-        }
+        tally.putCounts(out);
+        tally.putWindows(out, tStart, tEnd, startWall, endWall, steady);
         return out;
     }
 }

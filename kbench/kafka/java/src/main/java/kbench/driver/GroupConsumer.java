@@ -1,6 +1,5 @@
 package kbench.driver;
 
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -21,7 +20,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Header;
 
 /**
  * The consumer role in a consumer group (job.group): the rules of csrc/core/consumer.c's group
@@ -122,26 +120,17 @@ final class GroupConsumer {
         boolean fromBeginning = Boolean.TRUE.equals(job.get("from_beginning"));
         p.put("enable.auto.commit", "false");
         ThreadCpu cpu = new ThreadCpu(ThreadCpu.currentTid());
-        KbHistogram e2e = new KbHistogram();
-        ConsumerRole.LatencyWindow window = new ConsumerRole.LatencyWindow(job);
+        RecordTally tally = new RecordTally(job, runId);
         ConcurrentHashMap<String, AtomicLong> errors = new ConcurrentHashMap<>();
         Map<TopicPartition, Part> parts = new LinkedHashMap<>();
         Set<TopicPartition> assigned = new HashSet<>();
         long[] commitErrors = {0};
         long[] rebalances = {0};
-        long records = 0;
-        long bytes = 0;
-        long sampled = 0;
-        long foreign = 0;
-        long noHeader = 0;
-        long tFirst = 0;
-        long tLast = 0;
         long stored = -1;
         boolean timedOut = false;
         long tStart;
         long startWall;
         Map<String, Object> steady;
-        Intervals series = null;
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
             List<PartitionInfo> infos = c.partitionsFor(topic, Duration.ofSeconds((long) Json.dbl(job, "connect_timeout", 10) + 1));
             if (infos == null || infos.isEmpty()) {
@@ -186,7 +175,7 @@ final class GroupConsumer {
             tStart = System.nanoTime();
             startWall = Main.wallNs();
             w.start();
-            series = Intervals.of((long) (Json.dbl(job, "interval_s", 0) * 1e9), tStart);
+            tally.startSeries(job, tStart);
             c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> tps) {
@@ -241,44 +230,18 @@ final class GroupConsumer {
                     continue;
                 }
                 idle = batch.isEmpty();
-                if (series != null) {
-                    series.tick(System.nanoTime()); // also while nothing arrives: a stall is a run of empty intervals
-                }
+                tally.tick(System.nanoTime());
                 for (ConsumerRecord<byte[], byte[]> r : batch) {
                     now = System.nanoTime();
                     int len = r.value() == null ? 0 : r.value().length;
                     Part part = parts.get(new TopicPartition(r.topic(), r.partition()));
                     if (part != null) {
-                        part.read(r.offset(), len);
+                        part.read(r.offset(), len); // every record of a partition counts for loss
                     }
-                    if (records == 0) {
-                        tFirst = now;
-                    }
-                    tLast = now;
-                    records++;
-                    bytes += len;
-                    if (series != null) {
-                        series.counted(now, len);
-                    }
-                    Header h = r.headers().lastHeader(ProducerRole.HEADER);
-                    if (h != null && h.value() != null && h.value().length == 24) {
-                        ByteBuffer b = ByteBuffer.wrap(h.value());
-                        long t = b.getLong();
-                        b.getLong();
-                        long run = b.getLong();
-                        if (runId != 0 && run != runId) {
-                            foreign++;
-                        } else {
-                            sampled++;
-                            if (window.inside(t)) {
-                                e2e.record(now - t);
-                            }
-                            if (series != null) {
-                                series.latency(now, now - t, false);
-                            }
-                        }
-                    } else {
-                        noHeader++;
+                    tally.counted(now, len);
+                    RecordTally.Kb kb = RecordTally.header(r);
+                    if (!tally.foreign(kb)) {
+                        tally.sample(now, kb);
                     }
                 }
             }
@@ -293,7 +256,6 @@ final class GroupConsumer {
         }
         long tEnd = System.nanoTime();
         long endWall = Main.wallNs();
-        List<Object> seriesRows = series != null ? series.finish(tEnd) : null;
         long distinct = 0;
         List<Object> partsOut = new ArrayList<>();
         long lost = 0;
@@ -315,35 +277,23 @@ final class GroupConsumer {
             partsOut.add(m);
         }
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("records", records);
-        out.put("bytes", bytes);
+        out.put("records", tally.records);
+        out.put("bytes", tally.bytes);
         out.put("unique", distinct);
-        out.put("duplicates", records - distinct);
+        out.put("duplicates", tally.records - distinct);
         out.put("lost", lost); // this member alone; the group's loss is the merge of every member
-        out.put("sampled", sampled);
         out.put("samples_missing", 0L);
         out.put("stored_records", stored);
         out.put("out_of_range", 0L);
-        out.put("foreign", foreign);
-        out.put("no_header", noHeader);
         out.put("partitions", (long) parts.size());
         out.put("timed_out", timedOut);
         out.put("errors", Main.counts(errors));
-        out.put("e2e", e2e.summary());
         out.put("cpu", steady.get("cpu"));
+        tally.putCounts(out);
         out.put("parts", partsOut);
         out.put("rebalances", rebalances[0]);
         out.put("commit_errors", commitErrors[0]);
-        Map<String, Object> windows = new LinkedHashMap<>();
-        windows.put("run", Main.window(tStart, tEnd, startWall, endWall));
-        windows.put("receive", records == 0 ? null
-                : Main.window(tFirst, tLast, startWall + (tFirst - tStart), startWall + (tLast - tStart)));
-        windows.put("cpu", steady.get("window"));
-        out.put("windows", windows);
-        if (seriesRows != null) {
-            out.put("intervals", seriesRows);
-            out.put("intervals_latency", "e2e");
-        }
+        tally.putWindows(out, tStart, tEnd, startWall, endWall, steady);
         return out;
     }
 }
