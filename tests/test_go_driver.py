@@ -22,6 +22,7 @@ from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin, clients, go_driver
 from kbench.kafka.drivers import DEFAULT_TICK_S
 from kbench.model import segment
+from kbench.model.corpus import write_lenprefixed
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 GO = ("kafka-go", "sarama")
@@ -252,11 +253,7 @@ def test_plan_takes_the_four_clients() -> None:
 
 
 def _corpus_file(tmp: Path, records: tuple[bytes, ...]) -> Path:
-    f = tmp / "corpus.bin"
-    with f.open("wb") as out:
-        for r in records:
-            out.write(len(r).to_bytes(4, "big") + r)
-    return f
+    return write_lenprefixed(records, tmp / "corpus.bin")
 
 
 def _pair(

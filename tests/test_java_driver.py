@@ -19,6 +19,7 @@ from kbench import _native
 from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin, clients, java_driver, procstat
 from kbench.kafka.drivers import DEFAULT_TICK_S
+from kbench.model.corpus import write_lenprefixed
 
 PCTS = (("p50_us", 50.0), ("p95_us", 95.0), ("p99_us", 99.0), ("p999_us", 99.9))
 
@@ -82,11 +83,7 @@ def test_cell_properties_in_each_clients_names() -> None:
 
 
 def _corpus_file(tmp: Path, records: tuple[bytes, ...]) -> Path:
-    f = tmp / "corpus.bin"
-    with f.open("wb") as out:
-        for r in records:
-            out.write(len(r).to_bytes(4, "big") + r)
-    return f
+    return write_lenprefixed(records, tmp / "corpus.bin")
 
 
 def _pair(

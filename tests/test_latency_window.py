@@ -19,6 +19,7 @@ import pytest
 
 from kbench.engine.transports.local_pool import spawn
 from kbench.kafka import admin, clients
+from kbench.model.corpus import write_lenprefixed
 
 pytestmark = pytest.mark.kafka
 
@@ -27,11 +28,7 @@ IN_WINDOW = COUNT - int(RATE * SKIP_S)
 
 
 def _corpus_file(tmp: Path, records: tuple[bytes, ...]) -> Path:
-    f = tmp / "corpus.bin"
-    with f.open("wb") as out:
-        for r in records:
-            out.write(len(r).to_bytes(4, "big") + r)
-    return f
+    return write_lenprefixed(records, tmp / "corpus.bin")
 
 
 @pytest.mark.parametrize(

@@ -171,10 +171,7 @@ def _run_driver(
     args: argparse.Namespace, props: dict[str, str], corp: corpus.Corpus, tmp: Path
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Producer (and consumer) as driver processes of --client; their summaries."""
-    f = tmp / "corpus.bin"
-    with f.open("wb") as out:
-        for r in corp.records:
-            out.write(len(r).to_bytes(4, "big") + r)
+    f = corpus.write_lenprefixed(corp.records, tmp / "corpus.bin")
     run_id = random.getrandbits(62) + 1
     base = {
         "topic": args.topic,

@@ -42,6 +42,7 @@ __all__ = [
     "log_lines",
     "random_printable",
     "read_records",
+    "lenprefixed_bytes",
     "write_lenprefixed",
 ]
 
@@ -344,12 +345,18 @@ def write_lines(corpus: Corpus, path: Path | str) -> Path:
     return atomic_write(path, b"".join(r + b"\n" for r in corpus.records))
 
 
-def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
-    """Write records as 4-byte big-endian length-prefixed binary (any bytes survive), atomically.
-
-    The file's sha256 is the corpus fingerprint (:attr:`Corpus.sha256` hashes the same bytes).
-    """
+def lenprefixed_bytes(records: Sequence[bytes]) -> bytes:
+    """Records as 4-byte big-endian length-prefixed binary (any bytes survive): the drivers' corpus
+    format (docs/drivers.md, ``corpus_format = lenprefixed``)."""
     for r in records:
         if len(r) >= 1 << 32:
             raise CorpusError(f"record of {len(r)} bytes does not fit a 4-byte length prefix")
-    return atomic_write(path, b"".join(len(r).to_bytes(4, "big") + r for r in records))
+    return b"".join(len(r).to_bytes(4, "big") + r for r in records)
+
+
+def write_lenprefixed(records: Sequence[bytes], path: Path | str) -> Path:
+    """Write records as :func:`lenprefixed_bytes`, atomically.
+
+    The file's sha256 is the corpus fingerprint (:attr:`Corpus.sha256` hashes the same bytes).
+    """
+    return atomic_write(path, lenprefixed_bytes(records))

@@ -26,6 +26,7 @@ from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import merge, rdstats
+from kbench.model.corpus import lenprefixed_bytes
 
 __all__ = ["CLOCK_LIMIT_S", "ClockReading", "DaskPool", "e2e_invalid_reason", "place"]
 
@@ -138,7 +139,7 @@ class DaskPool:
     def corpus(self, sha: str, records: Sequence[bytes]) -> Any:
         """The corpus as a length-prefixed blob, sent once to every worker."""
         if sha not in self._corpora:
-            blob = b"".join(len(r).to_bytes(4, "big") + r for r in records)
+            blob = lenprefixed_bytes(records)
             self._corpora[sha] = self.client.scatter(blob, broadcast=True, hash=False)
         return self._corpora[sha]
 
