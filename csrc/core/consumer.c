@@ -120,7 +120,14 @@ void kb_consumer_free_parts(kb_consumer *c) {
 /** One sampled record's end-to-end latency (consumed at now, sent at t): into the interval always, into
  * the run's histogram once its send time is inside the latency window (the first header's send time +
  * latency_skip_ns: start-up backlogs stay out of the steady-state figures). */
-static void e2e_record(kb_consumer *c, int64_t now, int64_t t) {
+static void e2e_record(kb_consumer *c, int64_t now, int64_t t, int64_t seq) {
+    if (c->latency_from_seq > 0) {
+        if (seq >= c->latency_from_seq)
+            kb_hist_record(c->e2e, now - t);
+        if (c->iv.width_ns)
+            kb_hist_record(c->iv.cur, now - t);
+        return;
+    }
     if (!c->lat_open) {
         /* no skip: every record (partitions are read in no order of send time) */
         c->lat_from = c->latency_skip_ns > 0 ? t + c->latency_skip_ns : INT64_MIN;
@@ -435,11 +442,12 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
         if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
             int64_t t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
             int64_t run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+            int64_t hseq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
             if (c->run_id && (uint64_t)run != c->run_id) {
                 c->foreign++;
             } else {
                 c->sampled++;
-                e2e_record(c, now, t);
+                e2e_record(c, now, t, hseq);
             }
         } else {
             c->no_header++;
@@ -569,7 +577,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
             c->no_header++;
         } else {
             c->sampled++;
-            e2e_record(c, now, t);
+            e2e_record(c, now, t, seq);
             if (seen) {
                 if (seq % hs != 0 || seq / hs >= c->samples_expected) {
                     c->out_of_range++;

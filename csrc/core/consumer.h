@@ -51,6 +51,8 @@ typedef struct {
     int from_beginning;    /* group: partitions the group has no offset for start at the low (1) or high (0) watermark */
     int64_t latency_skip_ns; /* the latency window: e2e records only records sent at or after the first kb header's
                                 send time + latency_skip_ns; 0 = every sampled record */
+    int64_t latency_from_seq; /* > 0: the latency window by sequence number instead (one producer at a fixed rate:
+                                 exactly its messages due from t0 + the skip); e2e records only seq >= it */
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
     /* outputs */

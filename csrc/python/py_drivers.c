@@ -344,20 +344,20 @@ static void consumer_dealloc(ConsumerObject *o) {
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
                              "timeout", "connect_timeout", "header_sample", "group",    "from_beginning",
-                             "interval", "latency_skip", NULL};
+                             "interval", "latency_skip", "latency_from_seq", NULL};
     PyObject *props;
     const char *topic;
-    long long run_id = 0, expected = 0, max_records = 0, header_sample = 1;
+    long long run_id = 0, expected = 0, max_records = 0, header_sample = 1, latency_from_seq = 0;
     double timeout = 60, conn_to = 10, interval = 0, latency_skip = 0;
     int group = 0, from_beginning = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppdd:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppddL:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
                                      &expected, &max_records, &timeout, &conn_to, &header_sample, &group,
-                                     &from_beginning, &interval, &latency_skip))
+                                     &from_beginning, &interval, &latency_skip, &latency_from_seq))
         return NULL;
     if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0 ||
-        !(interval >= 0) || interval > 3600 || !(latency_skip >= 0) || latency_skip > 3600) {
-        PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, "
-                                          "expected/max_records/header_sample >= 0, interval and latency_skip in 0..3600 s");
+        !(interval >= 0) || interval > 3600 || !(latency_skip >= 0) || latency_skip > 3600 || latency_from_seq < 0) {
+        PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, expected/max_records/header_sample/"
+                                          "latency_from_seq >= 0, interval and latency_skip in 0..3600 s");
         return NULL;
     }
     ConsumerObject *o = (ConsumerObject *)type->tp_alloc(type, 0);
@@ -383,6 +383,7 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->connect_timeout_s = conn_to;
     c->interval_ns = (int64_t)(interval * 1e9);
     c->latency_skip_ns = (int64_t)(latency_skip * 1e9);
+    c->latency_from_seq = latency_from_seq;
     c->group = group;
     c->from_beginning = from_beginning;
     if (!c->topic || !c->e2e) {

@@ -25,6 +25,7 @@ generator), and the loop thread alone.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from array import array
@@ -398,6 +399,19 @@ def _producer_result(d: dict[str, Any], spec: ProducerSpec) -> ProducerResult:
     return ProducerResult(rate=spec.rate if spec.mode == "fixed-rate" else 0.0, **d)
 
 
+def first_seq_due_after(rate: float, skip_s: float) -> int:
+    """The first sequence number a fixed-rate producer's latency window holds: the least i whose due
+    time t0 + (int)(i x 1e9/rate) ns (``kb_pace_due``, the same double arithmetic in every driver)
+    is at or after t0 + (int)(skip_s x 1e9) ns; 0 without a skip."""
+    if skip_s <= 0 or rate <= 0:
+        return 0
+    period, skip_ns = 1e9 / rate, int(skip_s * 1e9)
+    i = max(0, math.ceil(skip_s * rate) - 2)
+    while int(i * period) < skip_ns:
+        i += 1
+    return i
+
+
 def produce(spec: ProducerSpec, records: Sequence[bytes], run_id: int | None = None) -> ProducerResult:
     """Run the C producer loop to completion; KafkaError carries librdkafka's message."""
     rid = run_id if run_id is not None else new_run_id()
@@ -417,6 +431,7 @@ def new_consumer(
     group: bool = False,
     from_beginning: bool = False,
     latency_skip: float = 0.0,
+    latency_from_seq: int = 0,
 ) -> _native.Consumer:
     """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
     partitions are assigned at their end offsets, ``stop()`` ends it from another thread.
@@ -427,7 +442,9 @@ def new_consumer(
     ``expected`` 0 then means every record stored when the run began.
 
     ``latency_skip``: e2e records only records sent this many seconds or more after the first
-    ``kb`` header's send time (the latency window; the interval histograms keep every record)."""
+    ``kb`` header's send time (the latency window; the interval histograms keep every record);
+    ``latency_from_seq`` > 0 instead: only records whose sequence number is at least it (one
+    producer at a fixed rate: :func:`first_seq_due_after`, exactly the producer's window)."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -441,6 +458,7 @@ def new_consumer(
         group=group,
         from_beginning=from_beginning,
         latency_skip=latency_skip,
+        latency_from_seq=latency_from_seq,
     )
 
 

@@ -223,6 +223,7 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         group=bool(job.get("group", False)),
         from_beginning=bool(job.get("from_beginning", False)),
         latency_skip=float(job.get("latency_skip_s") or 0.0),
+        latency_from_seq=int(job.get("latency_from_seq") or 0),
     )
     bg = drivers.Background(c, "kbench-consumer")
     while not c.ready and not bg.done.is_set():

@@ -223,7 +223,10 @@ class DaskPool:
                 assert consumer_job is not None
                 ev = Event(f"kbench-ready-{token}-{i}", client=self.client)
                 readies.append(ev)
-                submit("consumer", w, i, consumer_job, ev.name)
+                # several producers: sequence numbers are ranges per producer, so the consumer's
+                # latency window falls back to the send-time rule (docs/drivers.md)
+                job = consumer_job if len(prods) <= 1 else dict(consumer_job, latency_from_seq=0)
+                submit("consumer", w, i, job, ev.name)
             for ev in readies:
                 self._wait(futures, ev.is_set, 60.0, "consumer assignment")
             start_at = time.time() + START_LEAD_S

@@ -351,6 +351,9 @@ class KafkaTransport:
                 "timeout": req.duration_s + distributed.START_LEAD_S + 30.0,
                 "skip_s": req.steady_skip_s,
                 "latency_skip_s": req.steady_skip_s,
+                # one producer at a fixed rate: the window by sequence number, exactly the producer's
+                # (several producers on Dask: distributed.py falls back to the send-time rule)
+                "latency_from_seq": drivers.first_seq_due_after(req.rate or 0.0, req.steady_skip_s),
                 "interval_s": drivers.SERIES_INTERVAL_S,
                 "group": self.defn.consumer_group,
             }

@@ -52,6 +52,9 @@ func runConsumer(j job, b backend) (map[string]any, error) {
 	// the latency window (job latency_skip_s): e2e records only records sent at or after the
 	// first kb header's send time + the skip; the interval histograms keep every record
 	latSkip, latFrom, latOpen := int64(j.num("latency_skip_s", 0)*1e9), int64(0), false
+	// latency_from_seq > 0: by sequence number instead (one producer at a fixed rate: exactly its
+	// messages due from the skip)
+	latFromSeq := int64(j.num("latency_from_seq", 0))
 	seen := make([]bool, samplesExpected)
 	var records, bytes, sampled, samplesSeen, sampleDuplicates, outOfRange, foreign, noHeader int64
 	var tFirst, tLast int64
@@ -100,14 +103,14 @@ loop:
 			continue
 		}
 		sampled++
-		if !latOpen {
+		if !latOpen && latFromSeq <= 0 {
 			// no skip: every record (partitions are read in no order of send time)
 			latFrom, latOpen = int64(math.MinInt64), true
 			if latSkip > 0 {
 				latFrom = t + latSkip
 			}
 		}
-		if t >= latFrom {
+		if (latFromSeq > 0 && seq >= latFromSeq) || (latFromSeq <= 0 && t >= latFrom) {
 			e2e.Record(now - t)
 		}
 		if series != nil {

@@ -21,6 +21,7 @@ final class RecordTally {
     final KbHistogram e2e = new KbHistogram();
     private final long runId;
     private final long latencySkipNs;
+    private final long latencyFromSeq;
     private long latencyFrom;
     private boolean latencyOpen;
     private Intervals series;
@@ -35,6 +36,7 @@ final class RecordTally {
     RecordTally(Map<String, Object> job, long runId) {
         this.runId = runId;
         this.latencySkipNs = (long) (Json.dbl(job, "latency_skip_s", 0) * 1e9);
+        this.latencyFromSeq = Json.lng(job, "latency_from_seq", 0);
     }
 
     /** The series (docs/drivers.md section 4.4), started at READY: null when the job asks for none. */
@@ -95,16 +97,27 @@ final class RecordTally {
             return;
         }
         sampled++;
-        if (!latencyOpen) {
-            latencyFrom = latencySkipNs > 0 ? kb.sentAt() + latencySkipNs : Long.MIN_VALUE;
-            latencyOpen = true;
-        }
-        if (kb.sentAt() >= latencyFrom) {
+        if (inLatencyWindow(kb)) {
             e2e.record(now - kb.sentAt());
         }
         if (series != null) {
             series.latency(now, now - kb.sentAt(), false);
         }
+    }
+
+    /**
+     * By sequence number when the job gives latency_from_seq (one producer at a fixed rate: exactly
+     * its messages due from the skip), else by send time from the first header read + the skip.
+     */
+    private boolean inLatencyWindow(Kb kb) {
+        if (latencyFromSeq > 0) {
+            return kb.seq() >= latencyFromSeq;
+        }
+        if (!latencyOpen) {
+            latencyFrom = latencySkipNs > 0 ? kb.sentAt() + latencySkipNs : Long.MIN_VALUE;
+            latencyOpen = true;
+        }
+        return kb.sentAt() >= latencyFrom;
     }
 
     /** The result fields both roles share (records, bytes, sampled, foreign, no_header, e2e). */
