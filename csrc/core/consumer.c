@@ -121,19 +121,18 @@ void kb_consumer_free_parts(kb_consumer *c) {
  * the run's histogram once its send time is inside the latency window (the first header's send time +
  * latency_skip_ns: start-up backlogs stay out of the steady-state figures). */
 static void e2e_record(kb_consumer *c, int64_t now, int64_t t, int64_t seq) {
+    int inside;
     if (c->latency_from_seq > 0) {
-        if (seq >= c->latency_from_seq)
-            kb_hist_record(c->e2e, now - t);
-        if (c->iv.width_ns)
-            kb_hist_record(c->iv.cur, now - t);
-        return;
+        inside = seq >= c->latency_from_seq; /* one producer at a fixed rate: exactly its window */
+    } else {
+        if (!c->lat_open) {
+            /* no skip: every record (partitions are read in no order of send time) */
+            c->lat_from = c->latency_skip_ns > 0 ? t + c->latency_skip_ns : INT64_MIN;
+            c->lat_open = 1;
+        }
+        inside = t >= c->lat_from;
     }
-    if (!c->lat_open) {
-        /* no skip: every record (partitions are read in no order of send time) */
-        c->lat_from = c->latency_skip_ns > 0 ? t + c->latency_skip_ns : INT64_MIN;
-        c->lat_open = 1;
-    }
-    if (t >= c->lat_from)
+    if (inside)
         kb_hist_record(c->e2e, now - t);
     if (c->iv.width_ns)
         kb_hist_record(c->iv.cur, now - t);
