@@ -45,6 +45,9 @@ class Cell:
     fetch_max_bytes: int = 52428800
     max_partition_fetch_bytes: int = 1048576
     fetch_min_bytes: int = 1
+    #: An A/A control (docs/methodology.md §5): the id of the baseline cell this cell repeats with
+    #: identical settings ("" for every other cell); the control's own id is ``<baseline>-aa``.
+    control_of: str = ""
     #: The parsed codec (plan load passes it; a cell built by hand gets it from ``codec``).
     spec: CodecSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
@@ -90,4 +93,5 @@ class Cell:
             "rate": self.rate,
             "key_policy": self.key_policy,
             "topic_compression": self.topic_compression,
+            "control_of": self.control_of,
         }

@@ -92,6 +92,7 @@ TEXT_COLUMNS = frozenset(
         "recompressed",
         "warmup",
         "level",
+        "control_of",
     }
     | set(MACHINE_COLUMNS)
 )

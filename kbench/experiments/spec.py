@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswerCell",
     "CELL_COLUMNS",
+    "CONTROL_COLUMN",
     "DEFAULT_SATURATION_BOUND_MS",
     "Experiment",
     "LABELS",
@@ -56,7 +57,12 @@ LABELS: tuple[str, ...] = (
     "rate",
     "key_policy",
     "topic_compression",
+    "control_of",  # an A/A control's rows: the baseline cell it repeats (empty on every other row)
 )
+#: The column naming the baseline cell an A/A control repeats (docs/methodology.md §5): a control
+#: is the baseline cell run again with identical settings, its cell id ``<baseline>-aa``.  As a
+#: label it keeps the control's rows apart from the baseline's; a verdict never takes it as a candidate.
+CONTROL_COLUMN = "control_of"
 #: Label axes of the in-memory micro-benchmark (M).
 M_LABELS: tuple[str, ...] = ("codec", "level", "block_size", "corpus")
 

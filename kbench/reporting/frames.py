@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, overload
 from kbench.engine.csvio import MACHINE_COLUMNS, TEXT_COLUMNS, WARMUP_COLUMN, bad_values, complete_bytes, format_value
 from kbench.engine.status import MISSING, Status
 from kbench.experiments import registry
+from kbench.experiments.spec import CONTROL_COLUMN
 from kbench.reporting.runs import LoadError, Run, machine_label
 
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
@@ -214,6 +215,8 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
         ) from None
     _check_schema(df, raw, path, exp)
     _add_plan_rate(df, run)
+    if "cell_id" in df.columns and CONTROL_COLUMN not in df.columns:  # runs from before A/A controls
+        df[CONTROL_COLUMN] = "NA"
     _check_rows(df, path)
     df = _exclude_bad_values(df, raw, path)
     for c in df.columns:
