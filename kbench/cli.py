@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _values_may_start_with_dash(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """``--block-sizes -1k`` as ``--block-sizes=-1k``: an option that takes one value gets the next
+    """``--block-sizes -1KiB`` as ``--block-sizes=-1KiB``: an option that takes one value gets the next
     word even when it starts with '-' (unless that word is itself an option), so the value is
     checked and refused with its own message instead of argparse's "expected one argument"."""
     takes_value: set[str] = set()

@@ -564,7 +564,10 @@ CASES: list[Case] = [
         "--block-sizes: 1000000000000000000000000000000 is out of range",
     ),
     Case(
-        "bench-block-minus-1k", ["codecs", "bench", "--block-sizes", "-1k"], 2, "--block-sizes: -1000 is out of range"
+        "bench-block-minus-1kib",
+        ["codecs", "bench", "--block-sizes", "-1KiB"],
+        2,
+        "--block-sizes: -1024 is out of range",
     ),
     Case("bench-block-garbage", ["codecs", "bench", "--block-sizes", "16q"], 2, "--block-sizes: bad size '16q'"),
     Case("bench-min-time-nan", ["codecs", "bench", "--min-time", "nan"], 2, "--min-time: nan is not a finite number"),
@@ -657,7 +660,7 @@ CASES: list[Case] = [
             "--codecs",
             "lz4",
             "--block-sizes",
-            "1k",
+            "1000",
             "-o",
             "{tmp}/copy/M.csv",
         ],
@@ -810,7 +813,7 @@ CASES: list[Case] = [
     Case(
         "bench-medians-within-their-ranges",
         ["codecs", "bench", "--corpus", "json", "--corpus-size", "300000", "--codecs", "zstd:19,gzip:9,lz4"]
-        + ["--block-sizes", "64k", "--repeats", "3", "--min-time", "0.02", "-o", "{tmp}/bench.csv"],
+        + ["--block-sizes", "64000", "--repeats", "3", "--min-time", "0.02", "-o", "{tmp}/bench.csv"],
         0,
         "wrote {tmp}/bench.csv",
         output=_medians_within_their_ranges,

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import SIZE_HELP, add_json, add_list, add_output, sizes
+from kbench.commands.args import SIZE_HELP, add_corpus, add_json, add_list, add_output, sizes
 from kbench.kafka import clients
 from kbench.kafka.drivers import client_level_range
 from kbench.model import advise as adv
@@ -43,13 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--corpus",
-        default="json",
-        help="json, logs, random, or a file of records: one per line, or a topic sample "
-        "(e.g. kcat -C -t TOPIC -c 20000 -e > sample.txt); default json",
-    )
-    p.add_argument("--corpus-format", choices=("lines", "lenprefixed"), default="lines", help="format of a file")
+    add_corpus(p, sized=False)  # advise sizes a built-in corpus to the workload (model.advise.corpus_for)
     p.add_argument("--rate", type=float, required=True, help="records per second produced to the topic")
     p.add_argument("--partitions", type=int, required=True, help="partitions of the topic")
     p.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")

@@ -7,25 +7,73 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kbench.model.corpus import DEFAULT_SIZE, FORMATS
 from kbench.model.units import SIZE_RULE, parse_size
 
-__all__ = ["SIZE_HELP", "add_json", "add_list", "add_output", "key_value", "listed", "size", "sizes"]
+__all__ = [
+    "SIZE_HELP",
+    "add_client_props",
+    "add_corpus",
+    "add_json",
+    "add_list",
+    "add_output",
+    "key_value",
+    "listed",
+    "size",
+    "sizes",
+]
 
 #: Appended to the help of every size option.
 SIZE_HELP = f"sizes: {SIZE_RULE}"
 
 
-def key_value(example: str) -> Callable[[str], tuple[str, str]]:
-    """An argparse ``type`` for ``key=value`` (whitespace around either side dropped); the
-    error names ``example`` (e.g. ``-X linger.ms=5``)."""
+def key_value(flag: str, example: str) -> Callable[[str], tuple[str, str]]:
+    """The one argparse ``type`` for ``key=value`` (``-X``, ``--topic-config``, ``--broker-config``):
+    the key's surrounding whitespace is dropped, the value is kept verbatim (a secret may hold
+    spaces); the error names ``flag`` and ``example`` (e.g. ``-X``, ``linger.ms=5``)."""
 
     def parse(text: str) -> tuple[str, str]:
-        if "=" not in text or text.startswith("="):
-            raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. {example})")
-        k, v = text.split("=", 1)
-        return k.strip(), v.strip()
+        k, sep, v = text.partition("=")
+        if not sep or not k.strip():
+            raise argparse.ArgumentTypeError(f"{flag} '{text}': write {flag} key=value (e.g. {flag} {example})")
+        return k.strip(), v
 
     return parse
+
+
+def add_client_props(p: argparse.ArgumentParser, help: str) -> argparse.Action:
+    """``-X KEY=VALUE`` (repeatable): client properties, as a list of ``(key, value)`` in ``props``."""
+    return p.add_argument(
+        "-X",
+        dest="props",
+        type=key_value("-X", "linger.ms=5"),
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"{help} (repeat, one pair each)",
+    )
+
+
+def add_corpus(p: argparse.ArgumentParser, *, many: Sequence[str] = (), sized: bool = True) -> None:
+    """The corpus options, the same in every command that takes a corpus: ``--corpus`` (one, or a
+    list defaulting to ``many``), ``--corpus-format`` and, unless the command sizes the corpus
+    itself (``sized=False``: advise), ``--corpus-size`` with the one default (kbench.model.corpus)."""
+    what = "json, logs, random (built in) or a file of records"
+    if many:
+        add_list(p, "--corpus", help=f"corpora: {what} (default {','.join(many)})")
+    else:
+        p.add_argument("--corpus", default="json", help=f"{what} (default json)")
+    p.add_argument(
+        "--corpus-format",
+        default="lines",
+        choices=FORMATS,
+        help="how a corpus file holds records: one per line, or 4-byte length-prefixed (default lines)",
+    )
+    if sized:
+        default = f"{DEFAULT_SIZE >> 20}MiB"
+        p.add_argument(
+            "--corpus-size", default=default, help=f"bytes of a built-in corpus (default {default}; {SIZE_HELP})"
+        )
 
 
 def listed(text: str) -> list[str]:

@@ -20,7 +20,7 @@ from kbench.kafka.cluster import (
 from kbench.kafka.kafka_dist import KafkaDistError
 from kbench.model import limits
 
-_KV = key_value("--broker-config num.io.threads=4")
+_KV = key_value("--broker-config", "num.io.threads=4")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

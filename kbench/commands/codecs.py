@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbench.commands.args import SIZE_HELP, add_json, add_list, add_output, size, sizes
+from kbench.commands.args import SIZE_HELP, add_corpus, add_json, add_list, add_output, size, sizes
 from kbench.model import codecs, corpus, limits, microbench
 from kbench.model.codecs import CodecSpec
 from kbench.model.paths import check_output_file
@@ -123,13 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    add_list(
-        b, "--corpus", help=f"built-in corpora (json, logs, random) or file paths (default {','.join(DEFAULT_CORPORA)})"
-    )
-    b.add_argument(
-        "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
-    )
-    b.add_argument("--corpus-size", default="4MiB", help=f"bytes generated for a built-in corpus ({SIZE_HELP})")
+    add_corpus(b, many=DEFAULT_CORPORA)
     b.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus generators")
     add_list(b, "--codecs", "--codec", help=f"codec[:level] specs (default {','.join(DEFAULT_CODECS)})")
     add_list(b, "--block-sizes", "--block-size", help=f"block sizes (default 16KiB,64KiB,1MiB; {SIZE_HELP})")

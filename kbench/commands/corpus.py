@@ -15,19 +15,12 @@ import sys
 from pathlib import Path
 
 from kbench import KafkaError
-from kbench.commands.args import SIZE_HELP, size
+from kbench.commands.args import SIZE_HELP, add_client_props, size
 from kbench.engine.redact import Scrubber
 from kbench.kafka import clients
 from kbench.kafka import sample as sample_mod
 from kbench.model import corpus as corpus_mod
 from kbench.model.paths import check_output_file
-
-
-def _kv(text: str) -> tuple[str, str]:
-    k, sep, v = text.partition("=")
-    if not sep or not k.strip():
-        raise argparse.ArgumentTypeError(f"'{text.split('=')[0]}' is not key=value (e.g. -X security.protocol=SSL)")
-    return k.strip(), v
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,15 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"keys + values kept at most (default {sample_mod.DEFAULT_MAX_BYTES}; {SIZE_HELP})",
     )
     s.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up on reaching --count")
-    s.add_argument(
-        "-X",
-        dest="props",
-        type=_kv,
-        action="append",
-        default=[],
-        metavar="PROP=VAL",
-        help="librdkafka client property, e.g. security settings (repeatable)",
-    )
+    add_client_props(s, "librdkafka client property, e.g. security settings")
     s.set_defaults(func=run_sample)
 
 

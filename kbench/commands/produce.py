@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import SIZE_HELP, add_output, key_value, size
+from kbench.commands.args import add_client_props, add_corpus, add_output, key_value, size
 from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
@@ -29,8 +29,6 @@ from kbench.kafka.drivers import (
 from kbench.model import corpus, limits
 from kbench.model.paths import atomic_write, check_output_file
 from kbench.model.stats import histogram_us
-
-_KV = key_value("-X linger.ms=5")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--topic-config",
-        type=_KV,
+        type=key_value("--topic-config", "retention.ms=60000"),
         action="append",
         default=[],
         metavar="K=V",
@@ -74,15 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--count", type=int, default=None, help="messages to send")
     p.add_argument("--duration", type=float, default=None, help="seconds to send for (without --count)")
     p.add_argument("--codec", default=None, help="shortcut for -X compression.type=CODEC (the Go clients' own names)")
-    p.add_argument(
-        "-X",
-        dest="props",
-        type=_KV,
-        action="append",
-        default=[],
-        metavar="PROP=VAL",
-        help="client property in --client's own names (docs/drivers.md section 2.1), passed verbatim (repeatable)",
-    )
+    add_client_props(p, "client property in --client's own names (docs/drivers.md section 2.1), passed verbatim")
     p.add_argument(
         "--header-sample",
         type=int,
@@ -97,8 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="message keys: none (null keys, default), round-robin or random over --nkeys values",
     )
     p.add_argument("--nkeys", type=int, default=0, help="distinct keys for --keys round-robin/random")
-    p.add_argument("--corpus", default="json", help="json, logs, random, or a file of records (one per line)")
-    p.add_argument("--corpus-size", default="4MiB", help=f"bytes of built-in corpus to generate ({SIZE_HELP})")
+    add_corpus(p)
     p.add_argument(
         "--stats",
         type=Path,
@@ -295,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         connect_timeout=args.connect_timeout,
         header_sample=args.header_sample,
     )
-    corp = corpus.load(args.corpus, size=args.corpus_size)
+    corp = corpus.load(args.corpus, size=args.corpus_size, seed=1, fmt=args.corpus_format)
     try:
         if args.create:
             admin.create_topic(

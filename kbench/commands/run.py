@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import add_json, add_list
+from kbench.commands.args import add_client_props, add_json, add_list
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.redact import Scrubber
@@ -56,14 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--broker-version", metavar="X.Y.Z", help="the brokers' Kafka version when nothing reports it")
     p.add_argument("--transport", choices=plan_mod.TRANSPORT_KINDS, help="override the plan's transport kind")
-    p.add_argument(
-        "-X",
-        dest="props",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka client property (e.g. security); repeat",
-    )
+    add_client_props(p, "librdkafka client property (e.g. security)")
     p.add_argument(
         "--seed", type=int, help="seed of the cell order (default: the plan's, else random; always recorded)"
     )
@@ -89,13 +82,8 @@ def _pid(text: str) -> int:
         ) from None
 
 
-def _props(items: list[str]) -> dict[str, str]:
-    out = {}
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k:
-            raise plan_mod.PlanError(f"-X {it.split('=')[0]}: write -X key=value")
-        out[k] = v
+def _props(items: list[tuple[str, str]]) -> dict[str, str]:
+    out = dict(items)
     plan_mod.check_client("-X", out)  # the same rule as a plan's [client]
     return out
 

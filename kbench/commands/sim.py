@@ -11,7 +11,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from kbench.commands.args import SIZE_HELP, add_list, add_output, size, sizes
+from kbench.commands.args import SIZE_HELP, add_corpus, add_list, add_output, size, sizes
 from kbench.model import corpus as corpus_mod
 from kbench.model import limits
 from kbench.model import simulator as sim
@@ -28,13 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--corpus", default="json", help="json, logs, random, or a file (one record per line); default json")
-    p.add_argument(
-        "--corpus-format", default="lines", choices=["lines", "lenprefixed"], help="how a corpus file holds records"
-    )
-    p.add_argument(
-        "--corpus-size", default="16MiB", help=f"payload size of a built-in corpus (default 16MiB; {SIZE_HELP})"
-    )
+    add_corpus(p)
     add_list(p, "--codec", help="producer codec[:level] (default none)")
     add_list(p, "--batch-size", help=f"batch.size (default 16KiB; {SIZE_HELP})")
     p.add_argument("--linger-ms", type=float, default=5.0, help="linger.ms (default 5)")

@@ -33,6 +33,8 @@ from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model import codecs, limits
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
+from kbench.model.corpus import DEFAULT_SIZE as DEFAULT_CORPUS_SIZE
+from kbench.model.corpus import FORMATS as CORPUS_FORMATS
 from kbench.model.paths import not_a_regular_file
 from kbench.model.units import parse_size
 
@@ -176,7 +178,7 @@ class CorpusDef:
     source: str  # a built-in generator name, or "file"
     path: str | None = None
     format: str = "lines"
-    size: int = 4 << 20
+    size: int = DEFAULT_CORPUS_SIZE
     seed: int = 1
 
 
@@ -468,7 +470,7 @@ def _corpus_defs(data: Mapping[str, Any], base_dir: Path, corpus_size: int) -> d
                 raise PlanError(f"{where}path: {what}: {fp}; give an existing regular file")
             path = str(fp)
         fmt = str(tbl.get("format", "lines"))
-        if fmt not in ("lines", "lenprefixed"):
+        if fmt not in CORPUS_FORMATS:
             raise PlanError(f"{where}format: unknown format '{fmt}'; use lines or lenprefixed")
         size = _corpus_size(where + "size", tbl.get("size", corpus_size))
         seed = int(_bounded(where + "seed", tbl.get("seed", 1), "seed"))
@@ -689,7 +691,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if seed is not None:
         seed = int(_bounded("seed", seed, "seed"))
     frac = float(_bounded("auto_rate_fraction", data.get("auto_rate_fraction", 0.5), "auto_rate_fraction"))
-    corpus_size = _corpus_size("corpus_size", data.get("corpus_size", 4 << 20))
+    corpus_size = _corpus_size("corpus_size", data.get("corpus_size", DEFAULT_CORPUS_SIZE))
     max_steal = float(_number("max_steal_pct", data.get("max_steal_pct", STEAL_LIMIT_PCT)))
     if max_steal > 100:
         raise PlanError(f"max_steal_pct: {max_steal} must be in (0, 100]; the method's default is 1")

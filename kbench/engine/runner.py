@@ -36,7 +36,8 @@ from kbench.engine.status import MISSING, RETRY_STATUSES, Status, worst
 from kbench.engine.transports.base import RunRequest, RunResult, Transport, TransportError, TransportInfo
 from kbench.experiments import registry
 from kbench.kafka.procstat import StealSource
-from kbench.model.corpus import Corpus, CorpusError, generate, read_records
+from kbench.model.corpus import Corpus, CorpusError
+from kbench.model.corpus import load as corpus_load
 
 __all__ = ["GateRefused", "RunOptions", "RunOutcome", "derive_rate", "execute", "load_corpora", "order_runs"]
 
@@ -91,11 +92,8 @@ def load_corpora(plan: Plan) -> dict[str, Corpus]:
     out: dict[str, Corpus] = {}
     for name, d in plan.corpora.items():
         try:
-            if d.source == "file":
-                assert d.path is not None
-                out[name] = Corpus(name=name, records=tuple(read_records(d.path, d.format)), source=f"file:{d.path}")
-            else:
-                out[name] = generate(d.source, d.size, d.seed)
+            spec = d.source if d.path is None else d.path  # a file corpus has its path (plan._corpus_defs)
+            out[name] = corpus_load(spec, size=d.size, seed=d.seed, fmt=d.format, name=name)
         except CorpusError as e:
             raise PlanError(f"corpora.{name}: {e}") from None
     return out

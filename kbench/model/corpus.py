@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN",
+    "DEFAULT_SIZE",
+    "FORMATS",
     "Corpus",
     "CorpusError",
     "entropy",
@@ -45,6 +47,11 @@ __all__ = [
     "lenprefixed_bytes",
     "write_lenprefixed",
 ]
+
+#: Bytes of a built-in corpus when nobody says (every command's ``--corpus-size``, a plan's ``corpus_size``).
+DEFAULT_SIZE = 4 << 20
+#: How a corpus file holds records: one per line, or 4-byte big-endian length-prefixed.
+FORMATS = ("lines", "lenprefixed")
 
 #: Above this many bits per byte a corpus is treated as "near random" and warned about.
 NEAR_RANDOM_BITS = 6.3
@@ -198,7 +205,7 @@ BUILTIN: dict[str, Callable[[int, int], list[bytes]]] = {
 }
 
 
-def generate(name: str, size: int = 4 << 20, seed: int = 1) -> Corpus:
+def generate(name: str, size: int = DEFAULT_SIZE, seed: int = 1) -> Corpus:
     """A built-in corpus of at least ``size`` payload bytes (whole records)."""
     if name not in BUILTIN:
         raise CorpusError(f"unknown corpus '{name}'; use one of {', '.join(BUILTIN)} or a file path")
@@ -330,12 +337,14 @@ def read_records(
     return records
 
 
-def load(spec: str, size: int = 4 << 20, seed: int = 1, fmt: str = "lines") -> Corpus:
-    """A built-in corpus by name, or a file path read as records."""
-    if spec in BUILTIN:
+def load(
+    spec: str | Path, size: int = DEFAULT_SIZE, seed: int = 1, fmt: str = "lines", name: str | None = None
+) -> Corpus:
+    """A built-in corpus by name, or a file path read as records (named ``name``, else the file's name)."""
+    if isinstance(spec, str) and spec in BUILTIN:
         return generate(spec, size, seed)
     p = Path(spec)
-    return Corpus(name=p.name, records=tuple(read_records(p, fmt)), source=f"file:{p}")
+    return Corpus(name=name or p.name, records=tuple(read_records(p, fmt)), source=f"file:{p}")
 
 
 def write_lines(corpus: Corpus, path: Path | str) -> Path:
