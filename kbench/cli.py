@@ -34,6 +34,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block): ``kbench: error: ...; see kbench CMD --help``."""
 
+    def format_help(self) -> str:
+        """Plain text: the modules' docstrings are the descriptions, without their reStructuredText marks."""
+        return super().format_help().replace("``", "").replace("`", "")
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"kbench: error: {message}; see {self.prog} --help\n")
 

@@ -577,14 +577,14 @@ CASES: list[Case] = [
     Case("bench-codecs-empty", ["codecs", "bench", "--codecs", ","], 2, "--codecs is empty"),
     Case(
         "bench-csv-dir",
-        ["codecs", "bench", "--corpus-size", "1000", "-o", "{adir}"],
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "{adir}"],
         2,
-        "-o",
+        "--csv",
         after=_no_temp_files,
     ),
     Case(
         "bench-csv-proc",
-        ["codecs", "bench", "--corpus-size", "1000", "-o", "/proc/kbench.csv"],
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "/proc/kbench.csv"],
         2,
         "cannot create a file in /proc",
         after=_no_temp_files,
@@ -607,7 +607,10 @@ CASES: list[Case] = [
     Case("sim-partitions-0", ["sim", "--partitions", "0"], 2, "--partitions: 0 is out of range"),
     Case("sim-keys-negative", ["sim", "--keys", "-1"], 2, "--keys: -1 is out of range"),
     Case("sim-corpus-size-1e12", ["sim", "--corpus-size", "1000000000000"], 2, "--corpus-size: 1000000000000 bytes"),
-    Case("sim-csv-dir", ["sim", "--corpus-size", "64KiB", "-o", "{adir}"], 2, "-o {adir}", after=_no_temp_files),
+    Case("sim-csv-dir", ["sim", "--corpus-size", "64KiB", "--csv", "{adir}"], 2, "--csv {adir}", after=_no_temp_files),
+    Case(
+        "sim-o-file", ["sim", "--corpus-size", "64KiB", "-o", "{afile}"], 2, "is not a directory; -o names a directory"
+    ),
     Case("sim-corpus-fifo", ["sim", "--corpus", "{fifo}"], 2, "is a FIFO"),
     # --- issue 22: limits on records and memory, not only bytes
     Case(
@@ -634,19 +637,19 @@ CASES: list[Case] = [
     # --- issue 22: no command writes over a file of a run directory; a full disk
     Case(
         "sim-csv-over-a-run-csv",
-        ["sim", "--corpus-size", "64KiB", "-o", "{run}/C.csv"],
+        ["sim", "--corpus-size", "64KiB", "--csv", "{run}/C.csv"],
         2,
         "C.csv: is a file of the run directory",
     ),
     Case(
         "bench-csv-over-a-run-csv",
-        ["codecs", "bench", "--corpus-size", "1000", "-o", "{run}/C.csv"],
+        ["codecs", "bench", "--corpus-size", "1000", "--csv", "{run}/C.csv"],
         2,
         "kbench never replaces a run's files; choose a new file name",
     ),
     Case(
         "inspect-csv-over-a-run-manifest",
-        ["inspect", "{good_log}", "-o", "{run}/manifest.json"],
+        ["inspect", "{good_log}", "--csv", "{run}/manifest.json"],
         2,
         "manifest.json: is a file of the run directory",
     ),
@@ -662,7 +665,7 @@ CASES: list[Case] = [
             "--block-sizes",
             "1000",
             "-o",
-            "{tmp}/copy/M.csv",
+            "{tmp}/copy",
         ],
         0,
         "wrote",
@@ -738,15 +741,15 @@ CASES: list[Case] = [
         1,
         "exceeds the batch's offset range",
     ),
-    Case("inspect-csv-dir", ["inspect", "{good_log}", "-o", "{adir}"], 2, "-o {adir}", after=_no_temp_files),
+    Case("inspect-csv-dir", ["inspect", "{good_log}", "--csv", "{adir}"], 2, "--csv {adir}", after=_no_temp_files),
     Case(
         "inspect-csv-proc",
-        ["inspect", "{good_log}", "-o", "/proc/kbench.csv"],
+        ["inspect", "{good_log}", "--csv", "/proc/kbench.csv"],
         2,
         "cannot create a file in /proc",
         after=_no_temp_files,
     ),
-    Case("inspect-nonutf8-csv", ["inspect", "{nonutf8_dir}", "-o", "{tmp}/out.csv"], 0, "wrote", after=_nonutf8_csv),
+    Case("inspect-nonutf8-csv", ["inspect", "{nonutf8_dir}", "--csv", "{tmp}/out.csv"], 0, "wrote", after=_nonutf8_csv),
     # --- report
     Case(
         "report-same-dir-twice",
@@ -813,7 +816,7 @@ CASES: list[Case] = [
     Case(
         "bench-medians-within-their-ranges",
         ["codecs", "bench", "--corpus", "json", "--corpus-size", "300000", "--codecs", "zstd:19,gzip:9,lz4"]
-        + ["--block-sizes", "64000", "--repeats", "3", "--min-time", "0.02", "-o", "{tmp}/bench.csv"],
+        + ["--block-sizes", "64000", "--repeats", "3", "--min-time", "0.02", "--csv", "{tmp}/bench.csv"],
         0,
         "wrote {tmp}/bench.csv",
         output=_medians_within_their_ranges,

@@ -193,12 +193,12 @@ def test_every_writer_takes_o_output(path: tuple[str, ...]) -> None:
 
 
 def test_o_writes_what_sim_codecs_and_inspect_say(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sim_csv, seg = tmp_path / "sim.csv", tmp_path / "seg"
+    """-o names a directory on every command (docs/cli.md); --csv FILE is the one-file form."""
+    out, seg = tmp_path / "out", tmp_path / "seg"
     common = ["--corpus-size", "64KiB", "--batch-size", "16KiB"]
-    assert cli_main(["sim", *common, "--codec", "none,lz4", "-o", str(sim_csv), "--segments", str(seg)]) == 0
-    rows = sim_csv.read_text().splitlines()
+    assert cli_main(["sim", *common, "--codec", "none,lz4", "-o", str(out), "--segments", str(seg)]) == 0
+    rows = (out / "sim.csv").read_text().splitlines()
     assert len(rows) == 3 and "lz4" in rows[2]
-    m_csv = tmp_path / "m.csv"
     bench = [
         "codecs",
         "bench",
@@ -211,14 +211,16 @@ def test_o_writes_what_sim_codecs_and_inspect_say(tmp_path: Path, capsys: pytest
         "--block-sizes",
         "16KiB",
     ]
-    assert cli_main([*bench, "--min-time", "0.01", "--repeats", "1", "--json", "-o", str(m_csv)]) == 0
-    out = capsys.readouterr().out
-    cells = json.loads(out[out.index("{") :])["cells"]
+    assert cli_main([*bench, "--min-time", "0.01", "--repeats", "1", "--json", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    cells = json.loads(text[text.index("{") :])["cells"]
     assert [(c["spec"], c["block_size"]) for c in cells] == [("lz4", 16384)]
-    assert m_csv.is_file() and "lz4" in m_csv.read_text()
-    batches = tmp_path / "batches.csv"
-    assert cli_main(["inspect", str(seg / "run001"), "--summary-only", "-o", str(batches)]) == 0
+    assert (out / "M.csv").is_file() and "lz4" in (out / "M.csv").read_text()
+    batches = tmp_path / "batches-here.csv"
+    assert cli_main(["inspect", str(seg / "run001"), "--summary-only", "--csv", str(batches)]) == 0
     assert batches.read_text().startswith("file,") or "base_offset" in batches.read_text().splitlines()[0]
+    assert cli_main(["inspect", str(seg / "run001"), "--summary-only", "-o", str(out)]) == 0
+    assert (out / "batches.csv").read_text() == batches.read_text()
 
 
 PLAN = """\

@@ -55,7 +55,7 @@ def test_cli_writes_table_and_tidy_csv(tmp_path: Path) -> None:
             "0.02",
             "--repeats",
             "2",
-            "-o",
+            "--csv",
             str(out),
         ],
         capture_output=True,

@@ -130,7 +130,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
         nkeys=7,
     )
     assert produce(spec, recs).delivered == len(recs)
-    out = tmp_path / "sample.bin"
+    out = tmp_path / "sample" / "corpus.bin"
     r = subprocess.run(
         [
             sys.executable,
@@ -146,7 +146,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
             "10000",
             "--keys",
             "-o",
-            str(out),
+            str(out.parent),
         ],
         capture_output=True,
         text=True,
@@ -157,7 +157,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
     digest = hashlib.sha256(out.read_bytes()).hexdigest()
     assert f"sha256 {digest}" in r.stdout and "entropy" in r.stdout and "p50" in r.stdout
     assert corpus.Corpus("s", tuple(recs)).sha256 == digest
-    keys = corpus.read_records(out.with_name("sample.bin.keys"), "lenprefixed")
+    keys = corpus.read_records(out.with_name("corpus.bin.keys"), "lenprefixed")
     assert keys == [f"key-{i % 7}".encode() for i in range(len(recs))]
     # bounded: --count 100 reads 100 records, the first 100 of the partition
     r = subprocess.run(
@@ -174,14 +174,14 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
             "--count",
             "100",
             "-o",
-            str(tmp_path / "s100.bin"),
+            str(tmp_path / "s100"),
         ],
         capture_output=True,
         text=True,
         timeout=180,
     )
     assert r.returncode == 0, r.stderr
-    assert corpus.read_records(tmp_path / "s100.bin", "lenprefixed") == recs[:100]
+    assert corpus.read_records(tmp_path / "s100" / "corpus.bin", "lenprefixed") == recs[:100]
     # the file works with kbench sim and as a codec benchmark corpus
     s = subprocess.run(
         [

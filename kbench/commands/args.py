@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kbench.model.corpus import DEFAULT_SIZE, FORMATS
+from kbench.model.paths import check_output_file
 from kbench.model.units import SIZE_RULE, parse_size
 
 __all__ = [
     "SIZE_HELP",
     "add_client_props",
     "add_corpus",
+    "add_csv",
     "add_json",
     "add_list",
     "add_output",
+    "emit_json",
     "key_value",
     "listed",
+    "output_file",
+    "ready",
     "size",
     "sizes",
 ]
@@ -109,13 +117,67 @@ def sizes(where: str, items: Sequence[str] | None, default: Sequence[int]) -> li
     return [parse_size(t, where) for t in items]
 
 
-def add_output(p: argparse.ArgumentParser, help: str, *legacy: str, **kw: Any) -> argparse.Action:
-    """``-o/--output``: what the command writes.  ``legacy`` spellings (older scripts) stay as hidden
-    aliases of the same destination."""
-    action = p.add_argument("-o", "--output", type=Path, default=None, help=help, **kw)
+#: The one meaning of ``-o/--output`` (docs/cli.md): a directory, made if missing.
+OUTPUT_RULE = "-o names a directory (docs/cli.md)"
+
+#: Suffixes that say a file was meant: ``-o sim.csv`` is refused with the file flag to use instead.
+FILE_SUFFIXES = frozenset({".csv", ".json", ".bin", ".txt", ".png", ".md", ".html"})
+
+
+def add_output(p: argparse.ArgumentParser, writes: str, *legacy: str, **kw: Any) -> argparse.Action:
+    """``-o/--output DIR``: the directory the command writes ``writes`` into (made if missing), the
+    same kind of thing on every command.  ``legacy`` spellings stay as hidden aliases."""
+    action = p.add_argument(
+        "-o", "--output", type=Path, default=None, metavar="DIR", help=f"directory to write {writes} in", **kw
+    )
     for flag in legacy:
         p.add_argument(flag, dest="output", type=Path, help=argparse.SUPPRESS)
     return action
+
+
+def add_csv(p: argparse.ArgumentParser, what: str) -> argparse.Action:
+    """``--csv FILE``: one CSV file, named exactly (the file form beside ``-o DIR``)."""
+    return p.add_argument(
+        "--csv", type=Path, default=None, metavar="FILE", help=f"write {what} to this CSV file (atomically)"
+    )
+
+
+def _check_output_dir(flag: str, d: Path, file_flag: str | None) -> None:
+    other = f", or {file_flag} FILE for one file" if file_flag else ""
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{flag} {d}: is not a directory; {OUTPUT_RULE}: give a directory{other}")
+    if not d.exists() and d.suffix.lower() in FILE_SUFFIXES:
+        raise ValueError(f"{flag} {d}: looks like a file name; {OUTPUT_RULE}: give a directory{other}")
+    parent = d.absolute()
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {d}: cannot be made in {parent}; give a directory in a writable place")
+
+
+def output_file(args: argparse.Namespace, name: str, file_flag: str | None = None) -> tuple[str, Path] | None:
+    """Where the command's result file goes, checked before any work: ``file_flag``'s FILE when
+    given (e.g. ``--csv``), else ``-o DIR`` / ``name``; None when neither was given.  Returns the
+    flag to name in messages and the path; the directory is made by :func:`ready`."""
+    if file_flag is not None:
+        f = getattr(args, file_flag.lstrip("-").replace("-", "_"), None)
+        if f is not None:
+            check_output_file(file_flag, f)
+            return file_flag, Path(f)
+    d = getattr(args, "output", None)
+    if d is None:
+        return None
+    d = Path(d)
+    _check_output_dir("-o", d, file_flag)
+    if d.is_dir():
+        check_output_file("-o", d / name)
+    return "-o", d / name
+
+
+def ready(path: Path) -> Path:
+    """``path`` with its directory made (``-o DIR`` may name a new one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def add_json(p: argparse.ArgumentParser, what: str) -> argparse.Action:
@@ -123,3 +185,8 @@ def add_json(p: argparse.ArgumentParser, what: str) -> argparse.Action:
     return p.add_argument(
         "--json", action="store_true", help=f"print {what} as one JSON document on stdout (for scripts)"
     )
+
+
+def emit_json(doc: Any) -> None:
+    """The ``--json`` document on stdout (one, indented; non-JSON values as their text)."""
+    sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")

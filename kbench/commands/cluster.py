@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from kbench.commands.args import SIZE_HELP, key_value, size
+from kbench.commands.args import SIZE_HELP, add_json, emit_json, key_value, size
 from kbench.kafka import admin
 from kbench.kafka.cluster import (
     DEFAULT_PORT_BASE,
@@ -59,15 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="start brokers without the Prometheus JMX exporter (default: on BASE+200+i-1, docs/remote.md)",
     )
+    add_json(up, "the cluster's state (as cluster.json holds it)")
     up.set_defaults(func=_up)
 
     st = csub.add_parser("status", help="show the cluster's brokers, pids and whether they are alive")
     st.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
+    add_json(st, "the cluster's state, each broker's liveness and the registered brokers")
     st.set_defaults(func=_status)
 
     dn = csub.add_parser("down", help="stop the processes 'up' started (and only those)")
     dn.add_argument("--dir", type=Path, default=None, help=f"cluster directory (default {default_dir()})")
     dn.add_argument("--timeout", type=float, default=15.0, help="seconds before SIGKILL")
+    add_json(dn, "the pids stopped")
     dn.set_defaults(func=_down)
 
 
@@ -114,20 +118,38 @@ def _up(args: argparse.Namespace) -> int:
     except (ClusterError, KafkaDistError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
+    if args.json:
+        emit_json(_state_doc(d))
+        return 0
     _print_state(d)
     print(f"state: {d / 'cluster.json'}; stop with: kbench cluster down --dir {d}")
     return 0
+
+
+def _state_doc(d: Path, alive: dict[int, bool] | None = None) -> dict[str, object]:
+    doc: dict[str, object] = json.loads(read_state(d).to_json())
+    if alive is not None:
+        doc["alive"] = {str(k): v for k, v in alive.items()}
+    return doc
 
 
 def _status(args: argparse.Namespace) -> int:
     d = _dir(args)
     try:
         alive = status(d)
-        _print_state(d, alive)
+        if args.json:
+            doc = _state_doc(d, alive)
+        else:
+            _print_state(d, alive)
         if not all(alive.values()):
+            if args.json:
+                emit_json(doc)
             return 1
         md = admin.metadata({"bootstrap.servers": read_state(d).bootstrap_servers}, timeout=5.0)
-        print(f"registered brokers: {sorted(b[0] for b in md['brokers'])}; topics: {len(md['topics'])}")
+        if args.json:
+            emit_json({**doc, "registered_brokers": sorted(b[0] for b in md["brokers"]), "topics": len(md["topics"])})
+        else:
+            print(f"registered brokers: {sorted(b[0] for b in md['brokers'])}; topics: {len(md['topics'])}")
     except (ClusterError, admin.KafkaError) as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
@@ -142,5 +164,8 @@ def _down(args: argparse.Namespace) -> int:
     except ClusterError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
+    if args.json:
+        emit_json({"stopped_pids": pids})
+        return 0
     print(f"stopped pids {pids}" if pids else "no running broker of this cluster was left; state removed")
     return 0

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
-from pathlib import Path
 
-from kbench.commands.args import SIZE_HELP, add_corpus, add_json, add_list, add_output, size, sizes
+from kbench.commands.args import (
+    SIZE_HELP,
+    add_corpus,
+    add_csv,
+    add_json,
+    add_list,
+    add_output,
+    emit_json,
+    output_file,
+    size,
+    sizes,
+)
 from kbench.model import codecs, corpus, limits, microbench
 from kbench.model.codecs import CodecSpec
-from kbench.model.paths import check_output_file
+
+#: The CSV ``-o DIR`` holds (a run directory's experiment M file, docs/csv-schema.md).
+M_FILE = "M.csv"
 
 DEFAULT_CODECS = ("zstd:1", "zstd:3", "lz4", "snappy", "gzip:6")
 DEFAULT_BLOCKS = (16384, 65536, 1048576)
@@ -43,9 +54,15 @@ def _list(args: argparse.Namespace) -> int:
         "lz4": "1..17 (default 9 = fast; others LZ4HC)",
         "zstd": "-131072..-1, 1..22 (default 3)",
     }
-    for c in codecs.available():
-        v = versions.get(lib.get(c, ""), "")
-        print(f"{c:<7} levels {ranges[c]:<40} {lib.get(c, '')} {v}")
+    rows = [
+        {"codec": c, "levels": ranges[c], "library": lib.get(c, ""), "version": versions.get(lib.get(c, ""), "")}
+        for c in codecs.available()
+    ]
+    if args.json:
+        emit_json({"codecs": rows})
+        return 0
+    for r in rows:
+        print(f"{r['codec']:<7} levels {r['levels']:<40} {r['library']} {r['version']}")
     return 0
 
 
@@ -56,8 +73,7 @@ def _bench(args: argparse.Namespace) -> int:
     limits.check("--min-time", args.min_time, "min_time")
     limits.check("--seed", args.seed, "seed")
     corpus_size = limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
-    if args.output:
-        check_output_file("-o", args.output)
+    out = output_file(args, M_FILE, "--csv")
     names = args.corpus if args.corpus is not None else DEFAULT_CORPORA
     if not names:
         raise ValueError("--corpus is empty; give e.g. --corpus json,logs")
@@ -69,7 +85,7 @@ def _bench(args: argparse.Namespace) -> int:
                 "ratios will be ~1; use it only as a control",
                 file=sys.stderr,
             )
-    writer = microbench.RowWriter(Path(args.output)) if args.output else None
+    writer = microbench.RowWriter(out[1]) if out else None
     total = len(corpora) * len(specs) * len(blocks)
     t0 = time.monotonic()
 
@@ -93,8 +109,7 @@ def _bench(args: argparse.Namespace) -> int:
     rows = microbench.run(corpora, specs, blocks, args.min_time, args.repeats, on_cell=progress)
     summary = microbench.summarize(rows)
     if args.json:
-        doc = {"experiment": "M", "cells": [{**dataclasses.asdict(x), "spec": str(x.spec)} for x in summary]}
-        print(json.dumps(doc, indent=1))
+        emit_json({"experiment": "M", "cells": [{**dataclasses.asdict(x), "spec": str(x.spec)} for x in summary]})
     else:
         print(microbench.format_table(summary))
     if writer:
@@ -111,6 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = p.add_subparsers(dest="codecs_command", metavar="ACTION")
     s.required = True
     lp = s.add_parser("list", help="codecs, level ranges and library versions")
+    add_json(lp, "the codecs (name, levels, library, version)")
     lp.set_defaults(func=_list)
     b = s.add_parser(
         "bench",
@@ -121,14 +137,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             "one warm-up is excluded; --repeats timed runs give median, min and max MB/s (MB = 10^6 bytes). "
             "Every decompression is checked against the input."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_corpus(b, many=DEFAULT_CORPORA)
-    b.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus generators")
+    b.add_argument("--seed", type=int, default=1, help="seed of the built-in corpus generators (default 1)")
     add_list(b, "--codecs", "--codec", help=f"codec[:level] specs (default {','.join(DEFAULT_CODECS)})")
     add_list(b, "--block-sizes", "--block-size", help=f"block sizes (default 16KiB,64KiB,1MiB; {SIZE_HELP})")
-    b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds per timed figure")
-    b.add_argument("--repeats", type=int, default=5, help="timed repetitions per figure")
-    add_output(b, "write tidy rows (one per cell × repetition) to this CSV, atomically", "--csv")
+    b.add_argument("--min-time", type=float, default=0.5, help="minimum seconds per timed figure (default 0.5)")
+    b.add_argument("--repeats", type=int, default=5, help="timed repetitions per figure (default 5)")
+    add_output(b, f"{M_FILE} (tidy rows, one per cell × repetition)")
+    add_csv(b, "the tidy rows (one per cell × repetition)")
     add_json(b, "the summary (one object per cell)")
     b.set_defaults(func=_bench)

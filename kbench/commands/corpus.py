@@ -12,15 +12,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
 from kbench import KafkaError
-from kbench.commands.args import SIZE_HELP, add_client_props, size
+from kbench.commands.args import SIZE_HELP, add_client_props, add_json, add_output, emit_json, output_file, ready, size
 from kbench.engine.redact import Scrubber
 from kbench.kafka import clients
 from kbench.kafka import sample as sample_mod
 from kbench.model import corpus as corpus_mod
 from kbench.model.paths import check_output_file
+
+#: The corpus file ``-o DIR`` holds (its keys, with --keys: ``corpus.bin.keys``).
+CORPUS_FILE = "corpus.bin"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,8 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--bootstrap", required=True, help="host:port[,...] of the cluster")
     s.add_argument("--topic", required=True, help="the topic to sample (read from the beginning of each partition)")
     s.add_argument("--count", type=int, required=True, help="records to read at most")
-    s.add_argument("-o", "--output", type=Path, required=True, help="the corpus file to write (length-prefixed)")
-    s.add_argument("--keys", action="store_true", help="also write the keys, to OUTPUT.keys (length-prefixed)")
+    add_output(s, f"{CORPUS_FILE} (length-prefixed records)", required=True)
+    s.add_argument(
+        "--keys", action="store_true", help=f"also write the keys, to DIR/{CORPUS_FILE}.keys (length-prefixed)"
+    )
+    add_json(s, "the sample's figures and files")
     s.add_argument(
         "--max-bytes",
         default=str(sample_mod.DEFAULT_MAX_BYTES),
@@ -55,9 +60,11 @@ def run_sample(args: argparse.Namespace) -> int:
     clients.check_properties("-X", props, {"librdkafka"})  # before connecting or writing
     props["bootstrap.servers"] = args.bootstrap
     scrub = Scrubber.of(props)
-    check_output_file("-o", args.output)
+    target = output_file(args, CORPUS_FILE)
+    assert target is not None  # -o is required
+    out = target[1]
     if args.keys:
-        check_output_file("-o", args.output.with_name(args.output.name + ".keys"))
+        check_output_file("-o", out.with_name(out.name + ".keys"))
     try:
         s = sample_mod.sample(props, args.topic, args.count, max_bytes=args.max_bytes, timeout=args.timeout)
     except KafkaError as e:
@@ -67,12 +74,40 @@ def run_sample(args: argparse.Namespace) -> int:
         print(f"kbench: error: topic {args.topic} holds no records to sample; nothing written", file=sys.stderr)
         return 1
     values = s.values
-    corpus_mod.write_lenprefixed(values, args.output)
-    c = corpus_mod.Corpus(name=args.output.name, records=tuple(values), source=f"topic:{args.topic}")
+    corpus_mod.write_lenprefixed(values, ready(out))
+    c = corpus_mod.Corpus(name=out.name, records=tuple(values), source=f"topic:{args.topic}")
     sizes = sorted(len(v) for v in values)
-    print(
-        f"sampled {len(values)} of {s.available} records from {args.topic} ({s.partitions} partitions) into {args.output}"
-    )
+    keys_path = out.with_name(out.name + ".keys") if args.keys else None
+    if keys_path is not None:
+        corpus_mod.write_lenprefixed(s.keys, keys_path)
+    nulls = sum(1 for r in s.records if r.key is None)
+    if args.json:
+        emit_json(
+            {
+                "corpus": str(out),
+                "keys": None if keys_path is None else str(keys_path),
+                "records": len(values),
+                "available": s.available,
+                "partitions": s.partitions,
+                "truncated": s.truncated,
+                "timed_out": s.timed_out,
+                "null_values": s.null_values,
+                "null_keys": nulls,
+                "value_bytes": {
+                    "total": sum(sizes),
+                    "min": sizes[0],
+                    "p50": _pct(sizes, 50),
+                    "p90": _pct(sizes, 90),
+                    "p99": _pct(sizes, 99),
+                    "max": sizes[-1],
+                    "mean": statistics.fmean(sizes),
+                },
+                "entropy": c.entropy,
+                "sha256": c.sha256,
+            }
+        )
+        return 0
+    print(f"sampled {len(values)} of {s.available} records from {args.topic} ({s.partitions} partitions) into {out}")
     if s.truncated:
         print(f"  stopped at --max-bytes {args.max_bytes}")
     if s.timed_out:
@@ -86,13 +121,10 @@ def run_sample(args: argparse.Namespace) -> int:
     near = " (near random: compression will gain little)" if c.near_random else ""
     print(f"  entropy {c.entropy:.3f} bits/byte{near}")
     print(f"  sha256 {c.sha256} (of the file: the corpus fingerprint)")
-    if args.keys:
-        keys_path = args.output.with_name(args.output.name + ".keys")
-        corpus_mod.write_lenprefixed(s.keys, keys_path)
-        nulls = sum(1 for r in s.records if r.key is None)
+    if keys_path is not None:
         print(f"  keys in {keys_path}{f' ({nulls} null keys written as empty)' if nulls else ''}")
     print(
-        f'  use it: [corpora.mine] source = "file", path = "{args.output}", format = "lenprefixed"; '
-        f"or --corpus {args.output} --corpus-format lenprefixed"
+        f'  use it: [corpora.mine] source = "file", path = "{out}", format = "lenprefixed"; '
+        f"or --corpus {out} --corpus-format lenprefixed"
     )
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kbench.commands.args import add_list
+from kbench.commands.args import add_json, add_list, emit_json
 from kbench.engine import gate as gate_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", help="a plan whose topic compression and corpora to check")
     p.add_argument("--dir", default=".", help="where results will be written (free disk is checked there)")
     p.add_argument("--sample-s", type=float, default=1.0, help="seconds over which steal and swap are sampled")
+    add_json(p, "the checks and the outcome")
     p.set_defaults(func=run)
 
 
@@ -66,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
     ctx.librdkafka_version = librdkafka_version()
     ctx.java_version = java_version()
     report = gate_mod.run_gate(ctx)
-    print(report.table())
+    if args.json:
+        emit_json({**report.as_dict(), "blocked": report.blocked, "exit_status": 3 if report.blocked else 0})
+    else:
+        print(report.table())
     if report.blocked:
         print(
             "gate: BLOCKED ("
@@ -75,5 +79,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 3
-    print("gate: passed" + (" with warnings" if any(r.outcome != "pass" for r in report.results) else ""))
+    print(
+        "gate: passed" + (" with warnings" if any(r.outcome != "pass" for r in report.results) else ""),
+        file=sys.stderr if args.json else sys.stdout,
+    )
     return 0

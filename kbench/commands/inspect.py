@@ -13,10 +13,11 @@ import io
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
-from kbench.commands.args import add_output
+from kbench.commands.args import add_csv, add_json, add_output, emit_json, output_file, ready
 from kbench.model import segment
-from kbench.model.paths import atomic_write, check_output_file
+from kbench.model.paths import atomic_write
 
 NAME = "inspect"
 
@@ -29,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".log files or topic-partition directories")
-    add_output(p, "write the per-batch rows to this CSV (atomically)", "--csv")
+    add_output(p, "batches.csv (one row per batch)")
+    add_csv(p, "the per-batch rows")
+    add_json(p, "the summary and (without --summary-only) the batches")
     p.add_argument(
         "--no-decompress",
         action="store_true",
@@ -49,8 +52,7 @@ def _shown(name: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.output is not None:
-        check_output_file("-o", args.output)
+    out = output_file(args, "batches.csv", "--csv")
     try:
         files = segment.log_files(args.paths)
         rows = [r for f in files for r in segment.scan_file(f, decompress=not args.no_decompress)]
@@ -60,6 +62,27 @@ def main(args: argparse.Namespace) -> int:
         names = ", ".join(_shown(str(f)) for f in files)
         print(f"kbench: no batches in {names} (empty segment); nothing to inspect", file=sys.stderr)
         return 1
+    s = segment.summarize(rows)
+    if args.json:
+        _write(out, rows, sys.stderr)
+        emit_json(
+            {
+                "files": [_shown(str(f)) for f in files],
+                "summary": {
+                    "batches": s.batches,
+                    "records": s.records,
+                    "stored_bytes": s.stored_bytes,
+                    "ratio": s.ratio,
+                    "stored_batch_bytes": s.stored_size,
+                    "records_per_batch": s.records_per_batch,
+                    "codecs": dict(s.codecs),
+                    "problems": dict(s.problems),
+                },
+                "batches": None if args.summary_only else [_shown_row(r.csv_row()) for r in rows],
+                "csv": None if out is None else _shown(str(out[1])),
+            }
+        )
+        return 1 if s.problems else 0
     if not args.summary_only:
         print(
             f"{'file':<28} {'position':>10} {'baseOffset':>11} {'records':>7} {'stored':>8} {'codec':<6} "
@@ -75,7 +98,6 @@ def main(args: argparse.Namespace) -> int:
                 f"{name:<28} {r.position:>10} {r.base_offset:>11} {r.records:>7} {r.stored_bytes:>8} "
                 f"{r.codec or '?':<6} {unc:>8} {ratio:>6} {crc:<5} {status}"
             )
-    s = segment.summarize(rows)
     if s.ratio is not None:
         ratio = f"{s.ratio:.3f}"
     elif args.no_decompress:
@@ -92,12 +114,21 @@ def main(args: argparse.Namespace) -> int:
     print(f"  codecs: {', '.join(f'{k} {v}' for k, v in sorted(s.codecs.items())) or 'none'}")
     if s.problems:
         print(f"  problems: {', '.join(f'{k} {v}' for k, v in sorted(s.problems.items()))}")
-    if args.output is not None:
-        buf = io.StringIO(newline="")
-        w = csv.DictWriter(buf, fieldnames=list(segment.BatchRow.CSV_FIELDS))
-        w.writeheader()
-        w.writerows(r.csv_row() for r in rows)
-        # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
-        atomic_write(args.output, buf.getvalue().encode("utf-8", "surrogateescape"))
-        print(f"wrote {_shown(str(args.output))}")
+    _write(out, rows, sys.stdout)
     return 1 if s.problems else 0
+
+
+def _shown_row(row: dict[str, object]) -> dict[str, object]:
+    return {k: _shown(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
+def _write(out: tuple[str, Path] | None, rows: list[segment.BatchRow], status: TextIO) -> None:
+    if out is None:
+        return
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(segment.BatchRow.CSV_FIELDS))
+    w.writeheader()
+    w.writerows(r.csv_row() for r in rows)
+    # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
+    atomic_write(ready(out[1]), buf.getvalue().encode("utf-8", "surrogateescape"))
+    print(f"wrote {_shown(str(out[1]))}", file=status)

@@ -17,6 +17,7 @@ from typing import Any
 from kbench.commands.args import add_json
 from kbench.engine import plan as plan_mod
 from kbench.engine.cell import Cell
+from kbench.engine.estimate import estimate
 from kbench.engine.runner import order_runs
 from kbench.model import limits
 
@@ -39,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def estimate_s(plan: plan_mod.Plan, cells: int) -> float:
-    """Planned seconds of a plan's runs and warm-ups (retries and the environment gate not counted)."""
-    return cells * (plan.repetitions * plan.duration_s + (plan.warmup_s if plan.warmup else 0.0))
+    """Estimated seconds of a plan: set-up, knee probes, warm-ups, repetitions and each run's
+    overhead (kbench.engine.estimate; retries not counted)."""
+    return estimate(plan).total_s
 
 
 def _runs(plan: plan_mod.Plan, cells: int) -> int:
@@ -107,6 +109,7 @@ def _dry_run(args: argparse.Namespace) -> int:
             "order": [[c.cell_id, rep] for c, rep in order],
             "runs": _runs(plan, len(cells)),
             "estimate_s": est,
+            "estimate_phases": estimate(plan, cells).as_dict(),
         }
         print(json.dumps(doc, indent=1))
         return 0
@@ -132,9 +135,11 @@ def _dry_run(args: argparse.Namespace) -> int:
         if plan.transport.kind == "sim"
         else ""
     )
+    ph = estimate(plan, cells)
     print(
-        f"\nestimated time: ~{est / 60:.1f} min ({_runs(plan, len(cells))} runs incl. warm-ups; retries and "
-        f"the environment gate not counted){sim}"
+        f"\nestimated time: ~{est / 60:.1f} min ({_runs(plan, len(cells))} runs incl. warm-ups; set-up "
+        f"{ph.setup_s:.0f} s, knee probes {ph.probes_s:.0f} s, warm-ups {ph.warmups_s:.0f} s, repetitions "
+        f"{ph.repetitions_s:.0f} s, per-run overhead {ph.overhead_s:.0f} s; retries not counted){sim}"
     )
     return 0
 

@@ -13,7 +13,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import add_client_props, add_corpus, add_output, key_value, size
+from kbench.commands.args import (
+    add_client_props,
+    add_corpus,
+    add_json,
+    add_output,
+    emit_json,
+    key_value,
+    output_file,
+    ready,
+    size,
+)
 from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
@@ -27,8 +37,11 @@ from kbench.kafka.drivers import (
     redact,
 )
 from kbench.model import corpus, limits
-from kbench.model.paths import atomic_write, check_output_file
+from kbench.model.paths import atomic_write
 from kbench.model.stats import histogram_us
+
+#: The results file ``-o DIR`` holds.
+RESULT_FILE = "produce.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +111,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--connect-timeout", type=float, default=10.0, help="seconds to wait for the cluster to answer (default 10)"
     )
-    add_output(p, "write the results as JSON to this file (atomically)")
+    add_output(p, f"{RESULT_FILE} (the results, the same document as --json)")
+    add_json(p, "the results")
     p.set_defaults(func=run)
 
 
@@ -249,8 +263,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--nkeys", args.nkeys, "keys")
     limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
     args.corpus_size = limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
-    if args.output is not None:
-        check_output_file("-o", args.output)
+    args.result_file = output_file(args, RESULT_FILE)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -267,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     props.update(dict(args.props))
     if args.client != "librdkafka" and args.stats:
         print(
-            f"kbench: error: --stats saves librdkafka statistics; the {args.client} client's metrics are in -o FILE",
+            f"kbench: error: --stats saves librdkafka statistics; the {args.client} client's metrics are in -o DIR ({RESULT_FILE})",
             file=sys.stderr,
         )
         return 2
@@ -331,6 +344,22 @@ def run(args: argparse.Namespace) -> int:
             "e2e": _pcts(cons.e2e),
         }
     s = out["producer"]
+    if args.result_file is not None:
+        atomic_write(ready(args.result_file[1]), json.dumps(out, indent=2).encode())
+    if args.json:
+        emit_json(out)
+    else:
+        _print(out)
+    if s["stopped"]:
+        print("kbench: interrupted: the figures above are partial", file=sys.stderr)
+        return 130
+    c = out.get("consumer")
+    ok = s["failed"] == 0 and s["undelivered"] == 0 and (c is None or (c["lost"] == 0 and c["duplicates"] == 0))
+    return 0 if ok else 1
+
+
+def _print(out: dict[str, Any]) -> None:
+    s = out["producer"]
     print(
         f"{s['mode']}: sent {s['sent']}, delivered {s['delivered']}, failed {s['failed']} {s['delivery_errors'] or ''}"
     )
@@ -345,11 +374,3 @@ def run(args: argparse.Namespace) -> int:
         c = out["consumer"]
         print(f"consumer: {c['records']} records, lost {c['lost']}, duplicates {c['duplicates']}")
         print("e2e       " + "  ".join(f"{k}={v:,.1f}" for k, v in c["e2e"].items() if k != "count"))
-    if args.output:
-        atomic_write(args.output, json.dumps(out, indent=2).encode())
-    if s["stopped"]:
-        print("kbench: interrupted: the figures above are partial", file=sys.stderr)
-        return 130
-    c = out.get("consumer")
-    ok = s["failed"] == 0 and s["undelivered"] == 0 and (c is None or (c["lost"] == 0 and c["duplicates"] == 0))
-    return 0 if ok else 1

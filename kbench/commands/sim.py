@@ -1,22 +1,35 @@
 """``kbench sim``: the simulated transport (producer, broker, consumer threads) over a corpus.
 
-Every combination of the list options (--codec, --batch-size) is one run; one line per run
-is printed and, with -o FILE.csv, one CSV row per run is written atomically.
+Every combination of the list options (--codec, --batch-size, --linger-ms) is one run; one line
+per run is printed (--json: one JSON document) and, with -o DIR (DIR/sim.csv) or --csv FILE, one
+CSV row per run is written atomically.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import tempfile
 from pathlib import Path
 
-from kbench.commands.args import SIZE_HELP, add_corpus, add_list, add_output, size, sizes
+from kbench.commands.args import (
+    SIZE_HELP,
+    add_corpus,
+    add_csv,
+    add_json,
+    add_list,
+    add_output,
+    emit_json,
+    output_file,
+    ready,
+    size,
+    sizes,
+)
 from kbench.model import corpus as corpus_mod
 from kbench.model import limits
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
-from kbench.model.paths import check_output_file
 
 NAME = "sim"
 
@@ -31,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_corpus(p)
     add_list(p, "--codec", help="producer codec[:level] (default none)")
     add_list(p, "--batch-size", help=f"batch.size (default 16KiB; {SIZE_HELP})")
-    p.add_argument("--linger-ms", type=float, default=5.0, help="linger.ms (default 5)")
+    add_list(p, "--linger-ms", help="linger.ms (default 5)")
     p.add_argument("--partitions", type=int, default=1, help="partitions of the topic (default 1)")
     p.add_argument(
         "--rate", type=float, default=10_000.0, help="records per second on the simulated clock (default 10000)"
@@ -59,27 +72,34 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep the segment files under this directory (default: a temporary one, removed)",
     )
     p.add_argument("--out", dest="segments", type=Path, help=argparse.SUPPRESS)  # older spelling of --segments
-    add_output(p, "write one row per run to this CSV (atomically)", "--csv")
+    add_output(p, "sim.csv (one row per run)")
+    add_csv(p, "one row per run")
+    add_json(p, "one object per run (its CSV row) and the corpus")
     p.set_defaults(func=main)
 
 
 def _check_bounds(args: argparse.Namespace) -> None:
     """Every count, size, rate and duration flag within kbench.model.limits, before any work."""
-    limits.check("--linger-ms", args.linger_ms, "linger_ms")
     limits.check("--partitions", args.partitions, "partitions")
     limits.check("--rate", args.rate, "rate")
     limits.check("--keys", args.keys, "keys")
     limits.check("--seed", args.seed, "seed")
     limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
-    if args.output is not None:
-        check_output_file("-o", args.output)
     if args.segments is not None and args.segments.exists() and not args.segments.is_dir():
         raise ValueError(f"--segments {args.segments}: exists and is not a directory; give a directory")
+
+
+def _ms(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--linger-ms: '{text}' is not a number of milliseconds; give e.g. --linger-ms 5,20") from None
 
 
 def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
     _check_bounds(args)
     codecs = [parse_spec(c) for c in (args.codec or ["none"])]
+    lingers = [float(limits.check("--linger-ms", _ms(t), "linger_ms")) for t in (args.linger_ms or ["5"])]
     batch_sizes = [
         int(limits.check("--batch-size", b, "batch_size")) for b in sizes("--batch-size", args.batch_size, [16384])
     ]
@@ -89,7 +109,7 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
         ts = parse_spec(batch_codec(name) + sep + level)
         topic, tlevel = ts.codec, ts.level
     out = []
-    for spec, bs in itertools.product(codecs, batch_sizes):
+    for spec, bs, linger in itertools.product(codecs, batch_sizes, lingers):
         cfg = sim.SimConfig(
             codec=spec.codec,
             level=spec.level,
@@ -97,7 +117,7 @@ def _configs(args: argparse.Namespace) -> list[sim.SimConfig]:
             topic_level=tlevel,
             client=args.client,
             batch_size=bs,
-            linger_ms=args.linger_ms,
+            linger_ms=linger,
             partitions=args.partitions,
             rate=args.rate,
             arrival=args.arrival,
@@ -116,7 +136,7 @@ def _line(r: sim.SimResult) -> str:
     stored = ",".join(f"{k}" for k in sorted(r.stored_codecs))
     row = r.row()
     return (
-        f"{codec:<8} {c.topic_compression or 'producer':<9} {c.batch_size:>8} {stored:<6} {len(r.batches):>6} "
+        f"{codec:<8} {c.topic_compression or 'producer':<9} {c.batch_size:>8} {c.linger_ms:>6g} {stored:<6} {len(r.batches):>6} "
         f"{row['records_per_batch_p50']:>7.0f} {row['stored_batch_bytes_p50']:>9.0f} {r.stored_ratio:>6.2f} "
         f"{r.cpu_s_per_gb('producer'):>8.2f} {r.cpu_s_per_gb('broker'):>8.2f} {r.cpu_s_per_gb('consumer'):>8.2f} "
         f"{r.close_reasons.get('full', 0):>5}/{r.close_reasons.get('linger', 0)}/{r.close_reasons.get('flush', 0)} "
@@ -126,22 +146,25 @@ def _line(r: sim.SimResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     configs = _configs(args)
+    out = output_file(args, "sim.csv", "--csv")
     corp = corpus_mod.load(
         args.corpus, size=size("--corpus-size", args.corpus_size), seed=args.seed, fmt=args.corpus_format
     )
+    say = print if not args.json else (lambda *a, **k: None)
     near = " (near random: a control, not real-shaped data)" if corp.near_random else ""
-    print(
+    say(
         f"corpus {corp.name}: {len(corp.records)} records, {corp.size} bytes, entropy {corp.entropy:.3f} bits/byte{near}, "
         f"sha256 {corp.sha256[:16]}"
     )
-    print(
-        f"client {args.client}, linger.ms {args.linger_ms:g}, partitions {args.partitions}, rate {args.rate:g}/s "
-        f"({args.arrival}), keys {args.keys or 'null'}; ratio = uncompressed batch bytes / stored bytes; "
-        f"CPU in CPU-s per GB of payload"
+    lingers = sorted({c.linger_ms for c in configs})
+    say(
+        f"client {args.client}, linger.ms {','.join(f'{x:g}' for x in lingers)}, partitions {args.partitions}, "
+        f"rate {args.rate:g}/s ({args.arrival}), keys {args.keys or 'null'}; ratio = uncompressed batch bytes / "
+        f"stored bytes; CPU in CPU-s per GB of payload"
     )
-    print(
-        f"{'codec':<8} {'topic':<9} {'batch.sz':>8} {'stored':<6} {'batches':>6} {'rec/b50':>7} {'bytes/b50':>9} "
-        f"{'ratio':>6} {'prod':>8} {'broker':>8} {'cons':>8} full/linger/flush"
+    say(
+        f"{'codec':<8} {'topic':<9} {'batch.sz':>8} {'linger':>6} {'stored':<6} {'batches':>6} {'rec/b50':>7} "
+        f"{'bytes/b50':>9} {'ratio':>6} {'prod':>8} {'broker':>8} {'cons':>8} full/linger/flush"
     )
     results = []
     failed = False
@@ -154,10 +177,25 @@ def main(args: argparse.Namespace) -> int:
                 r = sim.run(corp, cfg, tmp)
         results.append(r)
         failed |= r.mismatches > 0
-        print(_line(r), flush=True)
-    if args.output is not None:
-        sim.write_csv(results, args.output)
-        print(f"wrote {args.output}")
+        say(_line(r), flush=True)
+    status = sys.stderr if args.json else sys.stdout
+    if out is not None:
+        sim.write_csv(results, ready(out[1]))
+        print(f"wrote {out[1]}", file=status)
     if args.segments is not None:
-        print(f"segments under {args.segments}")
+        print(f"segments under {args.segments}", file=status)
+    if args.json:
+        emit_json(
+            {
+                "corpus": {
+                    "name": corp.name,
+                    "records": len(corp.records),
+                    "bytes": corp.size,
+                    "entropy": corp.entropy,
+                    "sha256": corp.sha256,
+                },
+                "runs": [{**r.row(), "ok": r.mismatches == 0} for r in results],
+                "csv": None if out is None else str(out[1]),
+            }
+        )
     return 1 if failed else 0

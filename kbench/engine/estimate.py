@@ -1,0 +1,96 @@
+"""How long a plan takes: its planned seconds plus what the runner does around them.
+
+Phases (each an estimate from the plan alone, nothing is run):
+
+- set-up: starting the transport (a local cluster's JVMs, the testbed's namespaces and brokers)
+  and the environment gate's sampling window;
+- knee probes: with ``auto_rate_basis = "pipeline"``, short probe repetitions of every distinct
+  pipeline whose rate is derived (kbench.engine.knee), about :data:`PROBES_PER_CELL` each;
+- warm-ups and repetitions: their planned seconds;
+- per-run overhead: each run's topic creation, driver start, consumer assignment and drain.
+
+The constants are calibrated on committed runs (benchmarks/results/*/manifest.json: started_at
+to finished_at); ``tests/test_plan_estimate.py`` checks the estimate against them, within 25 %.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kbench.engine import knee
+from kbench.engine import plan as plan_mod
+from kbench.engine.cell import Cell
+
+__all__ = ["PROBES_PER_CELL", "Estimate", "estimate"]
+
+#: Seconds to open a transport: start the cluster (per kind; + per broker beyond the first) ...
+SETUP_S: Mapping[str, float] = {"local": 12.0, "testbed": 40.0, "bootstrap": 3.0}
+SETUP_PER_EXTRA_BROKER_S: Mapping[str, float] = {"local": 4.0}
+#: ... and each run's own overhead: topic creation, driver start, assignment, drain.
+PER_RUN_S: Mapping[str, float] = {"local": 1.0, "testbed": 3.5, "bootstrap": 1.5}
+#: A driver that is its own process (the Java client's JVM, the Go clients): its start, per run.
+DRIVER_START_S = 2.0
+#: Probe repetitions per probed pipeline (the knee is usually found at the first or second rate).
+PROBES_PER_CELL = 1.5
+#: The environment gate's default sampling window (kbench run --gate-sample-s).
+GATE_S = 1.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Seconds per phase; ``total_s`` their sum."""
+
+    setup_s: float
+    probes_s: float
+    warmups_s: float
+    repetitions_s: float
+    overhead_s: float
+    runs: int  # warm-ups + repetitions (probes not counted)
+    probes: float
+
+    @property
+    def total_s(self) -> float:
+        return self.setup_s + self.probes_s + self.warmups_s + self.repetitions_s + self.overhead_s
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "setup_s": self.setup_s,
+            "probes_s": self.probes_s,
+            "warmups_s": self.warmups_s,
+            "repetitions_s": self.repetitions_s,
+            "overhead_s": self.overhead_s,
+            "total_s": self.total_s,
+        }
+
+
+def _per_run(kind: str, cell: Cell) -> float:
+    base = PER_RUN_S.get(kind, 0.0)
+    return base + (DRIVER_START_S if base and cell.client != "librdkafka" else 0.0)
+
+
+def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None) -> Estimate:
+    """The plan's time by phase.  The simulated and dry transports run no cluster: their estimate
+    is the planned seconds alone."""
+    cells = plan_mod.expand(plan) if cells is None else cells
+    kind = plan.transport.kind
+    setup = 0.0
+    if kind in SETUP_S:
+        setup = SETUP_S[kind] + SETUP_PER_EXTRA_BROKER_S.get(kind, 0.0) * max(0, plan.transport.brokers - 1) + GATE_S
+    warm = int(plan.warmup)
+    overhead = sum(_per_run(kind, c) * (plan.repetitions + warm) for c in cells)
+    probes = 0.0
+    probes_s = 0.0
+    if getattr(plan, "auto_rate_basis", "producer") == "pipeline":
+        probed = knee.probe_cells(cells)
+        probes = PROBES_PER_CELL * len(probed)
+        probes_s = sum(PROBES_PER_CELL * (plan.knee_probe_s + _per_run(kind, c)) for c in probed)
+    return Estimate(
+        setup_s=setup,
+        probes_s=probes_s,
+        warmups_s=len(cells) * warm * plan.warmup_s,
+        repetitions_s=len(cells) * plan.repetitions * plan.duration_s,
+        overhead_s=overhead,
+        runs=len(cells) * (plan.repetitions + warm),
+        probes=probes,
+    )
