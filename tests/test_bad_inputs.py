@@ -799,7 +799,7 @@ CASES: list[Case] = [
         "report-mixed-schema",
         ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
         2,
-        "C.csv: row 3 has 5 fields, the header 30: rows of another schema were appended to this file; "
+        "C.csv: row 3 has 5 fields, the header 31: rows of another schema were appended to this file; "
         "restore the run's own C.csv",
         setup=_mixed_schema,
         after=_foreign_header_untouched,

@@ -1,10 +1,11 @@
-"""Verdicts: median and range per cell; overlapping ranges read "no significant difference"."""
+"""Verdicts: median and range per cell; pairs judged by the one rule (exact test, Holm, minimum
+effect; kbench.engine.judge), the seed's "ranges apart" beside it; A/A controls and DRIFT."""
 
 from __future__ import annotations
 
 import pytest
 
-from kbench.engine import verdict
+from kbench.engine import judge, verdict
 
 
 def rows(cell: str, codec: str, values: list[float], status: str = "OK") -> list[dict[str, str]]:
@@ -32,18 +33,70 @@ def test_median_and_range_ignore_excluded_rows() -> None:
     assert (s.median, s.lo, s.hi, s.n, s.excluded) == (20, 10, 30, 3, 1)
 
 
-def test_overlapping_ranges_are_no_significant_difference() -> None:
-    rs = rows("a", "none", [10, 20, 30]) + rows("b", "zstd:3", [25, 35, 40])
+def test_overlapping_samples_are_no_significant_difference() -> None:
+    rs = rows("a", "none", [10e3, 20e3, 30e3, 22e3, 18e3]) + rows("b", "zstd:3", [25e3, 35e3, 40e3, 15e3, 21e3])
     (c,) = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
     assert c.verdict == "no significant difference"
+    assert c.judgement is not None and c.judgement.ranges == "ranges overlap"
 
 
-def test_disjoint_ranges_name_the_better_cell() -> None:
-    rs = rows("a", "none", [10, 11, 12]) + rows("b", "zstd:3", [20, 21, 22])
+def test_separate_samples_at_n5_name_the_better_cell() -> None:
+    rs = rows("a", "none", [10e3, 11e3, 12e3, 10.5e3, 11.5e3]) + rows("b", "zstd:3", [20e3, 21e3, 22e3, 20.5e3, 21.5e3])
     (c,) = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"), lower_is_better=True)
     assert c.verdict == "none better"
     (c,) = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"), lower_is_better=False)
     assert c.verdict == "zstd:3 better"
+
+
+def test_separate_ranges_at_n3_are_too_few_to_tell_though_the_seed_rule_calls_them_apart() -> None:
+    rs = rows("a", "none", [10e3, 11e3, 12e3]) + rows("b", "zstd:3", [20e3, 21e3, 22e3])
+    (c,) = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
+    assert c.verdict == "too few repetitions to tell (n = 3: a 5 % test needs ≥ 4 per cell)"
+    assert c.judgement is not None and c.judgement.ranges == "ranges apart"
+
+
+def test_holm_over_the_family_and_the_plans_alpha() -> None:
+    """Three comparisons (a–b, a–c, b–c) each at p = 2/252 = 0.0079 (n = 5/5 apart): Holm makes
+    every one 3 × 2/252 = 0.024 — still ≤ 0.05, but not ≤ a plan's alpha = 0.01."""
+    rs = rows("a", "none", [10e3, 11e3, 12e3, 10.5e3, 11.5e3]) + rows("b", "zstd:3", [20e3, 21e3, 22e3, 20.5e3, 21.5e3])
+    rs += rows("c", "lz4", [30e3, 31e3, 32e3, 30.5e3, 31.5e3])
+    comps = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
+    assert [c.judgement.p_adj for c in comps if c.judgement] == pytest.approx([3 * 2 / 252] * 3)
+    strict = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"), rule=judge.Rule(alpha=0.01))
+    assert {c.verdict for c in strict} == {"no significant difference"}
+
+
+def _aa(values_base: list[float], values_aa: list[float]) -> list[dict[str, str]]:
+    rs = rows("a-001", "none", values_base) + [dict(r, control_of="a-001") for r in rows("a-001-aa", "none", values_aa)]
+    return rs + rows("a-002", "zstd:3", [20e3, 21e3, 22e3, 20.5e3, 21.5e3])
+
+
+def test_aa_control_is_never_a_candidate_and_its_pair_is_reported() -> None:
+    rs = _aa([10e3, 11e3, 12e3, 10.5e3, 11.5e3], [10.2e3, 11.2e3, 11.8e3, 10.6e3, 11.4e3])
+    comps = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
+    assert [(c.a.key[0], c.b.key[0], c.verdict) for c in comps] == [
+        ("a-001", "a-001-aa", "A/A: no significant difference"),
+        ("a-001", "a-002", "none better"),
+    ]
+    text = verdict.headline("A", rs)
+    assert "A/A noise floor" in text and "none better" in text
+
+
+def test_aa_control_that_differs_withholds_the_familys_verdicts() -> None:
+    rs = _aa([10e3, 11e3, 12e3, 10.5e3, 11.5e3], [15e3, 16e3, 17e3, 15.5e3, 16.5e3])
+    comps = verdict.compare("A", verdict.summarise("A", rs, "corrected_p99_us"))
+    assert comps[0].verdict == "A/A: differs: " + judge.NOISE
+    assert comps[1].verdict == judge.NOISE
+
+
+def test_drifted_repetitions_leave_the_verdict() -> None:
+    rs = rows("a", "none", [10e3, 11e3, 12e3, 10.5e3, 11.5e3]) + rows("b", "zstd:3", [20e3, 21e3, 22e3, 20.5e3, 21.5e3])
+    rule, drifted = verdict.run_settings({"drift": {"b r1": "DRIFT: rate drifted +52.8 %", "b r2": "x", "b r3": "x"}})
+    assert drifted == {("b", "1"), ("b", "2"), ("b", "3")}
+    sums = verdict.summarise("A", rs, "corrected_p99_us", drifted)
+    assert [(s.n, s.excluded) for s in sums] == [(5, 0), (2, 3)]
+    (c,) = verdict.compare("A", sums, rule=rule)
+    assert c.verdict == "too few repetitions to tell (n = 5/2: a 5 % test needs ≥ 4 per cell)"
 
 
 def test_cells_differing_in_more_than_the_axis_are_not_paired() -> None:
@@ -52,8 +105,8 @@ def test_cells_differing_in_more_than_the_axis_are_not_paired() -> None:
 
 
 def test_headline_table_mentions_verdict() -> None:
-    text = verdict.headline("A", rows("a", "none", [10, 11, 12]) + rows("b", "zstd:3", [11, 12, 13]))
-    assert "no significant difference" in text and "11.00 [10.00–12.00]" in text
+    text = verdict.headline("A", rows("a", "none", [10, 11, 12, 13]) + rows("b", "zstd:3", [11, 12, 13, 10]))
+    assert "no significant difference" in text and "11.50 [10.00–13.00]" in text
 
 
 # ---------------------------------------------------------------- the one verdict rule
@@ -136,10 +189,10 @@ def test_headline_prints_every_metric_in_its_column_and_only_the_pairs_differing
         "b     zstd:3  json    3  10.50 [10.00–11.50]    21.00 [20.00–23.00]    42.00 [40.00–46.00]   ",
         "c     none    random  3  3.00 [2.50–3.50]       6.00 [5.00–7.00]       12.00 [10.00–14.00]   ",
         "",
-        "verdicts on corrected_p99_us:",
-        "cell  vs cell  a     b       verdict    ",
-        "----  -------  ----  ------  -----------",
-        "a     b        none  zstd:3  none better",
+        "verdicts on corrected_p99_us (effect: b − a, Hodges–Lehmann shift [95 % interval], exact test, Holm-corrected p):",
+        "cell  vs cell  a     b       verdict                                                             effect, p, n                               seed rule   ",
+        "----  -------  ----  ------  ------------------------------------------------------------------  -----------------------------------------  ------------",
+        "a     b        none  zstd:3  too few repetitions to tell (n = 3: a 5 % test needs ≥ 4 per cell)  0.01 ms [0.008, 0.013], p = 0.10, n = 3/3  ranges apart",
     ]
 
 

@@ -79,6 +79,7 @@ PARAMS = {
     "rate": 800.0,
     "key_policy": "none",
     "topic_compression": "lz4",
+    "control_of": "",  # not an A/A control
 }
 
 
@@ -540,12 +541,12 @@ def test_headline_of_c_medians_ranges_exclusions_and_verdicts() -> None:
         "c2    none    2 (+1 excl.)  1.00 [1.00–1.00]    NA               NA",
         "c3    lz4     2             617 [0.0123–1,234]  NA               NA",
         "",
-        "verdicts on ratio:",
-        "cell  vs cell  a       b     verdict",
-        "----  -------  ------  ----  -------------------------",
-        "c1    c2       zstd:3  none  zstd:3 better",
-        "c1    c3       zstd:3  lz4   no significant difference",
-        "c2    c3       none    lz4   no significant difference",
+        "verdicts on ratio (effect: b − a, Hodges–Lehmann shift [95 % interval], exact test, Holm-corrected p):",
+        "cell  vs cell  a       b     verdict                                                               effect, p, n                             seed rule",
+        "----  -------  ------  ----  --------------------------------------------------------------------  ---------------------------------------  --------------",
+        "c1    c2       zstd:3  none  too few repetitions to tell (n = 3/2: a 5 % test needs ≥ 4 per cell)  −3.5 x [−4.5, −3], p = 0.60, n = 3/2     ranges apart",
+        "c1    c3       zstd:3  lz4   too few repetitions to tell (n = 3/2: a 5 % test needs ≥ 4 per cell)  613 x [−5.49, 1,230], p = 1.00, n = 3/2  ranges overlap",
+        "c2    c3       none    lz4   too few repetitions to tell (n = 2: a 5 % test needs ≥ 4 per cell)    616 x [−0.99, 1,234], p = 1.00, n = 2/2  ranges overlap",
     ]
     _aligned(text)
     assert verdict.format_table(["a", "bb"], []) == "a  bb\n-  --"
@@ -577,12 +578,12 @@ def test_headline_of_f_and_d_flags_roles_and_the_lower_is_better_side() -> None:
         "f2    zstd               2             5.50 [5.00–6.00]                true (mixed)",
         "f3    gzip               0 (+1 excl.)  NA                              NA",
         "",
-        "verdicts on broker_cpu_s_per_gb:",
-        "cell  vs cell  a         b     verdict",
-        "----  -------  --------  ----  ----------------------------------",
-        "f1    f2       producer  zstd  producer better",
-        "f1    f3       producer  gzip  not comparable (no OK repetitions)",
-        "f2    f3       zstd      gzip  not comparable (no OK repetitions)",
+        "verdicts on broker_cpu_s_per_gb (effect: b − a, Hodges–Lehmann shift [95 % interval], exact test, Holm-corrected p):",
+        "cell  vs cell  a         b     verdict                                                             effect, p, n                               seed rule",
+        "----  -------  --------  ----  ------------------------------------------------------------------  -----------------------------------------  ------------",
+        "f1    f2       producer  zstd  too few repetitions to tell (n = 2: a 5 % test needs ≥ 4 per cell)  3.25 CPU-s/GB [2.5, 4], p = 0.33, n = 2/2  ranges apart",
+        "f1    f3       producer  gzip  not comparable (no OK repetitions)                                  —                                          —",
+        "f2    f3       zstd      gzip  not comparable (no OK repetitions)                                  —                                          —",
     ]
     _aligned(text)
     text = verdict.headline("F", [f("f1", "producer", "2.0", "true"), f("f1", "producer", "2.0", "true")])
@@ -615,10 +616,10 @@ def test_headline_of_f_and_d_flags_roles_and_the_lower_is_better_side() -> None:
         "d1    none    producer  2  1.10 [1.00–1.20]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
         "d2    zstd:3  producer  2  3.25 [3.00–3.50]         10.00 [10.00–10.00]  0.5 [0.5–0.5]",
         "",
-        "verdicts on cpu_s_per_gb:",
-        "cell  vs cell  a              b                verdict",
-        "----  -------  -------------  ---------------  --------------------",
-        "d1    d2       none/producer  zstd:3/producer  none/producer better",
+        "verdicts on cpu_s_per_gb (effect: b − a, Hodges–Lehmann shift [95 % interval], exact test, Holm-corrected p):",
+        "cell  vs cell  a              b                verdict                                                             effect, p, n                                 seed rule",
+        "----  -------  -------------  ---------------  ------------------------------------------------------------------  -------------------------------------------  ------------",
+        "d1    d2       none/producer  zstd:3/producer  too few repetitions to tell (n = 2: a 5 % test needs ≥ 4 per cell)  2.15 CPU-s/GB [1.8, 2.5], p = 0.33, n = 2/2  ranges apart",
     ]
     _aligned(text)
 

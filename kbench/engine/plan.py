@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
+from kbench.engine.judge import rule_from_plan
 from kbench.engine.series import DEFAULT_DRIFT_P99_PCT, DEFAULT_DRIFT_RATE_PCT
 from kbench.experiments import registry
 from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
@@ -90,6 +91,8 @@ TOP_KEYS = {
     "drift_p99_pct": "time series: a repetition whose per-second p99 drifts by more than this % is flagged DRIFT (default 50)",
     "auto_rate_basis": '"producer" (default: rate = "auto" from the saturated cells) or "pipeline" (from the knee probed with consumers running)',
     "knee_probe_s": 'seconds of each knee probe repetition (auto_rate_basis = "pipeline"; default 3)',
+    "alpha": "verdicts: the false-verdict rate of the exact test, Holm-corrected per experiment and metric (default 0.05)",
+    "min_effect": "verdicts: table of the smallest shift a verdict names (latency_ms, latency_pct, throughput_pct, cpu_pct, ratio_pct)",
 }
 #: What ``rate = "auto"`` is a fraction of (docs/methodology.md): the producer-only saturated
 #: cells, or the pipeline's knee probed as A runs it (kbench.engine.knee).
@@ -702,6 +705,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             f"saturation_bound_ms: {sat_bound:g} must be at most {MAX_SATURATION_BOUND_MS:g} ms (a latency bound above "
             f"a minute checks nothing); the default is {DEFAULT_SATURATION_BOUND_MS:g}"
         )
+    try:
+        rule_from_plan(data)  # the verdict rule's keys (kbench.engine.judge), read again by every verdict
+    except ValueError as e:
+        raise PlanError(f"{e}; see docs/plan-format.md") from None
     drift = {}
     for key, default in (("drift_rate_pct", DEFAULT_DRIFT_RATE_PCT), ("drift_p99_pct", DEFAULT_DRIFT_P99_PCT)):
         drift[key] = float(_number(key, data.get(key, default)))

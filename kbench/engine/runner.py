@@ -735,13 +735,14 @@ def tables(run_dir: Path, experiments: Sequence[str]) -> str:
     out = []
     notes = _notes(run_dir)
     want = _want(run_dir)
+    settings = verdict.run_settings(manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {})
     for exp in experiments:
         rows = store.read_rows(run_dir / f"{exp}.csv")
         title = f"== {exp}: {registry.get(exp).title} =="
         if not rows:
             out.append(f"{title}\n(no rows)")
             continue
-        text = verdict.headline(exp, rows)
+        text = verdict.headline(exp, rows, *settings)
         if notes:
             text = "\n".join(notes) + "\n" + text
         excluded: dict[tuple[str, str, str, str], list[str]] = {}
