@@ -274,3 +274,19 @@ def test_producer_cpu_splits_load_generator_and_client_library() -> None:
     bad = CpuSample("producer", None, None, 10.0, loadgen_s=0.5, client_s=2.5)
     p2 = rows(cell(("D",)), result(cpu=(bad,)))["D"][0]
     assert p2["status"] == "NA" and p2["loadgen_cpu_s"] is None and p2["client_cpu_s"] is None
+
+
+def test_every_status_is_explained_once_for_console_report_and_docs() -> None:
+    # one table (engine/status.EXPLAIN): the console's cause/fix, the report's threat line and
+    # docs/csv-schema.md's meaning all read it; a status added without its explanation fails here
+    from pathlib import Path
+
+    from kbench.engine.status import EXPLAIN, Status
+
+    assert set(EXPLAIN) == set(Status)
+    for st, e in EXPLAIN.items():
+        if st != Status.OK:
+            assert e.cause and e.fix and e.excluded, st
+    schema = (Path(__file__).resolve().parents[1] / "docs" / "csv-schema.md").read_text()
+    for st, e in EXPLAIN.items():
+        assert f"| `{st.value}` | {e.meaning} |" in schema, st

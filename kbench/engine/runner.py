@@ -32,7 +32,7 @@ from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
 from kbench.engine.redact import Scrubber, redact, redact_argv
-from kbench.engine.status import MISSING, RETRY_STATUSES, Status, worst
+from kbench.engine.status import EXPLAIN, MISSING, RETRY_STATUSES, Status, parse_status, worst
 from kbench.engine.transports.base import RunRequest, RunResult, Transport, TransportError, TransportInfo
 from kbench.experiments import registry
 from kbench.kafka.procstat import StealSource
@@ -642,31 +642,6 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
     return RunOutcome(s.run_dir, s.man["state"], s.rows_written, report, restored=s.restored)
 
 
-#: Per status: what caused a repetition to be excluded, and what to change.
-_CAUSE_FIX: dict[str, tuple[str, str]] = {
-    Status.INVALID: (
-        "CPU steal above the plan's max_steal_pct",
-        "run on a machine with less steal (kbench gate measures it under load), or raise retries or max_steal_pct in the plan",
-    ),
-    Status.REJECTED: (
-        "the fixed rate was not held within 2 %",
-        "lower the rate (rate, or auto_rate_fraction) or give the producer more CPU",
-    ),
-    Status.SATURATED: (
-        "A: the pipeline fell behind its fixed rate (send delay, queue wait or consumer lag above saturation_bound_ms)",
-        'lower the rate (a smaller auto_rate_fraction or "auto:F"); a rerun at the same rate saturates again',
-    ),
-    Status.FAILED_LOSS: ("records were lost or duplicated", "see the reason and run.log; check the brokers' logs"),
-    Status.FAILED_RUN: ("the run could not complete", "see the reason and run.log"),
-    Status.FAILED_TOPIC_CONFIG: (
-        "the topic's compression.type did not read back as planned",
-        "check the brokers' config",
-    ),
-    Status.FAILED_CPU_REGRESSED: ("a CPU counter went backwards", "check the clock source and /proc of the roles"),
-    Status.NA: ("a needed figure was not measured", "see the reason (transport or CPU window)"),
-}
-
-
 def _notes(run_dir: Path) -> list[str]:
     """What every table of the run must carry next to its numbers: a steal limit above the
     method's, an injected steal source, a common rate that fell back."""
@@ -701,7 +676,8 @@ def _short_cells(exp: str, rows: Sequence[Mapping[str, str]], want: int, exclude
         status = worst(r["status"] for r in bad) if bad else Status.NA
         if excluded_only and all(r["status"] == Status.NA for r in bad):
             continue
-        cause, fix = _CAUSE_FIX.get(status, ("", "see the reasons"))
+        known = parse_status(status)
+        cause, fix = (EXPLAIN[known].cause, EXPLAIN[known].fix) if known else ("", "see the reasons")
         example = next((r["reason"] for r in bad if r["status"] == status), "")
         out.append(
             f"{'/'.join(cs.key)}: n = {cs.n} OK of {attempts} attempts (want {want}): {cause}"

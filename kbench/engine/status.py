@@ -13,7 +13,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["MISSING", "RETRY_STATUSES", "SEVERITY", "Status", "Verdict", "parse_status", "worst"]
+__all__ = [
+    "EXPLAIN",
+    "MISSING",
+    "RETRY_STATUSES",
+    "SEVERITY",
+    "Explanation",
+    "Status",
+    "Verdict",
+    "parse_status",
+    "worst",
+]
 
 #: A CSV cell whose value was not measured (never 0).
 MISSING = "NA"
@@ -42,6 +52,77 @@ SEVERITY: dict[Status, int] = {
     Status.FAILED_LOSS: 4,
     Status.FAILED_RUN: 5,
     Status.INVALID: 6,
+}
+
+@dataclass(frozen=True)
+class Explanation:
+    """What one status means, said once for every reader: ``meaning`` (docs/csv-schema.md's
+    table, checked by a test), ``cause`` and ``fix`` (the console's "cells short of OK
+    repetitions" lines), ``excluded`` (the report's threat line "X: N rows {excluded}; see
+    Excluded data points."; empty for OK)."""
+
+    meaning: str
+    cause: str
+    fix: str
+    excluded: str
+
+
+#: Every status explained (a new status is added here too; tests check that none is missing).
+#: The order is the order of the report's threat lines.
+EXPLAIN: dict[Status, Explanation] = {
+    Status.OK: Explanation("counts in medians, ranges and verdicts", "", "", ""),
+    Status.INVALID: Explanation(
+        "CPU steal above 1 % during the run (all rows of that run)",
+        "CPU steal above the plan's max_steal_pct",
+        "run on a machine with less steal (kbench gate measures it under load), or raise retries or max_steal_pct in the plan",
+        "invalid (steal above the limit)",
+    ),
+    Status.REJECTED: Explanation(
+        "fixed-rate run whose achieved rate is more than 2 % off the target; the reason gives both",
+        "the fixed rate was not held within 2 %",
+        "lower the rate (rate, or auto_rate_fraction) or give the producer more CPU",
+        "rejected (achieved rate off the target)",
+    ),
+    Status.NA: Explanation(
+        "the row's metric could not be measured (CPU counter unreadable, no local broker pid, no latency from this "
+        "transport), or CPU steal could not be measured during the run (all rows of that run)",
+        "a needed figure was not measured",
+        "see the reason (transport or CPU window)",
+        "not measured (NA)",
+    ),
+    Status.FAILED_CPU_REGRESSED: Explanation(
+        "a CPU counter went backwards (D, F)",
+        "a CPU counter went backwards",
+        "check the clock source and /proc of the roles",
+        "failed: CPU counter regressed",
+    ),
+    Status.FAILED_LOSS: Explanation(
+        "the consumer saw lost or duplicated records, or the producer had delivery errors",
+        "records were lost or duplicated",
+        "see the reason and run.log; check the brokers' logs",
+        "failed: records lost or duplicated",
+    ),
+    Status.FAILED_RUN: Explanation(
+        "the run could not complete (the reason is the error, secrets scrubbed)",
+        "the run could not complete",
+        "see the reason and run.log",
+        "failed runs",
+    ),
+    Status.FAILED_TOPIC_CONFIG: Explanation(
+        "the topic's `compression.type` did not read back as planned",
+        "the topic's compression.type did not read back as planned",
+        "check the brokers' config",
+        "failed: the topic's compression.type did not read back as planned",
+    ),
+    Status.SATURATED: Explanation(
+        "A: the repetition held its rate only by queueing — send delay p99, queue wait beyond `linger.ms`, or "
+        "e2e p50 − corrected p50 above the plan's `saturation_bound_ms` (default 20); the reason names each signal "
+        "with its figure and the bound. Not retried (docs/methodology.md §4)",
+        "A: the pipeline fell behind its fixed rate (send delay, queue wait or consumer lag above saturation_bound_ms)",
+        'lower the rate (a smaller auto_rate_fraction or "auto:F"); a rerun at the same rate saturates again',
+        "saturated (the premise of a fixed-rate latency comparison broke: send delay, queue wait or consumer lag "
+        "above saturation_bound_ms); no verdict uses them",
+    ),
 }
 
 #: Statuses of a run that the machine (steal) or a missed rate caused: run again, within budget.

@@ -303,19 +303,6 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
     return out
 
 
-def _threats(ctx: ReportContext, df: pd.DataFrame) -> list[str]:
-    """SATURATED rows: the premise of a fixed-rate comparison broke (their own line)."""
-    g = df[df["status"] == Status.SATURATED] if "status" in df.columns else df.iloc[0:0]
-    if not len(g):
-        return []
-    L = ctx.ledger
-    n = L.agg("count", [0.0] * len(g), L.row_set("A", g["_gid"].to_numpy(), {"status": "SATURATED"}), "status", "int")
-    return [
-        f"A: {n} rows saturated (the premise of a fixed-rate latency comparison broke: send delay, queue wait or "
-        "consumer lag above saturation_bound_ms); no verdict uses them; see Excluded data points."
-    ]
-
-
 PHASES = (
     ("phase_queue_p50_us", "queue / linger wait ms"),
     ("phase_compress_p50_us", "compression ms"),
@@ -388,7 +375,6 @@ EXPERIMENT = Experiment(
     rows=_rows,
     report_title="Experiment A · latency at a common fixed rate (the latency cost of a codec)",
     section=_section,
-    threats=_threats,
     answer=_answer,
     answer_rank=40,
     answer_note="p99 added: the median corrected p99 at the common fixed rate minus the baseline's (experiment A), "

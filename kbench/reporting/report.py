@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbench.engine.status import EXPLAIN, Status
 from kbench.engine.store import atomic_write
 from kbench.experiments import registry
 from kbench.experiments.spec import LABELS, M_LABELS
@@ -259,14 +260,10 @@ def _threats(ctx: ReportContext) -> None:
                     f"{r.path.name}: corpus {name} is near random (a labelled control): its ratios say nothing about real data."
                 )
     for exp, df in ctx.frames.items():
-        for status, what in (
-            ("INVALID", "invalid (steal above the limit)"),
-            ("REJECTED", "rejected (achieved rate off the target)"),
-            ("NA", "not measured (NA)"),
-            ("FAILED_CPU_REGRESSED", "failed: CPU counter regressed"),
-            ("FAILED_LOSS", "failed: records lost or duplicated"),
-            ("FAILED_RUN", "failed runs"),
-        ):
+        for st, explained in EXPLAIN.items():  # the one table of status explanations
+            if st == Status.OK:
+                continue
+            status, what = st.value, explained.excluded
             g = df[df["status"] == status]
             if len(g):
                 n = L.agg(
