@@ -54,6 +54,7 @@ SEVERITY: dict[Status, int] = {
     Status.INVALID: 6,
 }
 
+
 @dataclass(frozen=True)
 class Explanation:
     """What one status means, said once for every reader: ``meaning`` (docs/csv-schema.md's
