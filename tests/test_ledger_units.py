@@ -425,7 +425,8 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     # two runs: the second's extra column joins, in the CSVs' column order, NA where absent
     e = _run_dir(tmp_path, "m2", [{**r, "extra": "7"} for r in ROWS[:2]], transport=None)
     both = frames.load(d, e, experiment="C")
-    assert list(both.index) == list(range(8)) and list(both.columns[:8]) == [*ROWS[0], "_run"]
+    # (control_of: read as empty from CSVs written before A/A controls)
+    assert list(both.index) == list(range(8)) and list(both.columns[:9]) == [*ROWS[0], "control_of", "_run"]
     assert both["extra"].isna().sum() == 6 and list(both["extra"][6:]) == [7.0, 7.0]  # m1 has no extra column
 
     assert _raises(frames.load_runs, []) == "no run directory given; give one or more RUN_DIRs made by kbench run"

@@ -36,6 +36,8 @@ __all__ = [
     "judge",
     "metric_kind",
     "rule_from_plan",
+    "p_text",
+    "rule_value",
     "too_few_text",
 ]
 
@@ -229,4 +231,23 @@ def effect_text(t: stats.Shift, p_adj: float, column: str, unit: str) -> str:
 
 
 def p_text(p: float) -> str:
+    """A p value as printed: two significant digits below 0.01, "< 0.0001" below that."""
+    if p < 0.0001:
+        return "< 0.0001"
     return f"{p:.2g}" if p < 0.01 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def rule_value(rule: Rule, key: str) -> float:
+    """A number of the rule a report prints: ``alpha_pct``, ``conf_pct`` (the interval's level),
+    ``needed_n`` (per cell, for a test at alpha), or ``min_<kind>_pct`` / ``min_latency_ms``."""
+    if key == "alpha_pct":
+        return rule.alpha * 100
+    if key == "conf_pct":
+        return (1 - rule.alpha) * 100
+    if key == "needed_n":
+        return float(stats.needed_n(rule.alpha))
+    if key == "min_latency_ms":
+        return rule.min_effect["latency"].abs / 1000
+    if key.startswith("min_") and key.endswith("_pct"):
+        return rule.min_effect[key[4:-4]].pct
+    raise KeyError(key)

@@ -23,7 +23,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Shift", "compare_samples", "hodges_lehmann", "holm", "mann_whitney_p", "min_p", "needed_n"]
+__all__ = [
+    "TWO_SAMPLE_OPS",
+    "Shift",
+    "two_sample",
+    "compare_samples",
+    "hodges_lehmann",
+    "holm",
+    "mann_whitney_p",
+    "min_p",
+    "needed_n",
+]
 
 
 def min_p(na: int, nb: int) -> float:
@@ -146,3 +156,15 @@ def holm(ps: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * ps[i]))
         out[i] = running
     return out
+
+
+#: The figures a report prints of a comparison (kbench.reporting.provenance recomputes them).
+TWO_SAMPLE_OPS = ("hl_shift", "hl_lo", "hl_hi", "mw_p")
+
+
+def two_sample(op: str, a: Sequence[float], b: Sequence[float], conf: float) -> float:
+    """One figure of ``b`` against ``a``: the shift, its interval's ends, or the exact p."""
+    if op == "mw_p":
+        return mann_whitney_p(a, b)
+    shift, lo, hi, _ = hodges_lehmann(a, b, conf)
+    return {"hl_shift": shift, "hl_lo": lo, "hl_hi": hi}[op]

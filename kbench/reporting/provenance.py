@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -28,46 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kbench.engine import judge, stats
 from kbench.engine.csvio import TEXT_COLUMNS, bad_values, complete_bytes, format_value, is_warmup, number
 from kbench.experiments.spec import LABELS, M_LABELS
+from kbench.reporting.formats import FORMATS, UNITS, fmt
 from kbench.reporting.runs import machine_label
 
 __all__ = ["Fig", "Ledger", "FORMATS", "fmt", "manifest_value", "untraceable_numbers", "verify"]
-
-#: Unit constants the ``scale`` operation may use (named, never typed into a report).
-UNITS: dict[str, float] = {"B->GiB": 1 / (1 << 30), "B->MiB": 1 / (1 << 20), "us->ms": 1e-3, "frac->pct": 100.0}
-
-
-def _auto(v: float) -> str:
-    a = abs(v)
-    if a == 0:
-        return "0"
-    if a >= 100:
-        return f"{v:,.0f}"
-    if a >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
-#: How each format prints a value.
-FORMATS: dict[str, Callable[[float], str]] = {
-    "auto": _auto,
-    "int": lambda v: f"{v:,.0f}",
-    "pct": lambda v: f"{v:+.0f}%",
-    "pct1": lambda v: f"{v:.1f}%",
-    "x": lambda v: f"{_auto(v)}×",
-    "f3": lambda v: f"{v:.3f}",
-    "f2": lambda v: f"{v:.2f}",
-    # a value in µs printed in ms (what Kafka engineers read), three significant digits or more
-    "ms": lambda v: _auto(v / 1000),
-    "ms+": lambda v: ("+" if v > 0 else "") + _auto(v / 1000),  # a difference in µs, signed, in ms
-}
-
-
-def fmt(value: float | None, kind: str = "auto") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "NA"
-    return FORMATS[kind](float(value))
 
 
 class Fig(NamedTuple):
@@ -113,6 +79,9 @@ def _derive(op: str, vals: Sequence[float], unit: str | None = None) -> float:
         return (max(vals) - min(vals)) / min(vals) * 100
     if op == "diff":
         return vals[1] - vals[0]
+    if op == "holm":  # the Holm-adjusted p of the family's figure number ``unit``
+        assert unit is not None
+        return stats.holm(vals)[int(unit)]
     if op == "scale":
         assert unit is not None
         return vals[0] * UNITS[unit]
@@ -166,6 +135,17 @@ class Ledger:
         """A manifest value (``path`` like ``machine/physical_cores``)."""
         v = None if value is None or isinstance(value, bool) else float(value)
         return self._add(v, kind, "manifest", run, path)
+
+    def two_sample(
+        self, op: str, sets: tuple[int, int], column: str, values: tuple[Any, Any], conf: float, kind: str
+    ) -> Fig:
+        """A figure of a comparison (:data:`kbench.engine.stats.TWO_SAMPLE_OPS`) of ``column``
+        between two row sets, whose values are ``values``."""
+        return self._add(stats.two_sample(op, values[0], values[1], conf), kind, op, list(sets), [column, conf])
+
+    def rule(self, value: float, run: int, key: str, kind: str = "g") -> Fig:
+        """A number of the run's verdict rule (:func:`kbench.engine.judge.rule_value` of its plan)."""
+        return self._add(value, kind, "rule", run, key)
 
     def derive(self, op: str, args: Sequence[Fig], kind: str = "auto", unit: str | None = None) -> Fig:
         """A figure computed from other figures (ratio, pct_change, sum, spread_pct, diff, scale)."""
@@ -398,6 +378,37 @@ def _untraceable(md: str, prov: Mapping[str, Any], tables: _Tables) -> list[str]
     return sorted({tok for tok in NUMBER.findall(text) if norm(tok) not in allowed})
 
 
+def _set_values(
+    tables: _Tables,
+    sets: Sequence[Any],
+    sid: int,
+    col: str,
+    checked: dict[Any, str | None],
+    problems: list[str],
+    what: str,
+) -> list[float] | None:
+    """The values of ``col`` in the recorded row set ``sid`` (None: a cell is not a number), its
+    rows checked against its selection (``what``: the figure, its text, and ``op`` for the check)."""
+    exp, gids, *rest = sets[sid]
+    if not exp:  # "": a group with no row at all (an NA figure)
+        return []
+    head = what.split(", ")[0]
+    if not rest or not isinstance(rest[0], Mapping):
+        problems.append(f"{head}): its rows' selection is not recorded; re-run kbench report")
+    else:
+        if (sid, col) not in checked:
+            checked[(sid, col)] = _check_rows(tables, exp, gids, rest[0], col)
+        if checked[(sid, col)]:
+            problems.append(f"{what} of {exp}.{col}): {checked[(sid, col)]}")
+    if col in TEXT_COLUMNS:  # a count of rows (status …)
+        return [0.0] * len(gids)
+    xs = [number(tables.table(exp)[g][col]) for g in gids]
+    if any(x is None for x in xs):
+        problems.append(f"{head}): a source cell of {exp}.{col} is not a number")
+        return None
+    return [x for x in xs if x is not None]
+
+
 def verify(
     prov: Mapping[str, Any], run_dirs: Sequence[Path | str] | None = None, markdown: str | None = None
 ) -> list[str]:
@@ -416,38 +427,33 @@ def verify(
         f = {"op": op, "f": kind, "t": text}
         if op in AGG:
             f.update(set=a, col=b)
-        elif op == "manifest":
+        elif op in ("manifest", "rule"):
             f.update(run=a, path=b)
         else:
             f.update(args=a, unit=b)
         v: float | None
         try:
             if op in AGG:
-                exp, gids, *rest = prov["sets"][f["set"]]
-                if exp:  # "": a group with no row at all (an NA figure)
-                    if not rest or not isinstance(rest[0], Mapping):
-                        problems.append(
-                            f"figure {i} ({f['t']}): its rows' selection is not recorded; re-run kbench report"
-                        )
-                    else:
-                        key = (f["set"], f["col"])
-                        if key not in checked:
-                            checked[key] = _check_rows(tables, exp, gids, rest[0], f["col"])
-                        if checked[key]:
-                            problems.append(f"figure {i} ({f['t']}, {op} of {exp}.{f['col']}): {checked[key]}")
-                table = tables.table(exp) if exp else []
-                if op == "count":
-                    v = float(len(gids))
-                else:
-                    xs = [number(table[g][f["col"]]) for g in gids]
-                    if any(x is None for x in xs):
-                        problems.append(f"figure {i} ({f['t']}): a source cell of {exp}.{f['col']} is not a number")
-                        values.append(None)
-                        continue
-                    v = AGG[op]([x for x in xs if x is not None]) if xs else None
+                xs = _set_values(
+                    tables, prov["sets"], f["set"], f["col"], checked, problems, f"figure {i} ({f['t']}, {op}"
+                )
+                if xs is None:
+                    values.append(None)
+                    continue
+                v = float(len(xs)) if op == "count" else (AGG[op](xs) if xs else None)
             elif op == "manifest":
                 raw = manifest_value(tables.manifest(f["run"]), f["path"])
                 v = None if raw is None else float(raw)
+            elif op == "rule":
+                plan = tables.manifest(f["run"]).get("plan")
+                v = judge.rule_value(judge.rule_from_plan(plan if isinstance(plan, Mapping) else {}), f["path"])
+            elif op in stats.TWO_SAMPLE_OPS:
+                col, conf = f["unit"]
+                sa, sb = (
+                    _set_values(tables, prov["sets"], s, col, checked, problems, f"figure {i} ({f['t']}, {op}")
+                    for s in f["args"]
+                )
+                v = None if sa is None or sb is None else stats.two_sample(op, sa, sb, float(conf))
             else:
                 args = [values[a] for a in f["args"]]
                 try:

@@ -25,7 +25,21 @@ class Stat:
     The figures are entered in the ledger when first used, so a number that a report does
     not print costs nothing."""
 
-    __slots__ = ("_ledger", "_set", "_metric", "_kind", "_med", "_lo", "_hi", "_n", "_fmed", "_flo", "_fhi", "_fn")
+    __slots__ = (
+        "_ledger",
+        "_set",
+        "_metric",
+        "_kind",
+        "_med",
+        "_lo",
+        "_hi",
+        "_n",
+        "_fmed",
+        "_flo",
+        "_fhi",
+        "_fn",
+        "values",
+    )
 
     def __init__(
         self,
@@ -37,8 +51,10 @@ class Stat:
         lo: float | None,
         hi: float | None,
         n: int,
+        values: Sequence[float] = (),
     ) -> None:
         self._ledger, self._set, self._metric, self._kind = ledger, set_id, metric, kind
+        self.values = tuple(values)  # the OK repetitions' values (the verdict's test reads them)
         self._med, self._lo, self._hi, self._n = med, lo, hi, float(n)
         self._fmed: Fig | None = None
         self._flo: Fig | None = None
@@ -83,6 +99,10 @@ class Stat:
         if f is None:
             f = self._fn = self._ledger._add(self._n, "int", "count", self._set, self._metric)
         return f
+
+    @property
+    def set_id(self) -> int:
+        return self._set
 
     @property
     def ok(self) -> bool:
@@ -183,6 +203,7 @@ def stats_many(
     for m in cols:
         complete = bool(base[m].notna().all())
         notna = base[m].notna().to_numpy()
+        col = base[m].to_numpy()
         med, lo, hi, n = (agg[(m, a)].to_numpy() for a in ("median", "min", "max", "count"))
         kind = metrics[m]
         res = out[m]
@@ -198,7 +219,8 @@ def stats_many(
                     sid = shared[key] = ledger.row_set(exp, gids[idx], _where(keys, label, only_ok))
             else:
                 sid = ledger.row_set(exp, gids[idx][notna[idx]], _where(keys, label, only_ok))
-            res[label] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]))
+            vals = [float(x) for x in col[idx][notna[idx]]]
+            res[label] = Stat(ledger, sid, m, kind, float(med[i]), float(lo[i]), float(hi[i]), int(n[i]), vals)
     return out
 
 
