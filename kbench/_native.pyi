@@ -118,6 +118,7 @@ class Histogram:
 # ---------------------------------------------------------------- Kafka client (py_kafka_util.c, py_drivers.c, py_admin.c)
 
 rdkafka_version: str
+rdkafka_features: str
 
 class Producer:
     """The C producer loop (see kbench.kafka.drivers)."""

@@ -11,9 +11,7 @@ import errno
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
-
-from kbench import __version__
+from typing import Any, NoReturn
 
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -72,6 +70,19 @@ def _values_may_start_with_dash(parser: argparse.ArgumentParser, argv: list[str]
     return out
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: :func:`kbench.versions.lines`, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from kbench.versions import lines
+
+        sys.stdout.write("\n".join(lines()) + "\n")
+        parser.exit(0)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or (``only``: a subcommand's name) one with just that subcommand, so
     that running a command imports its module and no other."""
@@ -80,7 +91,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="kbench: measure Apache Kafka compression (codecs, batches, latency, throughput, CPU per role).",
     )
     parser.add_argument(
-        "--version", action="version", version=f"kbench {__version__}", help="print the version and exit"
+        "--version",
+        action=_VersionAction,
+        help="print kbench's version and its libraries' (librdkafka, codecs, Kafka, drivers), and exit",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -94,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
     known = {name.rsplit(".", 1)[1] for name in COMMAND_MODULES}
-    parser = build_parser(first if first in known else None)
+    # --version alone: no command module imported, so the report stays fast
+    parser = build_parser(first if first in known else "" if first == "--version" else None)
     args = parser.parse_args(_values_may_start_with_dash(parser, argv))
     try:
         return int(args.func(args) or 0)

@@ -55,5 +55,19 @@ int kb_py_kafka_util_init(PyObject *m) {
         return -1;
     if (PyModule_AddObjectRef(m, "KafkaError", kb_KafkaError) < 0)
         return -1;
-    return PyModule_AddStringConstant(m, "rdkafka_version", rd_kafka_version_str());
+    if (PyModule_AddStringConstant(m, "rdkafka_version", rd_kafka_version_str()) < 0)
+        return -1;
+    /* the features the library was built with (kcat -V prints them too); the bound library, so
+     * under an LD_PRELOAD of another librdkafka it is that library's */
+    char features[1024] = "";
+    size_t size = sizeof(features);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rd_kafka_conf_get(conf, "builtin.features", features, &size) != RD_KAFKA_CONF_OK)
+        features[0] = '\0';
+    rd_kafka_conf_destroy(conf);
+    return PyModule_AddStringConstant(m, "rdkafka_features", features);
 }

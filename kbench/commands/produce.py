@@ -57,9 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--client",
-        choices=clients.CLIENTS,
+        type=_client,
         default="librdkafka",
-        help="the Kafka client: librdkafka (C loops in this process), java (the Java driver), kafka-go or sarama (the Go driver)",
+        help="the Kafka client: librdkafka (C loops in this process), librdkafka@VERSION (the C driver on that "
+        "version's library: kbench --version lists them), java (the Java driver), kafka-go or sarama (the Go driver)",
     )
     p.add_argument("--topic", required=True, help="the topic to produce to (and consume from with --consume)")
     p.add_argument("--create", action="store_true", help="create the topic first")
@@ -145,6 +146,14 @@ def _driver_line(p: subprocess.Popen[str], role: str) -> str:
     if not line:
         raise KafkaError(f"{role} driver exited with status {p.wait()} (its stderr is above)")
     return line.rstrip("\n")
+
+
+def _client(text: str) -> str:
+    """``--client``: a client kbench can run (kbench.kafka.clients.client_problem)."""
+    why = clients.client_problem(text)
+    if why is not None:
+        raise argparse.ArgumentTypeError(why)
+    return text
 
 
 def _start_driver(client: str, job: dict[str, Any]) -> subprocess.Popen[str]:

@@ -77,7 +77,7 @@ class _Driver:
         self.abort = abort
         self.err = tempfile.NamedTemporaryFile(prefix="kbench-driver-", suffix=".err", delete=False)
         self.proc = subprocess.Popen(
-            clients.driver_command("librdkafka"),
+            clients.driver_command(str(job.get("client", "librdkafka"))),  # librdkafka or librdkafka@V
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.err,

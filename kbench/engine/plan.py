@@ -28,7 +28,7 @@ from kbench.engine.judge import rule_from_plan
 from kbench.engine.series import DEFAULT_DRIFT_P99_PCT, DEFAULT_DRIFT_RATE_PCT
 from kbench.experiments import registry
 from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
-from kbench.kafka.clients import CLIENTS, GO_CLIENTS, cell_refusal, check_properties
+from kbench.kafka.clients import GO_CLIENTS, cell_refusal, check_properties, client_problem, family
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model import codecs, limits
@@ -573,8 +573,8 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if not clients:
         raise PlanError(f'{w}client: empty; give librdkafka, java or a list like ["librdkafka", "java"]')
     for c in clients:
-        if c not in CLIENTS:
-            raise PlanError(f"{w}client: unknown client '{c}'; use one of {', '.join(CLIENTS)}")
+        if (why := client_problem(c)) is not None:
+            raise PlanError(f"{w}client: {why}")
     kp = str(tbl.get("key_policy", "none"))
     kp = KEY_POLICY_SPELLINGS.get(kp, kp)
     if kp not in KEY_POLICIES:
@@ -610,7 +610,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
     if not backlog and any(k in tbl for k in catch):
         raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
-    if backlog and not set(clients) <= set(GROUP_CLIENTS):
+    if backlog and not {family(c) for c in clients} <= set(GROUP_CLIENTS):
         raise PlanError(
             f"{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the "
             f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
@@ -662,7 +662,7 @@ def _check_go_cells(i: int, s: Sweep) -> None:
 def _check_client_levels(i: int, s: Sweep) -> None:
     """A level the linked librdkafka refuses fails at run time: refuse it now, naming the range
     (the Java client's per-codec ranges are its own to enforce)."""
-    if "librdkafka" not in s.client:
+    if "librdkafka" not in {family(c) for c in s.client}:
         return
     for spec in s.codec:
         text = str(spec)
@@ -813,7 +813,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
     for i, s in enumerate(sweeps):
-        if group and not set(s.client) <= set(GROUP_CLIENTS):
+        if group and not {family(c) for c in s.client} <= set(GROUP_CLIENTS):
             raise PlanError(
                 f"sweep[{i}].client: transport.consumer_group needs consumer groups, which only the "
                 f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"

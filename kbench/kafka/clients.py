@@ -4,7 +4,9 @@
 Kafka Java client behind :mod:`kbench.kafka.java_driver`; ``kafka-go`` (segmentio/kafka-go) and
 ``sarama`` (IBM/sarama) are the Go driver of :mod:`kbench.kafka.go_driver`.  A client joins by
 adding its command line to :func:`driver_command`, its property names to :func:`producer_props`
-and what it cannot express to :func:`cell_refusal`.
+and what it cannot express to :func:`cell_refusal`.  ``librdkafka@V`` is the same C driver on the
+librdkafka of another version (:mod:`kbench.kafka.rdk_versions`): it behaves as ``librdkafka``
+everywhere (:func:`family`) but in the library its process binds.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
+from kbench.kafka import rdk_versions
+
 __all__ = [
     "CLIENTS",
     "DRIVER_UNSET_ENV",
@@ -21,10 +25,12 @@ __all__ = [
     "GO_PROPERTIES",
     "PROTOCOL",
     "cell_refusal",
+    "client_problem",
     "check_properties",
     "codec_property",
     "driver_command",
     "driver_env",
+    "family",
     "level_problem",
     "librdkafka_property_names",
     "producer_props",
@@ -86,10 +92,34 @@ def driver_env(base: Mapping[str, str], pythonpath: str | None = None) -> dict[s
     return env
 
 
+def family(client: str) -> str:
+    """The client a name is a version of: ``librdkafka`` for ``librdkafka@2.16.1``, else the name."""
+    return client.partition("@")[0]
+
+
+def client_problem(client: str) -> str | None:
+    """None when kbench can run ``client``, else why not in one line: an unknown name lists the
+    clients, an unknown ``librdkafka@V`` the librdkafka versions installed."""
+    name, version = rdk_versions.split(client)
+    if name not in CLIENTS:
+        return f"unknown client '{client}'; use one of {', '.join(CLIENTS)}, or librdkafka@VERSION"
+    if version is not None:
+        if name != rdk_versions.SYSTEM:
+            return f"client '{client}': only librdkafka takes a version (librdkafka@VERSION)"
+        try:
+            rdk_versions.locate(version)
+        except ValueError as e:
+            return str(e)
+    return None
+
+
 def driver_command(client: str) -> list[str]:
     """The command line of one driver process for ``client``."""
     if client == "librdkafka":
         return [sys.executable, "-m", "kbench.kafka.worker"]
+    name, version = rdk_versions.split(client)
+    if name == rdk_versions.SYSTEM and version:  # the worker on that version's library
+        return [sys.executable, "-m", "kbench.kafka.rdk_launch", version]
     if client == "java":
         from kbench.kafka import java_driver
 
@@ -124,7 +154,7 @@ def producer_props(
         "linger.ms": f"{linger_ms:g}",
         "acks": acks,
     }
-    if client == "librdkafka":
+    if family(client) == "librdkafka":
         props["statistics.interval.ms"] = "1000"
         if level is not None:
             props["compression.level"] = str(level)
@@ -227,7 +257,7 @@ def unknown_property(client: str, name: str, known: Iterable[str] | None = None)
         near = difflib.get_close_matches(name, known_go, n=1, cutoff=0.0)
         hint = f"did you mean {near[0]}?" if near else "see docs/drivers.md section 7"
         return f"the {client} driver maps no property '{name}'; {hint}"
-    if client != "librdkafka":
+    if family(client) != "librdkafka":
         return None
     from kbench.kafka.drivers import client_property_known, librdkafka_version
 
@@ -244,7 +274,7 @@ def check_properties(where: str, props: Mapping[str, object], clients: Iterable[
     """Refuse a client property no client of ``clients`` would take (``where``: ``-X`` or
     ``client``, for the message), before anything is written: one line naming the property and the
     nearest name the client knows.  A ValueError."""
-    used = set(clients)
+    used = {family(c) for c in clients}
     sep = " " if where == "-X" else "."
     for go in sorted(used.intersection(GO_PROPERTIES)):  # the Go driver refuses any name it does not map
         for k in props:
@@ -263,7 +293,7 @@ def check_properties(where: str, props: Mapping[str, object], clients: Iterable[
 def level_problem(client: str, codec: str, level: int | None) -> str | None:
     """None when ``client`` takes ``codec`` at ``level``, else the range it takes (asked of the
     linked librdkafka itself; the Java client enforces KIP-390's ranges on its own)."""
-    if client != "librdkafka" or level is None:
+    if family(client) != "librdkafka" or level is None:
         return None
     from kbench.kafka.drivers import client_level_range, client_version
 

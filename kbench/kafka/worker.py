@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbench.kafka import drivers, merge, procstat, rdstats
+from kbench import _native
+from kbench.kafka import drivers, merge, procstat, rdk_versions, rdstats
 from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
@@ -106,11 +107,12 @@ def _intervals(ivs: list[dict[str, Any]] | None, off_ns: int) -> list[dict[str, 
     ]
 
 
-def _client_info() -> dict[str, Any]:
+def _client_info(name: str) -> dict[str, Any]:
     return {
-        "name": "librdkafka",
+        "name": name,
         "library": "librdkafka",
         "version": drivers.librdkafka_version(),
+        "features": str(_native.rdkafka_features),
         "runtime": f"CPython {sys.version.split()[0]}",
         "runtime_flags": [],
     }
@@ -272,13 +274,38 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def check_library(requested: str | None) -> str:
+    """The client name of this driver: ``librdkafka``, or ``librdkafka@V`` once the bound library
+    is checked to be V's (:mod:`kbench.kafka.rdk_launch` preloads it); ValueError when not."""
+    if requested is None:
+        return rdk_versions.SYSTEM
+    got = drivers.librdkafka_version()
+    if not rdk_versions.same_series(got, requested):
+        preload = os.environ.get("LD_PRELOAD", "") or "nothing"
+        raise ValueError(
+            f"{rdk_versions.SYSTEM}@{requested} asked for but the driver runs librdkafka {got} (LD_PRELOAD "
+            f"held {preload}); start it with python -m kbench.kafka.rdk_launch {requested}"
+        )
+    return f"{rdk_versions.SYSTEM}@{requested}"
+
+
+def _requested(argv: list[str]) -> str | None:
+    """The version of ``--librdkafka V`` (None without it)."""
+    if len(argv) == 2 and argv[0] == "--librdkafka":
+        return argv[1]
+    if argv:
+        raise ValueError(f"unknown arguments {' '.join(argv)}; the worker takes only --librdkafka VERSION")
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
     job = json.loads(sys.stdin.readline())
     try:
+        name = check_library(_requested(sys.argv[1:] if argv is None else argv))
         if int(job.get("protocol", PROTOCOL)) != PROTOCOL:
             raise ValueError(f"this driver speaks protocol {PROTOCOL}")
         out = producer(job) if job["role"] == "producer" else consumer(job)
-        out.update(protocol=PROTOCOL, client=_client_info())
+        out.update(protocol=PROTOCOL, client=_client_info(name))
     except Exception as e:  # noqa: BLE001 - one line back to the parent
         _say("ERROR " + json.dumps(str(e)))
         return 1

@@ -25,7 +25,7 @@ from kbench.engine.dask_tasks import clock_now, host_facts, run_driver
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.window import Schedule
-from kbench.kafka import merge, rdstats
+from kbench.kafka import clients, merge, rdstats
 from kbench.model.corpus import lenprefixed_bytes
 
 __all__ = ["CLOCK_LIMIT_S", "ClockReading", "DaskPool", "e2e_invalid_reason", "place"]
@@ -149,9 +149,12 @@ class DaskPool:
         payload is the cell's."""
         window.open()
         window.nic_start()
+        # librdkafka@V: the drivers run that version's library (the other clients' drivers are not
+        # started on Dask workers: the C driver runs there)
+        lib = {"client": req.cell.client} if clients.family(req.cell.client) == "librdkafka" else {}
         out = self.run_cell(
-            jobs.producer,
-            jobs.consumer,
+            {**jobs.producer, **lib},
+            {**jobs.consumer, **lib} if jobs.consumer is not None else None,
             (req.corpus.sha256, req.corpus.records),
             req.rate,
             jobs.count,

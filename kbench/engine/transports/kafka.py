@@ -170,7 +170,7 @@ class KafkaTransport:
 
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
         spec, c = req.cell.spec, req.cell
-        parity = JAVA_PARITY if c.client == "librdkafka" else {}
+        parity = JAVA_PARITY if clients.family(c.client) == "librdkafka" else {}
         base = {**parity, **req.client_properties, "bootstrap.servers": self.bootstrap}
         return clients.producer_props(c.client, base, spec.codec, spec.level, c.batch_size, c.linger_ms, c.acks)
 

@@ -289,7 +289,7 @@ class LocalPool:
         members of one consumer group, named consumer-1, consumer-2, ... in errors and in the
         per-second sampler's roles."""
         assert jobs.consumer is not None
-        cprops = {**(JAVA_PARITY if req.cell.client == "librdkafka" else {}), **jobs.consumer["props"]}
+        cprops = {**(JAVA_PARITY if clients.family(req.cell.client) == "librdkafka" else {}), **jobs.consumer["props"]}
         out: list[_Worker] = []
         try:
             for i in range(jobs.consumers):
@@ -451,7 +451,8 @@ class LocalPool:
                     window_payload_bytes=None if start is None else sched.window_payload(int(start), lags[role]),
                 )
             )
-        if req.cell.client == "librdkafka":  # its statistics file: wire bytes, batch fill, latency phases
+        # librdkafka's statistics file: wire bytes, batch fill, latency phases
+        if clients.family(req.cell.client) == "librdkafka":
             raw = stats_mod.last_stats(stats) or {}
             wire = raw.get("tx_bytes")
             client_fill = driver_fill(stats_mod.batch_fill(raw, req.topic))

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 
 from kbench.engine.transports.base import BatchFill, CpuSample, RunRequest, RunResult, TransportError, TransportInfo
-from kbench.kafka import procstat
+from kbench.kafka import clients, procstat
 from kbench.model import codecs
 from kbench.model import simulator as sim_mod
 from kbench.model.stats import distribution
@@ -54,7 +54,9 @@ class SimTransport:
             codec=spec.codec,
             level=spec.level,
             topic_compression=tc,
-            client=cell.client if cell.client != "librdkafka" else self.client,  # a plan's client axis wins
+            client=clients.family(cell.client)
+            if clients.family(cell.client) != "librdkafka"
+            else self.client,  # a plan's client axis wins
             batch_size=cell.batch_size,
             linger_ms=cell.linger_ms,
             partitions=cell.partitions,
