@@ -145,14 +145,14 @@ def test_pins_are_read_from_the_drivers_files() -> None:
 
 @pytest.mark.kafka
 def test_produce_with_the_wheel_librdkafka_reports_its_version(kafka1: Any, tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
+    out = tmp_path / "out"
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", f"librdkafka@{WHEEL}"]
     cmd += ["--bootstrap", kafka1.bootstrap_servers, "--topic", "rdk-wheel", "--create", "--rate", "1000"]
     cmd += ["--count", "500", "--codec", "zstd", "--consume", "-o", str(out)]
     p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     assert "sent 500, delivered 500, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
-    r = json.loads(out.read_text())
+    r = json.loads((out / "produce.json").read_text())
     info = r["producer"]["client"]
     version, features = rdk_versions.library_info(rdk_versions.locate(WHEEL).path)
     assert r["client"] == f"librdkafka@{WHEEL}" and info["name"] == f"librdkafka@{WHEEL}"
