@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >&2
 PY=${PYTHON:-python3}
 plan=quick
-if [[ $# -eq 0 && $(id -u) -eq 0 ]] && "$PY" -m kbench.testbed.probe 2>/dev/null | grep -q '"tbf": true'; then
+if [[ $# -eq 0 && $(id -u) -eq 0 ]] && "$PY" -P -m kbench.testbed.probe 2>/dev/null | grep -q '"tbf": true'; then
   plan=seed000-testbed
 fi
 echo "main job: kbench run $plan $*" >&2
-exec "$PY" -m kbench run "$plan" "$@"
+exec "$PY" -P -m kbench run "$plan" "$@"

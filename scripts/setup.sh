@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# Install everything kbench needs on a fresh Debian machine, then build and install kbench.
-# Idempotent: skips what is already there.  Used by the README's commands and by .ci/run.
+# Install what kbench needs on a fresh Debian machine, then build kbench's wheel and install it the
+# way users do (not editable).  Idempotent: skips what is already there.
+#
+#   bash scripts/setup.sh           # the main job (scripts/run-main.sh): build tools, the codec and
+#                                   # Kafka client libraries, Java + Maven for the local broker
+#   bash scripts/setup.sh --test    # the above, plus what the test suite needs: sanitizer, valgrind,
+#                                   # cross-architecture and browser tools, the test Python packages,
+#                                   # the Java and Go drivers (scripts/test.sh calls this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+TEST=0
+case "${1:-}" in
+  "") ;;
+  --test) TEST=1 ;;
+  *) echo "setup: unknown argument '$1'; use: bash scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
 
-APT_PACKAGES=(
+# What the main job runs: build the extension, run a local broker (Java 17+, Maven for its jars).
+MAIN_PACKAGES=(
   pkg-config gcc
   libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev librdkafka-dev
+  default-jdk-headless maven
+)
+# What only the tests use (docs/testing.md): codec and Kafka command-line tools for the oracles,
+# GNU time and perf for the CPU oracles, clang's sanitizers, valgrind, an aarch64 cross compiler
+# and qemu for the CRC32C ports, chromium for the report's rendering.
+TEST_PACKAGES=(
   zstd lz4 kcat
   time linux-perf
   clang libclang-rt-14-dev
-  default-jdk-headless maven
   valgrind
   chromium
   gcc-aarch64-linux-gnu qemu-user
 )
 
+packages=("${MAIN_PACKAGES[@]}")
+((TEST)) && packages+=("${TEST_PACKAGES[@]}")
 missing=()
-for p in "${APT_PACKAGES[@]}"; do
+for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -27,14 +48,32 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-PY=${PYTHON:-python3}
-echo "setup: installing Python dependencies and kbench"
-$PY -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-$PY -m pip install -q --disable-pip-version-check --no-build-isolation -e .
-$PY -c "import kbench; print('setup: kbench', kbench.__version__, 'codecs:', ', '.join(kbench.codecs.available()))"
-# The Java driver (docs/drivers.md): built with Maven against kafka-clients of the pinned Kafka
-# version, cached under ~/.cache/kbench/java-driver-<version>-<hash of its sources>.
-$PY -c "from kbench.kafka import java_driver; print('setup: java driver', java_driver.build().jar)"
-# The Go driver (docs/drivers.md: kafka-go and sarama): built with the Go toolchain (PATH or
-# /usr/local/go/bin), cached under ~/.cache/kbench/go-driver-<hash of its sources and go version>.
-$PY -c "from kbench.kafka import go_driver; print('setup: go driver', go_driver.build().binary)"
+# kbench's wheel (scripts/build-wheel.sh), rebuilt only when the sources changed since dist/ was made.
+wheel=$(ls dist/kafka_kbench-*manylinux*.whl 2>/dev/null | head -n 1 || true)
+if [[ -z $wheel || ! -f dist/SOURCES.sha256 || $(cat dist/SOURCES.sha256) != $("$PY" scripts/source_digest.py) ]]; then
+  echo "setup: building kbench's wheel (scripts/build-wheel.sh)"
+  wheel=$(bash scripts/build-wheel.sh dist | tail -n 1)
+fi
+echo "setup: installing $wheel"
+# an editable install of kbench made before the distribution was renamed kafka-kbench
+if "$PY" -m pip show -q kbench >/dev/null 2>&1; then
+  "$PY" -m pip uninstall -q -y kbench
+fi
+"$PY" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+extras=testbed
+((TEST)) && extras=test
+"$PY" -m pip install -q --disable-pip-version-check "$wheel[$extras]"
+if ((TEST)); then
+  "$PY" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+fi
+# -P: the installed kbench, never the source tree's (which has no built extension)
+"$PY" -P -c "import kbench; print('setup: kbench', kbench.__version__, 'from', kbench.__path__[0], 'codecs:', ', '.join(kbench.codecs.available()))"
+
+if ((TEST)); then
+  # The Java driver (docs/drivers.md): built with Maven against kafka-clients of the pinned Kafka
+  # version, cached under ~/.cache/kbench/java-driver-<version>-<hash of its sources>.
+  "$PY" -P -c "from kbench.kafka import java_driver; print('setup: java driver', java_driver.build().jar)"
+  # The Go driver (docs/drivers.md: kafka-go and sarama): built with the Go toolchain (PATH or
+  # /usr/local/go/bin), cached under ~/.cache/kbench/go-driver-<hash of its sources and go version>.
+  "$PY" -P -c "from kbench.kafka import go_driver; print('setup: go driver', go_driver.build().binary)"
+fi

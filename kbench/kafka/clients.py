@@ -116,10 +116,11 @@ def client_problem(client: str) -> str | None:
 def driver_command(client: str) -> list[str]:
     """The command line of one driver process for ``client``."""
     if client == "librdkafka":
-        return [sys.executable, "-m", "kbench.kafka.worker"]
+        # -P: the kbench on PYTHONPATH or installed, never a copy in the current directory
+        return [sys.executable, "-P", "-m", "kbench.kafka.worker"]
     name, version = rdk_versions.split(client)
     if name == rdk_versions.SYSTEM and version:  # the worker on that version's library
-        return [sys.executable, "-m", "kbench.kafka.rdk_launch", version]
+        return [sys.executable, "-P", "-m", "kbench.kafka.rdk_launch", version]
     if client == "java":
         from kbench.kafka import java_driver
 

@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         return 1
     env = preload_env(dict(os.environ), str(lib.path))
-    cmd = [sys.executable, "-m", "kbench.kafka.worker", "--librdkafka", version]
+    cmd = [sys.executable, "-P", "-m", "kbench.kafka.worker", "--librdkafka", version]
     os.execve(sys.executable, cmd, env)
     return 1  # not reached: execve replaces this process or raises
 
