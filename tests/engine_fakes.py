@@ -122,6 +122,7 @@ PLAN_TEXT = """
 name = "t"
 repetitions = 3
 duration_s = 1
+min_window_s = 0
 warmup_s = 0.5
 corpus_size = 20000
 seed = 7

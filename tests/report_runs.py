@@ -57,6 +57,7 @@ SMALL = """\
 repetitions = 3
 warmup = true
 duration_s = {duration}
+min_window_s = 0
 warmup_s = 0.1
 steady_skip_s = 0
 auto_rate_fraction = 0.5

@@ -230,6 +230,7 @@ description = "kbench's CLI grammar test"
 repetitions = 2
 warmup = false
 duration_s = 0.05
+min_window_s = 0
 seed = 3
 
 [transport]

@@ -190,6 +190,7 @@ name = "g"
 repetitions = 1
 warmup = false
 duration_s = 5
+min_window_s = 0
 max_steal_pct = 100
 [transport]
 kind = "bootstrap"
@@ -294,6 +295,7 @@ name = "a"
 repetitions = 1
 warmup = false
 duration_s = 3
+min_window_s = 0
 max_steal_pct = 100
 saturation_bound_ms = 60000
 corpus_size = 500000
@@ -346,7 +348,7 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
 
     p = tmp_path / "g.toml"
     p.write_text(
-        'name = "g"\nrepetitions = 2\nwarmup = false\nduration_s = 1\n[transport]\nkind = "local"\n'
+        'name = "g"\nrepetitions = 2\nwarmup = false\nduration_s = 1\nmin_window_s = 0\n[transport]\nkind = "local"\n'
         '[[sweep]]\nexperiments = ["G"]\ncodec = ["none", "lz4"]\nrate = "saturated"\n'
         "backlog_bytes = 1000000\nconsumers = [1, 2]\n"
     )

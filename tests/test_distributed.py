@@ -33,6 +33,7 @@ name = "dask-cell"
 repetitions = {reps}
 warmup = false
 duration_s = {duration}
+min_window_s = 0
 steady_skip_s = 0.2
 corpus_size = 300000
 # the Dask path is the subject, not latency: short repetitions on a loaded host can trip A's 20 ms

@@ -19,6 +19,7 @@ name = "sim"
 repetitions = 2
 warmup = false
 duration_s = 1
+min_window_s = 0
 corpus_size = 300000
 seed = 3
 [transport]

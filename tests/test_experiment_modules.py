@@ -55,6 +55,7 @@ name = "toy"
 repetitions = 2
 warmup = false
 duration_s = 1
+min_window_s = 0
 steady_skip_s = 0
 
 [[sweep]]

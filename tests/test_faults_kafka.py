@@ -39,6 +39,7 @@ def plan(name: str, brokers: int, codecs: str, reps: int, duration: float) -> st
 name = "{name}"
 repetitions = {reps}
 duration_s = {duration}
+min_window_s = 0
 warmup = false
 corpus_size = 200000
 seed = 11

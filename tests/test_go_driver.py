@@ -563,6 +563,7 @@ name = "go-clients"
 repetitions = 1
 warmup = false
 duration_s = 2
+min_window_s = 0
 steady_skip_s = 0.5
 corpus_size = 300000
 

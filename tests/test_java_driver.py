@@ -204,6 +204,7 @@ name = "both-clients"
 repetitions = 1
 warmup = false
 duration_s = 3
+min_window_s = 0
 steady_skip_s = 0.5
 corpus_size = 300000
 retries = 2

@@ -174,7 +174,7 @@ rate = RATES
 
 
 def _text(rates: str = '"auto"', head: str = "") -> str:
-    return f'name = "t"\nrepetitions = 2\nduration_s = 1\nwarmup = false\ncorpus_size = 20000\nseed = 3\n{head}\n' + (
+    return f'name = "t"\nrepetitions = 2\nduration_s = 1\nmin_window_s = 0\nwarmup = false\ncorpus_size = 20000\nseed = 3\n{head}\n' + (
         SWEEPS.replace("RATES", rates)
     )
 
@@ -355,6 +355,7 @@ name = "knee-real"
 repetitions = 1
 warmup = false
 duration_s = 1
+min_window_s = 0
 steady_skip_s = 0.2
 retries = 0
 corpus_size = 300000
@@ -450,22 +451,25 @@ def test_the_pipeline_basis_probes_each_pipeline_and_derives_from_the_lowest_kne
     run = tmp_path / "run"
     deriv = json.loads((run / "manifest.json").read_text())["rate_derivation"]
     assert deriv["basis"] == "pipeline" and deriv["producer_saturation_msgs"] == 30000.0
-    # probes at 1, 0.7, 0.5, 0.35, 0.25 x 30,000: none passes at 10,500, zstd:3 at 7,500
+    # probes at 1, 0.7, 0.5, 0.35 x 30,000: none passes at 10,500; zstd:3's probes start at that
+    # lowest knee so far (above it they could not lower the minimum) and pass at 7,500
     assert sorted(deriv["knees_msgs"].values()) == [7500.0, 10500.0]
     assert deriv["knee_msgs"] == 7500.0 and deriv["rate_msgs"] == 3750.0  # auto_rate_fraction 0.5
     assert deriv["fractions"] == {"auto:0.2": 1500.0}
     assert "fallback" not in deriv
     assert [(p["rate_msgs"], p["passed"]) for p in deriv["probes"] if p["codec"] == "zstd:3"] == [
-        (30000.0, False),
-        (21000.0, False),
-        (15000.0, False),
         (10500.0, False),
         (7500.0, True),
     ]
+    # each pipeline's latency floor: its corrected p99 at 0.05 x saturation, two probes that agree
+    floors = deriv["floor_probes"]
+    assert {f["rate_msgs"] for f in floors.values()} == {1500.0}
+    assert all(f["settled"] and len(f["p99s_us"]) == 2 for f in floors.values())
+    assert sorted(deriv["floors_us"].values()) == [360.0, 390.0]
     assert all("send delay p99 30.0 ms > 20 ms" in p["reason"] for p in deriv["probes"] if not p["passed"])
     # the probes ran as short repetitions on topics of their own; they left no CSV row
     probes = [req for req in t.requests if req.topic.rsplit("-", 1)[-1].startswith("k")]
-    assert len(probes) == 9 and {req.duration_s for req in probes} == {0.5}
+    assert len(probes) == 4 + 2 + 4 and {req.duration_s for req in probes} == {0.5}  # knee (none, zstd:3), floors
     assert all(req.cell.sweep == "a" and req.rate is not None for req in probes)
     rows = _csv(run / "A.csv")
     assert {float(r["target_rate_msgs"]) for r in rows} == {3750.0, 1500.0, 20000.0}

@@ -68,6 +68,7 @@ name = "phases"
 repetitions = 1
 warmup = false
 duration_s = 4
+min_window_s = 0
 steady_skip_s = 0.5
 corpus_size = 1000000
 seed = 7

@@ -63,6 +63,7 @@ name = "oracle-bytes"
 repetitions = 1
 warmup = false
 duration_s = 1.5
+min_window_s = 0
 steady_skip_s = 0
 
 {transport}

@@ -41,6 +41,7 @@ name = "oracle-throughput"
 repetitions = 2
 warmup = false
 duration_s = 3
+min_window_s = 0
 steady_skip_s = 0
 
 [corpora.lines]

@@ -97,6 +97,7 @@ PLAN = """
 name = "secrets"
 repetitions = 1
 duration_s = 0.2
+min_window_s = 0
 warmup_s = 0.05
 corpus_size = 20000
 seed = 11

@@ -23,6 +23,7 @@ description = "testbed test"
 repetitions = {reps}
 warmup = false
 duration_s = {duration}
+min_window_s = 0
 warmup_s = 1
 steady_skip_s = 1
 retries = 2

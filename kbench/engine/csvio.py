@@ -68,6 +68,7 @@ MACHINE_COLUMNS: tuple[str, ...] = (
 TEXT_COLUMNS = frozenset(
     {
         "cell_id",
+        "control_of",
         "sweep",
         "client",
         "codec",

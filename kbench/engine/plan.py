@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kbench.engine import control, premises
 from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
 from kbench.engine.judge import rule_from_plan
 from kbench.engine.series import DEFAULT_DRIFT_P99_PCT, DEFAULT_DRIFT_RATE_PCT
@@ -93,6 +94,7 @@ TOP_KEYS = {
     "knee_probe_s": 'seconds of each knee probe repetition (auto_rate_basis = "pipeline"; default 3)',
     "alpha": "verdicts: the false-verdict rate of the exact test, Holm-corrected per experiment and metric (default 0.05)",
     "min_effect": "verdicts: table of the smallest shift a verdict names (latency_ms, latency_pct, throughput_pct, cpu_pct, ratio_pct)",
+    **premises.KEYS,
 }
 #: What ``rate = "auto"`` is a fraction of (docs/methodology.md): the producer-only saturated
 #: cells, or the pipeline's knee probed as A runs it (kbench.engine.knee).
@@ -142,6 +144,7 @@ SWEEP_KEYS = {
     "fetch_max_bytes": "catch-up: the consumer's fetch.max.bytes, or a list (default 52428800, Kafka's)",
     "max_partition_fetch_bytes": "catch-up: the consumer's max.partition.fetch.bytes, or a list (default 1048576)",
     "fetch_min_bytes": "catch-up: the consumer's fetch.min.bytes, or a list (default 1)",
+    "control": control.KEY_HELP,
 }
 
 
@@ -205,6 +208,7 @@ class Sweep:
     fetch_max_bytes: tuple[int, ...] = (52428800,)
     max_partition_fetch_bytes: tuple[int, ...] = (1048576,)
     fetch_min_bytes: tuple[int, ...] = (1,)
+    control: str = ""  # the A/A control's baseline (kbench.engine.control): "" none, "first" or a cell id
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,7 @@ class Plan:
     drift_p99_pct: float = DEFAULT_DRIFT_P99_PCT
     auto_rate_basis: str = "producer"  # what rate = "auto" is a fraction of (AUTO_RATE_BASES)
     knee_probe_s: float = 3.0  # seconds of each knee probe (auto_rate_basis = "pipeline")
+    premises: premises.Premises = field(default_factory=premises.Premises)  # knee factor, min window, warm-up
 
     @property
     def experiments(self) -> list[str]:
@@ -640,7 +645,15 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
         fetch_max_bytes=tuple(catch["fetch_max_bytes"]),
         max_partition_fetch_bytes=tuple(catch["max_partition_fetch_bytes"]),
         fetch_min_bytes=tuple(catch["fetch_min_bytes"]),
+        control=_control(f"{w}control", tbl.get("control", False)),
     )
+
+
+def _control(where: str, v: Any) -> str:
+    try:
+        return control.parse(where, v)
+    except control.ControlError as e:
+        raise PlanError(str(e)) from None
 
 
 def _check_go_cells(i: int, s: Sweep) -> None:
@@ -723,6 +736,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             f"auto_rate_basis: {basis!r} is not one of {', '.join(AUTO_RATE_BASES)}; the default is producer"
         )
     probe_s = float(_bounded("knee_probe_s", data.get("knee_probe_s", 3.0), "warmup_s"))  # a probe is a run too
+    try:
+        prem = premises.parse(data, duration, skip)
+    except premises.PremiseError as e:
+        raise PlanError(str(e)) from None
 
     t = data.get("transport", {})
     if not isinstance(t, dict):
@@ -865,7 +882,12 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         drift_p99_pct=drift["drift_p99_pct"],
         auto_rate_basis=str(basis),
         knee_probe_s=probe_s,
+        premises=prem,
     )
+    try:
+        control.check(plan.sweeps, expand(plan))
+    except control.ControlError as e:
+        raise PlanError(str(e)) from None
     check_budget(plan)
     return plan
 
@@ -903,4 +925,4 @@ def expand(plan: Plan) -> list[Cell]:
                     fetch_min_bytes=fmn,
                 )
             )
-    return cells
+    return control.add(plan.sweeps, cells)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbench.engine import window
 from kbench.engine.cell import Cell
 from kbench.engine.status import RETRY_STATUSES, Status, Verdict, worst
 from kbench.engine.transports.base import RunResult
@@ -81,10 +82,17 @@ def rows_for(
     steal_limit_pct: float = STEAL_LIMIT_PCT,
     attempt: int = 1,
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS,
+    knee: tuple[float | None, float] = (None, 2.0),
+    min_window: tuple[float, float] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows this run (attempt ``attempt`` of repetition ``rep``) contributes to each
     experiment CSV its cell feeds (each experiment's own rule, from the registry);
-    ``saturation_bound_ms`` is A's unsaturated check's bound (the plan's)."""
+    ``saturation_bound_ms`` is A's unsaturated check's bound (the plan's); ``knee`` the cell's
+    latency floor (µs, None: none) and the plan's knee_factor; ``min_window`` (the repetition's
+    steady skip, the plan's min_window_s): a shorter judged window is SHORT_WINDOW (kbench.engine.window)."""
+    v = judge(cell, res, steal_limit_pct)
+    if min_window is not None:
+        v = v.merged(window.check(res, *min_window))
     x = RowInput(
         cell,
         rep,
@@ -92,9 +100,11 @@ def rows_for(
         corpus,
         corpus_entropy,
         replication_factor,
-        judge(cell, res, steal_limit_pct),
+        v,
         attempt,
         saturation_bound_ms,
+        knee_floor_us=knee[0],
+        knee_factor=knee[1],
     )
     out: dict[str, list[dict[str, Any]]] = {}
     for exp in cell.experiments:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from kbench.engine import backlog, knee, rules, series, store, verdict, warmup
 from kbench.engine import gate as gate_mod
-from kbench.engine import knee, rules, series, store, verdict
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.machine import describe, versions
@@ -387,7 +387,34 @@ def _knee(s: _Session, run_id: str, cells: Sequence[Cell], producer: dict[str, A
             )
         )
 
-    return knee.derive(producer, cells, probe, plan.saturation_bound_ms, plan.auto_rate_fraction, s.log)
+    pr = plan.premises
+    return knee.derive(
+        producer,
+        cells,
+        probe,
+        plan.saturation_bound_ms,
+        plan.auto_rate_fraction,
+        s.log,
+        pr.knee_factor,
+        pr.floor_max_ms,
+    )
+
+
+def _warm_cluster(s: _Session, run_id: str, cells: Sequence[Cell]) -> None:
+    """The cluster's warm-up before anything is measured (kbench.engine.warmup): once per run."""
+    if "warm_up" in s.man or not s.plan.premises.warm_cluster or s.transport.kind not in warmup.MEASURING:
+        return
+    probe_s = s.plan.knee_probe_s
+
+    def probe(cell: Cell, rate: float, n: int) -> RunResult:
+        req = _request(s, run_id, dataclasses.replace(cell, rate=rate), rate, None)
+        skip = min(s.plan.steady_skip_s, probe_s / 4)
+        return s.transport.run(
+            dataclasses.replace(req, topic=f"kbench-{run_id}-warm{n}", duration_s=probe_s, steady_skip_s=skip)
+        )
+
+    s.man["warm_up"] = warmup.warm_cluster(cells, probe, s.plan.premises.floor_max_ms, s.log)
+    s.save()
 
 
 def _target_rate(
@@ -434,12 +461,12 @@ def _request(
     plan = s.plan
     suffix = "w" if rep is None else (f"r{rep}" if attempt == 1 else f"r{rep}a{attempt}")
     return RunRequest(
-        cell=cell,
+        cell=backlog.sized(cell, s.man.get("backlog", {})),
         topic=f"kbench-{run_id}-{cell.cell_id}-{suffix}",
         corpus=s.corpora[cell.corpus],
         rate=target,
         duration_s=plan.warmup_s if rep is None else plan.duration_s,
-        steady_skip_s=0.0 if rep is None else plan.steady_skip_s,
+        steady_skip_s=0.0 if rep is None else warmup.steady_skip_s(plan.steady_skip_s, cell.client),
         replication_factor=plan.transport.replication_factor,
         min_insync_replicas=plan.transport.min_insync_replicas,
         client_properties=s.client,
@@ -452,7 +479,24 @@ def _warm_up(s: _Session, progress: Progress, run_id: str, cell: Cell, target: f
     """The cell's discarded warm-up run (before its first attempt in this session)."""
     progress.show(f"{cell.cell_id} warm-up")
     try:
-        s.transport.run(_request(s, run_id, cell, target, None))
+        res = s.transport.run(_request(s, run_id, cell, target, None))
+        sizings = 1
+        while cell.catch_up and sizings <= backlog.MAX_SIZINGS:  # G: a drain of >= MIN_DRAIN_S (kbench.engine.backlog)
+            cur = backlog.sized(cell, s.man.get("backlog", {})).backlog_bytes
+            nxt = backlog.next_size(res, cur)
+            if nxt is None:
+                break
+            s.man["backlog"] = {
+                **s.man.get("backlog", {}),
+                cell.cell_id: {"backlog_bytes": nxt, "from": dict(res.drain)},
+            }
+            s.save()
+            s.log(
+                f"{cell.cell_id}: drain of {cur} bytes took {res.drain.get('span_s')} s; backlog sized to {nxt} bytes"
+            )
+            req = _request(s, run_id, cell, target, None)
+            res = s.transport.run(dataclasses.replace(req, topic=f"{req.topic}{sizings}"))
+            sizings += 1
     except TransportError as e:
         s.log(f"{cell.cell_id} warm-up failed: {e}")
     progress.advance(s.plan.warmup_s, f"{cell.cell_id} warm-up done")
@@ -473,9 +517,10 @@ def _run_attempt(
     label = f"{cell.cell_id} rep {rep}/{plan.repetitions}" + (f" attempt {attempt}" if attempt > 1 else "")
     progress.show(label)
     try:
-        res = s.transport.run(_request(s, run_id, cell, target, rep, attempt))
+        req = _request(s, run_id, cell, target, rep, attempt)
+        res = s.transport.run(req)
         rows = rules.rows_for(
-            cell,
+            req.cell,
             rep,
             res,
             s.corpora[cell.corpus],
@@ -484,6 +529,11 @@ def _run_attempt(
             steal_limit_pct=plan.max_steal_pct,
             attempt=attempt,
             saturation_bound_ms=plan.saturation_bound_ms,
+            knee=(
+                knee.floor_of(s.man.get("rate_derivation", {}), cell, plan_mod.expand(plan)),
+                plan.premises.knee_factor,
+            ),
+            min_window=(req.steady_skip_s, plan.premises.min_window_s),
         )
         writer.write_histograms(cell.cell_id, rep, res.histograms, attempt)
         _write_series(s, writer, cell.cell_id, rep, attempt, res)
@@ -608,6 +658,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         progress.show("starting")
         saturated_ids = [c.cell_id for c in cells if c.saturated]
         warmed: set[str] = set()
+        if plan.warmup and any(groups):
+            _warm_cluster(s, run_id, cells)
         for queue in groups:
             while queue:
                 cell, rep, attempt = queue.popleft()

@@ -33,6 +33,12 @@ class Status(StrEnum):
     OK = "OK"
     NA = "NA"  # not measured: the row cannot be shown within the method
     SATURATED = "SATURATED"  # A: the pipeline fell behind its fixed rate (send delay, queue or consumer lag)
+    #: A: corrected p99 above knee_factor × the pipeline's latency floor (the rate is past the knee)
+    ABOVE_KNEE = "ABOVE_KNEE"
+    #: A: saturated only while the driver or cluster was still warming (the per-second p99 fell and settled)
+    WARMING = "WARMING"
+    #: the measured steady window (or G's drain) is shorter than the plan's min_window_s
+    SHORT_WINDOW = "SHORT_WINDOW"
     REJECTED = "REJECTED"  # achieved rate off the target
     FAILED_CPU_REGRESSED = "FAILED_CPU_REGRESSED"
     FAILED_TOPIC_CONFIG = "FAILED_TOPIC_CONFIG"
@@ -46,6 +52,9 @@ SEVERITY: dict[Status, int] = {
     Status.OK: 0,
     Status.NA: 1,
     Status.SATURATED: 2,
+    Status.WARMING: 2,
+    Status.ABOVE_KNEE: 2,
+    Status.SHORT_WINDOW: 3,
     Status.REJECTED: 3,
     Status.FAILED_CPU_REGRESSED: 4,
     Status.FAILED_TOPIC_CONFIG: 4,
@@ -124,12 +133,37 @@ EXPLAIN: dict[Status, Explanation] = {
         "saturated (the premise of a fixed-rate latency comparison broke: send delay, queue wait or consumer lag "
         "above saturation_bound_ms); no verdict uses them",
     ),
+    Status.ABOVE_KNEE: Explanation(
+        "A: the repetition's corrected p99 exceeds the plan's `knee_factor` (default 2) × its pipeline's latency floor "
+        '(measured with `auto_rate_basis = "pipeline"`); the reason gives the p99, the factor, the floor and their '
+        "product. Not retried (docs/methodology.md §2, §4)",
+        "A: the corrected p99 exceeds knee_factor × the pipeline's latency floor (the rate is past the latency knee)",
+        'lower the rate (a smaller auto_rate_fraction or "auto:F"), or raise knee_factor in the plan',
+        "above the latency knee (corrected p99 above knee_factor × the pipeline's latency floor); no verdict uses them",
+    ),
+    Status.WARMING: Explanation(
+        "A: the three saturation signals fired, but the per-second producer p99 fell from the window's first second "
+        "and settled: the driver or cluster was still warming; the reason gives both p99s and the signals. Retried "
+        "within the plan's budget",
+        "A: the driver or cluster was still warming in the steady window (its per-second p99 fell, then settled)",
+        "lengthen steady_skip_s or warmup_s in the plan; retries run on a warmer cluster",
+        "still warming (per-second p99 fell from the window's first second, then settled); no verdict uses them",
+    ),
+    Status.SHORT_WINDOW: Explanation(
+        "any: the judged window (producing window less the steady skip; G: the drain) is shorter than the plan's "
+        "`min_window_s` (default 3 s); the reason gives the figure. Not retried",
+        "the steady window (G: the drain) was shorter than the plan's min_window_s",
+        "raise duration_s (G: backlog_bytes; the runner sizes it from the measured drain rate)",
+        "short windows (steady window or drain below min_window_s); no verdict uses them",
+    ),
 }
 
-#: Statuses of a run that the machine (steal) or a missed rate caused: run again, within budget.
-#: ``SATURATED`` is not among them: the load caused it, and a rerun at the same rate on the same
-#: machine saturates again (lower the rate instead; docs/methodology.md).
-RETRY_STATUSES = frozenset({Status.INVALID, Status.REJECTED})
+#: Statuses of a run that the machine (steal), a missed rate or a warm-up not yet over caused: run
+#: again, within budget (a later attempt runs on a warmer cluster).  ``SATURATED`` and ``ABOVE_KNEE``
+#: are not among them: the load caused them, and a rerun at the same rate on the same machine
+#: saturates again (lower the rate instead; docs/methodology.md); nor is ``SHORT_WINDOW``: the
+#: plan's durations (or G's backlog) set the window, a rerun is as short.
+RETRY_STATUSES = frozenset({Status.INVALID, Status.REJECTED, Status.WARMING})
 
 
 def parse_status(text: str) -> Status | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbench.engine.status import Status, Verdict
 from kbench.engine.transports.base import RunResult
+from kbench.engine.warmup import still_warming
 from kbench.experiments.rowkit import (
     LATENCY_ALL,
     finish,
@@ -110,7 +111,26 @@ def _saturation(x: RowInput) -> Verdict:
             Status.NA, ["send delay not measured: the saturation check cannot show the fixed rate was held unsaturated"]
         )
     why = saturation_reasons(res, float(x.cell.linger_ms), x.saturation_bound_ms)
-    return Verdict(Status.SATURATED, why) if why else Verdict()
+    if not why:
+        return _above_knee(x)
+    warming = still_warming(res.series)
+    if warming:  # the driver or cluster was still warming: not the load's saturation
+        return Verdict(Status.WARMING, [warming, *why])
+    return Verdict(Status.SATURATED, why)
+
+
+def _above_knee(x: RowInput) -> Verdict:
+    """ABOVE_KNEE when the corrected p99 exceeds knee_factor × the pipeline's latency floor."""
+    c, fl = x.res.latency_corrected, x.knee_floor_us
+    if c is None or fl is None or c.p99_us <= x.knee_factor * fl:
+        return Verdict()
+    return Verdict(
+        Status.ABOVE_KNEE,
+        [
+            f"corrected p99 {c.p99_us / 1000:.2f} ms > knee_factor {x.knee_factor:g} × latency floor "
+            f"{fl / 1000:.2f} ms = {x.knee_factor * fl / 1000:.2f} ms (the rate is past the pipeline's knee)"
+        ],
+    )
 
 
 def _rows(x: RowInput) -> list[dict[str, Any]]:

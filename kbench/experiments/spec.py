@@ -76,6 +76,7 @@ CELL_COLUMNS: tuple[str, ...] = (
     "achieved_rate_msgs",
     "rate_error_pct",
     "messages",
+    "control_of",  # the A/A control's rows: the baseline cell's id (kbench.engine.control); "" otherwise
 )
 TAIL_COLUMNS: tuple[str, ...] = ("status", "reason")
 
@@ -102,6 +103,10 @@ class RowInput:
     verdict: Verdict
     attempt: int = 1
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A's unsaturated check (the plan's bound)
+    #: A below the latency knee: the cell's pipeline's latency floor (µs; None: not measured) and the
+    #: plan's knee_factor; a corrected p99 above their product is ABOVE_KNEE (kbench.engine.knee).
+    knee_floor_us: float | None = None
+    knee_factor: float = 2.0
 
 
 @dataclass(frozen=True)

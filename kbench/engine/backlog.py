@@ -1,0 +1,52 @@
+"""G's backlog sized from the measured drain rate, so that a drain lasts at least
+:data:`MIN_DRAIN_S` (docs/methodology.md §4): a drain of a fraction of a second is start-up and
+scheduling, not the consumer group's rate.
+
+The cell's warm-up drains its planned ``backlog_bytes``; from that drain's bytes per second the
+backlog becomes ``rate × MIN_DRAIN_S × MARGIN`` (never below the plan's, at most
+:data:`MAX_BACKLOG_BYTES`), and the warm-up runs again with it until a drain lasts long enough
+(at most :data:`MAX_SIZINGS` warm-ups).  The manifest's ``backlog`` entry records each cell's
+sizing; every repetition of the cell runs with it (its rows' ``backlog_bytes`` say so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from kbench.engine.cell import Cell
+from kbench.engine.transports.base import RunResult
+
+__all__ = ["MARGIN", "MAX_BACKLOG_BYTES", "MAX_SIZINGS", "MIN_DRAIN_S", "next_size", "sized"]
+
+#: A drain shorter than this many seconds is not judged (G's window).
+MIN_DRAIN_S = 5.0
+#: The drain the sizing aims at, over MIN_DRAIN_S (a warm-up's rate underestimates a warm drain's).
+MARGIN = 1.5
+#: The largest backlog sized (disk and the time to produce it); a drain still shorter is SHORT_WINDOW.
+MAX_BACKLOG_BYTES = 8 << 30
+#: Warm-ups of a catch-up cell spent on sizing its backlog, at most.
+MAX_SIZINGS = 3
+
+
+def next_size(res: RunResult, current: int) -> int | None:
+    """The backlog a drain of ``MIN_DRAIN_S`` needs, from a drain of ``current`` bytes (None: this
+    drain lasted long enough, or measured nothing to size from)."""
+    span, nbytes = res.drain.get("span_s"), res.drain.get("bytes")
+    if not isinstance(span, (int, float)) or not isinstance(nbytes, (int, float)) or span <= 0 or nbytes <= 0:
+        return None
+    if span >= MIN_DRAIN_S:
+        return None
+    want = int(math.ceil(nbytes / span * MIN_DRAIN_S * MARGIN))
+    return min(MAX_BACKLOG_BYTES, max(current, want)) if want > current else None
+
+
+def sized(cell: Cell, sizing: Mapping[str, Any]) -> Cell:
+    """``cell`` with the backlog its sizing recorded (``sizing``: the manifest's ``backlog``)."""
+    entry = sizing.get(cell.cell_id)
+    if not cell.catch_up or not isinstance(entry, Mapping):
+        return cell
+    b = entry.get("backlog_bytes")
+    return dataclasses.replace(cell, backlog_bytes=int(b)) if isinstance(b, int) and b > 0 else cell
