@@ -25,6 +25,7 @@ from typing import Any
 from kbench.commands.args import add_client_props, add_json, add_list
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
+from kbench.engine import topology
 from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells, tables
 from kbench.engine.transports import make
@@ -182,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
         plan = dataclasses.replace(plan, transport=t)
     if args.seed is not None:
         plan = dataclasses.replace(plan, seed=args.seed)
+    fit: dict[str, Any] = {}
+    if plan.premises.fit_topology and plan.transport.kind in ("local", "testbed") and "kind" not in overrides:
+        t, choice = topology.choose(plan.transport, topology.cpus())  # docs/methodology.md §2
+        plan, fit = dataclasses.replace(plan, transport=t), choice.as_dict()
+        print(f"topology: {choice.describe()}", file=sys.stderr)
     run_dir = args.resume or args.output or Path("runs") / f"{plan.name}-{_dt.datetime.now(_dt.UTC):%Y%m%d-%H%M%S}"
     if not args.resume:
         _check_new_run_dir(Path(run_dir))
@@ -200,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         overrides=secret_free,
         steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
         machine_label=args.label,
+        topology=fit,
     )
     created = not Path(run_dir).exists()
     try:

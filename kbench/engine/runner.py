@@ -64,6 +64,8 @@ class RunOptions:
     steal_source: StealSource | None = None
     #: ``kbench run --label``: the machine's name in the manifest (``machine.label``), else none.
     machine_label: str | None = None
+    #: The topology chosen for this machine (kbench.engine.topology.Choice.as_dict; empty: the plan's as written).
+    topology: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -324,6 +326,8 @@ def _start_manifest(
     )
     man.setdefault("started_at", _now())
     man.setdefault("resumes", [])
+    if opts.topology:
+        man["topology"] = dict(opts.topology)
     if opts.resume:
         now_versions = versions(with_java=plan.transport.kind in ("local", "testbed"))
         entry: dict[str, Any] = {"at": _now()}
@@ -402,7 +406,7 @@ def _knee(s: _Session, run_id: str, cells: Sequence[Cell], producer: dict[str, A
 
 def _warm_cluster(s: _Session, run_id: str, cells: Sequence[Cell]) -> None:
     """The cluster's warm-up before anything is measured (kbench.engine.warmup): once per run."""
-    if "warm_up" in s.man or not s.plan.premises.warm_cluster or s.transport.kind not in warmup.MEASURING:
+    if "warm_up" in s.man or not s.plan.premises.warm_cluster or s.plan.transport.kind not in warmup.MEASURING:
         return
     probe_s = s.plan.knee_probe_s
 

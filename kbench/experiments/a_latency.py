@@ -200,6 +200,35 @@ def _window_note(ctx: ReportContext) -> str:
     return "Latencies cover " + "; ".join(parts) + "."
 
 
+def _floor_note(ctx: ReportContext) -> str:
+    """Each run's latency floor per pipeline and the knee factor (manifest ``rate_derivation``):
+    the bound every A repetition's corrected p99 was held to ('' when no floor was measured)."""
+    parts = []
+    for run in ctx.runs:
+        m, i = run.manifest, run.index
+        rd = m.get("rate_derivation")
+        if not isinstance(rd, dict):
+            continue
+        floors = rd.get("floors_us")
+        if not isinstance(floors, dict) or not floors:
+            continue
+        raw = m.get("cells")
+        cells: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        L = ctx.ledger
+        each = []
+        for cid, v in floors.items():
+            c = cells.get(cid, {}) if isinstance(cells, dict) else {}
+            name = f"{c.get('codec', cid)}/{c.get('corpus', '')}" if isinstance(c, dict) else cid
+            each.append(f"{name} {L.manifest(v, i, f'rate_derivation/floors_us/{cid}', 'ms').text} ms")
+        factor = L.manifest(rd.get("knee_factor"), i, "rate_derivation/knee_factor")
+        label = f"{run.label}: " if len(ctx.runs) > 1 else ""
+        parts.append(
+            f"{label}latency floor (corrected p99 at a low probe rate, per pipeline) {', '.join(each)}; "
+            f"every repetition's p99 is held to knee_factor {factor.text} × its floor (else ABOVE_KNEE)"
+        )
+    return (" " + "; ".join(parts) + ".") if parts else ""
+
+
 def _queue_dominated(ctx: ReportContext, ok: pd.DataFrame) -> bool:
     """Whether an OK row of A breaks the unsaturated premise by its own figures (the runner's
     rule, :func:`saturation_signals`, with its run's saturation_bound_ms)."""
@@ -305,7 +334,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "fell behind the schedule, whose batches waited for the sender or whose consumer fell behind is SATURATED "
             "(queueing, not the codec): it enters no median and no verdict. Latencies are the corrected histogram "
             "(ack − intended send time: no coordinated omission), in ms; columns show medians over OK repetitions, "
-            "verdict rows compare p99 ranges. " + _window_note(ctx),
+            "verdict rows compare p99 ranges. " + _window_note(ctx) + _floor_note(ctx),
             "note",
         ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),

@@ -185,6 +185,32 @@ def _method(ctx: ReportContext) -> list[list[str]]:
     return rows
 
 
+def _topology(ctx: ReportContext) -> list[doc.Block]:
+    """The topology each run chose for its machine (manifest ``topology``, plan ``fit_topology``)."""
+    L, out = ctx.ledger, list[doc.Block]()
+    for r in ctx.runs:
+        t = _mapping(r.manifest.get("topology"))
+        if not t:
+            continue
+        f = {k: L.manifest(t.get(k), r.index, f"topology/{k}", "int").text for k in ("brokers", "hosts", "cpus")}
+        planned = L.manifest(t.get("planned_brokers"), r.index, "topology/planned_brokers", "int").text
+        why = (
+            f"the plan asked for {planned} brokers, and this machine has fewer CPUs than that topology's hosts: "
+            "brokers competing with the clients for CPUs would put that contention under every codec's latency"
+            if t.get("reduced")
+            else "the plan's own topology (a CPU for each host, or already the smallest)"
+        )
+        label = f"{r.path.name}: " if len(ctx.runs) > 1 else ""
+        out.append(
+            doc.Para(
+                f"{label}Topology chosen for this machine: {f['brokers']} broker(s), {f['hosts']} hosts on "
+                f"{f['cpus']} CPUs; {why} (docs/testbed.md).",
+                "note",
+            )
+        )
+    return out
+
+
 def setup_blocks(ctx: ReportContext) -> list[doc.Block]:
     run_col = [] if len(ctx.runs) == 1 else ["run directory"]
     return [
@@ -200,6 +226,7 @@ def setup_blocks(ctx: ReportContext) -> list[doc.Block]:
             caption="Topic, cluster and hosts",
             wrap=True,
         ),
+        *_topology(ctx),
         doc.Table(
             [
                 *run_col,
