@@ -31,7 +31,14 @@ from kbench.model.batch import Record
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90
 
-TOP = {"name": '"cat"', "repetitions": "1", "duration_s": "0.05", "min_window_s": "0", "warmup": "false", "corpus_size": "20000"}
+TOP = {
+    "name": '"cat"',
+    "repetitions": "1",
+    "duration_s": "0.05",
+    "min_window_s": "0",
+    "warmup": "false",
+    "corpus_size": "20000",
+}
 SWEEP = {"experiments": '["C"]', "codec": '["none", "lz4"]', "corpus": '"json"', "rate": "100"}
 
 

@@ -174,8 +174,9 @@ rate = RATES
 
 
 def _text(rates: str = '"auto"', head: str = "") -> str:
-    return f'name = "t"\nrepetitions = 2\nduration_s = 1\nmin_window_s = 0\nwarmup = false\ncorpus_size = 20000\nseed = 3\n{head}\n' + (
-        SWEEPS.replace("RATES", rates)
+    return (
+        f'name = "t"\nrepetitions = 2\nduration_s = 1\nmin_window_s = 0\nwarmup = false\ncorpus_size = 20000\nseed = 3\n{head}\n'
+        + (SWEEPS.replace("RATES", rates))
     )
 
 
