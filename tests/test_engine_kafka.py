@@ -24,6 +24,7 @@ SMALL = """
 name = "kafka-small"
 repetitions = 2
 duration_s = 2
+min_window_s = 0
 warmup_s = 1
 steady_skip_s = 0.3
 corpus_size = 500000
@@ -225,6 +226,7 @@ name = "too-fast"
 repetitions = 1
 warmup = false
 duration_s = 0.5
+min_window_s = 0
 corpus_size = 300000
 
 [transport]
@@ -255,6 +257,7 @@ name = "kafka-kill"
 repetitions = 2
 warmup = false
 duration_s = 1
+min_window_s = 0
 corpus_size = 200000
 seed = 11
 # kill and resume are the subject, not latency: a 1-s repetition on a loaded host can trip A's
@@ -329,6 +332,7 @@ name = "kafka-bootstrap"
 repetitions = 1
 warmup = false
 duration_s = 1.5
+min_window_s = 0
 # the first connection to a cluster kbench did not start stays out of A's latency window
 steady_skip_s = 0.5
 corpus_size = 200000
@@ -398,6 +402,7 @@ name = "kafka-window"
 repetitions = 2
 warmup = false
 duration_s = 5
+min_window_s = 0
 steady_skip_s = {skip}
 corpus_size = 300000
 seed = 5

@@ -17,12 +17,15 @@ from typing import Any
 
 from kbench.engine.transports.base import RunResult, TransportError
 
-__all__ = ["AGREE_FACTOR", "MAX_PROBES", "Settled", "settle"]
+__all__ = ["AGREE_FACTOR", "FLOOR_PROBES", "MAX_PROBES", "Settled", "agree", "settle"]
 
 #: Two successive probe p99s within this factor of each other: the latency has settled.
 AGREE_FACTOR = 1.5
-#: Probes at most, before the floor (or the warm-up) is given up as unsettled (and says so).
+#: Probes at most, before the cluster's warm-up is given up as unsettled (and says so).
 MAX_PROBES = 8
+#: Probes at most of one pipeline's floor (the cluster is warm by then: a floor that needs more is
+#: recorded as not settled, its lowest p99 standing for it).
+FLOOR_PROBES = 4
 
 
 @dataclass

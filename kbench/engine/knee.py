@@ -136,7 +136,11 @@ def derive(
         knees[cell.cell_id] = None
         floor_rate = round(saturation * FLOOR_FRACTION, 3)
         fl = floor_mod.settle(
-            partial(_at, numbered, cell, floor_rate), floor_max_ms, log=log, what=f"floor {cell.cell_id}"
+            partial(_at, numbered, cell, floor_rate),
+            floor_max_ms,
+            floor_mod.FLOOR_PROBES,
+            log=log,
+            what=f"floor {cell.cell_id}",
         )
         floors[cell.cell_id] = {**fl.as_dict(), "rate_msgs": floor_rate}
         floor_us = fl.floor_us

@@ -387,7 +387,7 @@ def _knee(s: _Session, run_id: str, cells: Sequence[Cell], producer: dict[str, A
                 req,
                 topic=f"kbench-{run_id}-{cell.cell_id}-k{n}",
                 duration_s=plan.knee_probe_s,
-                steady_skip_s=min(plan.steady_skip_s, plan.knee_probe_s / 4),
+                steady_skip_s=min(plan.steady_skip_s, plan.knee_probe_s / 2),
             )
         )
 
@@ -412,7 +412,7 @@ def _warm_cluster(s: _Session, run_id: str, cells: Sequence[Cell]) -> None:
 
     def probe(cell: Cell, rate: float, n: int) -> RunResult:
         req = _request(s, run_id, dataclasses.replace(cell, rate=rate), rate, None)
-        skip = min(s.plan.steady_skip_s, probe_s / 4)
+        skip = min(s.plan.steady_skip_s, probe_s / 2)
         return s.transport.run(
             dataclasses.replace(req, topic=f"kbench-{run_id}-warm{n}", duration_s=probe_s, steady_skip_s=skip)
         )
