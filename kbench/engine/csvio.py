@@ -68,7 +68,6 @@ MACHINE_COLUMNS: tuple[str, ...] = (
 TEXT_COLUMNS = frozenset(
     {
         "cell_id",
-        "control_of",
         "sweep",
         "client",
         "codec",

@@ -76,7 +76,6 @@ CELL_COLUMNS: tuple[str, ...] = (
     "achieved_rate_msgs",
     "rate_error_pct",
     "messages",
-    "control_of",  # the A/A control's rows: the baseline cell's id (kbench.engine.control); "" otherwise
 )
 TAIL_COLUMNS: tuple[str, ...] = ("status", "reason")
 
