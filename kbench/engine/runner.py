@@ -470,7 +470,7 @@ def _request(
         corpus=s.corpora[cell.corpus],
         rate=target,
         duration_s=plan.warmup_s if rep is None else plan.duration_s,
-        steady_skip_s=0.0 if rep is None else warmup.steady_skip_s(plan.steady_skip_s, cell.client),
+        steady_skip_s=0.0 if rep is None else warmup.steady_skip_s(plan.steady_skip_s, cell.client, plan.duration_s),
         replication_factor=plan.transport.replication_factor,
         min_insync_replicas=plan.transport.min_insync_replicas,
         client_properties=s.client,

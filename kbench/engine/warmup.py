@@ -9,7 +9,7 @@
   plan uses, so that every client's library is loaded and its connections made too.
 - A driver: each repetition starts a fresh driver process, so the steady window opens only once
   the driver is warm: at least :data:`CLIENT_WARM_S` seconds into the repetition for the client
-  (the plan's ``steady_skip_s`` when larger).
+  (the plan's ``steady_skip_s`` when larger; at most half the repetition).
 - A repetition that saturated only while still warming — its per-second p99 fell from its first
   in-window second and then held flat — is ``WARMING``, not ``SATURATED`` (:func:`still_warming`).
 """
@@ -52,9 +52,11 @@ WARMING_RATIO = 2.0
 SETTLED_SPREAD = 1.5
 
 
-def steady_skip_s(plan_skip_s: float, client: str) -> float:
-    """Seconds of a repetition left out of its steady window: the plan's, at least the client's warm-up."""
-    return max(plan_skip_s, CLIENT_WARM_S.get(client, 0.0))
+def steady_skip_s(plan_skip_s: float, client: str, duration_s: float) -> float:
+    """Seconds of a repetition left out of its steady window: the plan's, at least the client's
+    warm-up but never more than half the repetition (a shorter window is the minimum-window rule's
+    to judge: kbench.engine.window)."""
+    return max(plan_skip_s, min(CLIENT_WARM_S.get(client, 0.0), duration_s / 2))
 
 
 def warm_cells(cells: Sequence[Cell]) -> list[Cell]:
