@@ -151,20 +151,45 @@ def test_cells_at_two_rates_are_not_paired() -> None:
 
 
 def test_report_verdicts_use_the_same_rule() -> None:
+    """The report's family (kbench.reporting.verdicts) says what the console's does, from the same
+    values, and prints every number of it as a ledger figure."""
     pytest.importorskip("numpy")
+    from types import SimpleNamespace
+
     from kbench.reporting.provenance import Ledger
-    from kbench.reporting.summary import Stat, empty_stat, overlap_verdict
+    from kbench.reporting.summary import Stat, empty_stat
+    from kbench.reporting.verdicts import family
 
     ledger = Ledger()
+    ctx = SimpleNamespace(ledger=ledger, runs=[SimpleNamespace(index=0, manifest={"plan": {}})])
 
-    def stat(lo: float, hi: float, n: int) -> Stat:
-        return Stat(ledger, ledger.row_set("A", list(range(n)), {}), "m", "auto", (lo + hi) / 2, lo, hi, n)
+    def stat(vals: list[float]) -> Stat:
+        sid = ledger.row_set("A", list(range(len(vals))), {})
+        return Stat(ledger, sid, "m", "auto", sorted(vals)[len(vals) // 2], min(vals), max(vals), len(vals), vals)
 
-    assert overlap_verdict(stat(10, 10, 1), stat(100, 100, 1)) == verdict.TOO_FEW  # one OK rep per side
-    assert overlap_verdict(stat(10, 20, 3), stat(20, 30, 3)) == verdict.NO_DIFF  # touching
-    assert overlap_verdict(stat(10, 20, 3), stat(30, 40, 3)) == "higher"  # b above a
-    assert overlap_verdict(stat(30, 40, 3), stat(10, 20, 3)) == "lower"
-    assert overlap_verdict(empty_stat(ledger, "m"), stat(10, 20, 3)) == verdict.NO_OK
+    base = [10e3, 11e3, 12e3, 10.5e3, 11.5e3]
+    pairs = [
+        (stat(base), stat([20e3, 21e3, 22e3, 20.5e3, 21.5e3]), "none", "zstd:3"),
+        (stat([10e3, 11e3]), stat([20e3, 21e3]), "none", "lz4"),
+        (empty_stat(ledger, "m"), stat(base), "none", "gzip"),
+    ]
+    got, _ = family(ctx, "corrected_p99_us", True, pairs)  # type: ignore[arg-type]
+    console = judge.judge(
+        [(judge.Sample(la, a.values), judge.Sample(lb, b.values)) for a, b, la, lb in pairs],
+        "corrected_p99_us",
+        True,
+        judge.Rule(),
+    )
+    assert [g.text.split(" (n = ")[0] for g in got] == [c.text.split(" (n = ")[0] for c in console]
+    assert got[0].text == "none better" and got[0].decided
+    assert got[0].detail == "10.00 ms [8.50, 11.50], p = 0.016, n = 5/5; seed rule: ranges apart"
+    assert got[1].text == "too few repetitions to tell (n = 2/2: a 5 % test needs ≥ 4 per cell)"
+    assert str(got[2]) == verdict.NO_OK
+    # an A/A pair that differs withholds the family, and its spread is printed beside each effect
+    aa = [(stat(base), stat([15e3, 16e3, 17e3, 15.5e3, 16.5e3]))]
+    got, aa_v = family(ctx, "corrected_p99_us", True, pairs[:1], aa)  # type: ignore[arg-type]
+    assert aa_v[0].text == "A/A differs: " + judge.NOISE
+    assert got[0].text == judge.NOISE and "A/A noise floor 5.00 ms [3.50, 6.50]" in got[0].detail
 
 
 def test_headline_prints_every_metric_in_its_column_and_only_the_pairs_differing_in_codec() -> None:

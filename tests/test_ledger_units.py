@@ -14,7 +14,6 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
-from kbench.engine.ranges import TOO_FEW  # noqa: E402
 from kbench.reporting import frames, provenance, summary  # noqa: E402
 from kbench.reporting.provenance import Ledger, fmt  # noqa: E402
 
@@ -118,18 +117,6 @@ def test_stat_cells_and_verdicts() -> None:
     assert not e.ok and e.cell() == "NA" and e.range() == "NA" and e.value("count") == 0.0
     assert led.sets[e._set] == ("", [], {})
     assert led.figs[e.median.id] == ("median", "auto", "NA", e._set, "ratio") and e.n.text == "0"
-    lo = summary.Stat(led, 0, "m", "auto", 1.0, 0.5, 1.5, 3)
-    hi = summary.Stat(led, 0, "m", "auto", 3.0, 2.0, 4.0, 3)
-    touch = summary.Stat(led, 0, "m", "auto", 1.8, 1.5, 2.2, 3)
-    assert summary.overlap_verdict(lo, hi) == "higher" and summary.overlap_verdict(hi, lo) == "lower"
-    assert summary.overlap_verdict(lo, hi, "less", "more") == "more"
-    assert summary.overlap_verdict(hi, lo, "less", "more") == "less"
-    assert summary.overlap_verdict(lo, touch) == summary.NO_DIFF
-    assert summary.overlap_verdict(e, hi) == summary.overlap_verdict(hi, e) == "not comparable (no OK repetitions)"
-    one = summary.Stat(led, 0, "m", "auto", 1.0, 1.0, 1.0, 1)
-    assert summary.overlap_verdict(one, hi) == summary.overlap_verdict(hi, one) == TOO_FEW
-    two = summary.Stat(led, 0, "m", "auto", 1.0, 0.5, 1.5, 2)
-    assert summary.overlap_verdict(two, hi) == "higher"  # 2 repetitions are enough
 
 
 def test_labels_and_varying_columns() -> None:

@@ -6,6 +6,7 @@ repetitions cannot be printed.  Built over a copy of the committed seed000-testb
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 import statistics
 from collections.abc import Callable
@@ -21,7 +22,10 @@ from kbench.reporting.provenance import fmt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED000 = ROOT / "benchmarks" / "results" / "seed000-testbed-2026-12-01"
-VERDICTS = ("lower", "higher", "no significant difference")
+#: A verdict by the one rule: its words, then effect [interval], p, n and the seed's rule.
+VERDICT = re.compile(
+    r": [^:]+ \(-?[\d.,]+ ms \[-?[\d.,]+, -?[\d.,]+\], p = [<\d. ]+, n = \d+/\d+; seed rule: ranges \w+\)$"
+)
 
 
 def _build(run: Path) -> tuple[str, list[str]]:
@@ -105,7 +109,7 @@ def test_the_report_leads_with_the_answer_then_the_setup_and_the_threats(run: Pa
     za, na = (_median(a, "corrected_p99_us", codec=x, corpus="json") for x in ("zstd:3", "none"))
     p99 = json_row["p99 added (A, fixed rate)"]
     assert p99.startswith(f"{fmt(za - na, 'ms+')} ms ({fmt(za, 'ms')} vs {fmt(na, 'ms')} ms): ")
-    assert p99.endswith(VERDICTS)  # every repetition OK and unsaturated: a verdict
+    assert VERDICT.search(p99), p99  # every repetition OK and unsaturated: a verdict
     with pytest.raises(AssertionError):  # so the check the tests below make can fail
         _no_latency_verdict(md, "json")
     assert ans[("zstd:3 vs none", "random")]["throughput (B, saturated)"] == "not measured"  # B ran json only
@@ -126,7 +130,7 @@ def _no_latency_verdict(md: str, corpus: str) -> None:
     """No p99 verdict for ``corpus``: not in the answer, the headline or A's verdict row."""
     assert not any(line.startswith("- Latency increment") and f", corpus {corpus}:" in line for line in md.splitlines())
     verdict = next(x for x in md.splitlines() if x.startswith(f"| **corpus {corpus} p99 verdict"))
-    assert not verdict.rstrip("| *").endswith(VERDICTS), verdict
+    assert not VERDICT.search(verdict.rstrip("| *")), verdict
 
 
 def test_no_p99_from_saturated_repetitions(run: Path) -> None:
@@ -144,7 +148,7 @@ def test_no_p99_from_saturated_repetitions(run: Path) -> None:
     assert cell == "no p99: SATURATED (zstd:3 2 of 2 rows): queueing, not the codec"
     _no_latency_verdict(md, "json")
     # the other corpus, unsaturated, keeps its p99 and verdict: the rule is per pair of cells
-    assert _answer(md)[("zstd:3 vs none", "random")]["p99 added (A, fixed rate)"].endswith(VERDICTS)
+    assert VERDICT.search(_answer(md)[("zstd:3 vs none", "random")]["p99 added (A, fixed rate)"])
 
 
 def test_no_p99_from_ok_rows_that_queueing_dominates(run: Path) -> None:

@@ -32,7 +32,8 @@ from kbench.experiments.spec import (
 from kbench.reporting import document as doc
 from kbench.reporting import plots
 from kbench.reporting.context import ReportContext, answer_pairs, label_cols, na_stat, pairs, rows_keys
-from kbench.reporting.summary import overlap_verdict, stats, stats_many
+from kbench.reporting.summary import stats, stats_many
+from kbench.reporting.verdicts import Judged, aa_pairs, family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -249,12 +250,29 @@ def _queue_dominated(ctx: ReportContext, ok: pd.DataFrame) -> bool:
     return False
 
 
+def p99_family(
+    ctx: ReportContext, st: dict, prs: list[tuple[tuple[str, ...], tuple[str, ...]]], keys: list[str]
+) -> tuple[dict[tuple[tuple[str, ...], tuple[str, ...]], Judged], list[tuple[tuple[str, ...], Judged]]]:
+    """The p99 verdicts of the (baseline, other) pairs ``prs`` as one family (the one rule,
+    kbench.reporting.verdicts), and the A/A controls' own (control key, verdict)."""
+    items = [(st.get(b) or na_stat(ctx, P99), st.get(k) or na_stat(ctx, P99), b[1], k[1]) for b, k in prs]
+    aa = aa_pairs(st, keys)
+    main, aa_v = family(ctx, P99, True, items, [(st[b], st[k]) for b, k in aa])
+    return dict(zip(prs, main)), [(k, v) for (_, k), v in zip(aa, aa_v)]
+
+
 def p99_added(
-    ctx: ReportContext, df: pd.DataFrame, keys: list[str], b: tuple[str, ...], k: tuple[str, ...], st: dict
+    ctx: ReportContext,
+    df: pd.DataFrame,
+    keys: list[str],
+    b: tuple[str, ...],
+    k: tuple[str, ...],
+    st: dict,
+    verdicts: dict[tuple[tuple[str, ...], tuple[str, ...]], Judged],
 ) -> tuple[str, str | None]:
     """The p99 ``k`` adds to ``b`` at the common fixed rate: (text, verdict), or (the reason
     there is none, None).  A p99 is given only when no repetition of either cell was SATURATED
-    (queueing, not the codec) and each has the two OK repetitions a range verdict needs."""
+    (queueing, not the codec) and each has two OK repetitions."""
     sides = [(b, _cell_rows(df, keys, b)), (k, _cell_rows(df, keys, k))]
     sat = [(key, g[g["status"] == Status.SATURATED], g) for key, g in sides]
     if any(len(s) for _, s, _ in sat):
@@ -277,7 +295,7 @@ def p99_added(
             f"{key[1]} {(st.get(key) or na_stat(ctx, P99)).n} OK of {_count(ctx, g, keys, key)}" for key, g in sides
         ]
         return f"no p99: too few OK repetitions ({', '.join(parts)}; a verdict needs 2 per codec)", None
-    v = overlap_verdict(sb, sk)
+    v = str(verdicts[(b, k)])
     delta = ctx.ledger.derive("diff", [sb.median, sk.median], "ms+")
     return f"{delta} ms ({sk.median} vs {sb.median} ms): {v}", v
 
@@ -294,6 +312,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     emph: set[int] = set()
     all_keys = rows_keys(df, keys)
     vs_pairs = pairs(all_keys, 1)
+    fam, aa_rows = p99_family(ctx, st[P99], vs_pairs, keys)
     for machine in sorted({k[0] for k in all_keys}):
         arch = ctx.machine_run(machine).machine.get("arch", "NA")
         cores = ctx.mfig(machine, "physical_cores")
@@ -312,7 +331,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             )
         for b, k in (p for p in vs_pairs if p[0][0] == machine):
             sb, sk = st[P99].get(b) or na_stat(ctx, P99), st[P99].get(k) or na_stat(ctx, P99)
-            text, v = p99_added(ctx, df, keys, b, k, st[P99])
+            text, v = p99_added(ctx, df, keys, b, k, st[P99], fam)
             emph.add(len(rows))
             rest = " ".join(f"{c} {x}" for c, x in zip(labels[1:], k[2:]))
             where = " ".join(x for x in ([] if ctx.one_machine else [machine]) + ([rest] if rest else []))
@@ -327,6 +346,9 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
                 ctx.headline.append(
                     f"Latency increment at the fixed rate{', ' + where if where else ''}: p99 {k[1]} − {b[1]} = {text}."
                 )
+    for k, av in aa_rows:  # the host's noise: the baseline against its A/A control
+        emph.add(len(rows))
+        rows.append([f"{k[1]} A/A control p99 (ms)", str(av), *[""] * (len(headers) - 2)])
     ctx.add(
         doc.Heading(2, EXPERIMENT.report_title, "exp-a"),
         doc.Para(
@@ -334,7 +356,9 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "fell behind the schedule, whose batches waited for the sender or whose consumer fell behind is SATURATED "
             "(queueing, not the codec): it enters no median and no verdict. Latencies are the corrected histogram "
             "(ack − intended send time: no coordinated omission), in ms; columns show medians over OK repetitions, "
-            "verdict rows compare p99 ranges. " + _window_note(ctx) + _floor_note(ctx),
+            "verdict rows compare the cells' p99 by the exact test (docs/methodology.md §5: the shift with its interval, p Holm-corrected, n; the seed's ranges rule beside it). "
+            + _window_note(ctx)
+            + _floor_note(ctx),
             "note",
         ),
         doc.Table(headers, rows, emphasis_rows=frozenset(emph)),
@@ -345,9 +369,10 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
 def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
     keys, prs = answer_pairs(df)
     st = stats(ctx.ledger, df, "A", P99, keys, "ms")
+    fam, _ = p99_family(ctx, st, [(b, k) for b, k, _ in prs], keys)
     out = []
     for b, k, q in prs:
-        text, _ = p99_added(ctx, df, keys, b, k, st)
+        text, _ = p99_added(ctx, df, keys, b, k, st, fam)
         out.append(AnswerCell(k[0], k[2], k[1], b[1], "p99 added (A, fixed rate)", text, q))
     return out
 
@@ -427,7 +452,7 @@ EXPERIMENT = Experiment(
     answer=_answer,
     answer_rank=40,
     answer_note="p99 added: the median corrected p99 at the common fixed rate minus the baseline's (experiment A), "
-    "with the verdict of their ranges; given only where every repetition of both cells was unsaturated and each "
+    "with the verdict of the exact test on their repetitions (docs/methodology.md §5); given only where every repetition of both cells was unsaturated and each "
     "has two OK repetitions, otherwise the reason there is none.",
     plots=(
         PlotSpec(

@@ -27,7 +27,8 @@ from kbench.reporting.context import (
     pairs,
     rows_keys,
 )
-from kbench.reporting.summary import overlap_verdict, stats
+from kbench.reporting.summary import stats
+from kbench.reporting.verdicts import family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,13 +132,16 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
     keys, prs = answer_pairs(df)
     st = stats(ctx.ledger, df, EXPERIMENT.id, "achieved_rate_msgs", keys, "int")
     out = []
+    ok = [(b, k) for b, k, _ in prs if st.get(b) and st.get(k) and st[b].ok and st[k].ok]
+    fam, _ = family(ctx, "achieved_rate_msgs", False, [(st[b], st[k], b[1], k[1]) for b, k in ok])
+    verdict = dict(zip(ok, fam))
     for b, k, q in prs:
         sb, sk = st.get(b), st.get(k)
         if sb is None or sk is None or not (sb.ok and sk.ok):
             text = "no OK repetition of " + " and ".join(x[1] for x, s in ((b, sb), (k, sk)) if s is None or not s.ok)
         else:
             ch = ctx.ledger.derive("pct_change", [sb.median, sk.median], "pct")
-            text = f"{ch} msgs/s ({sk.median} vs {sb.median}): {overlap_verdict(sb, sk)}"
+            text = f"{ch} msgs/s ({sk.median} vs {sb.median}): {verdict[(b, k)]}"
         out.append(AnswerCell(k[0], k[2], k[1], b[1], "throughput (B, saturated)", text, q))
     return out
 
@@ -189,7 +193,7 @@ EXPERIMENT = Experiment(
     answer=_answer,
     answer_rank=20,
     answer_note="throughput: the change of the median saturated msgs/s against the baseline's (experiment B), "
-    "with the verdict of their ranges.",
+    "with the verdict of the exact test on their repetitions (docs/methodology.md §5: effect, interval, p, n).",
     plots=(PlotSpec("b_throughput.png", "B: saturated throughput per codec and machine", plots.throughput, 20),),
     console_note=f"(B latencies are flagged {SATURATED_FLAG}: queueing, not service; see A)",
 )

@@ -33,7 +33,8 @@ from kbench.reporting.context import (
     sources,
 )
 from kbench.reporting.provenance import Fig
-from kbench.reporting.summary import Stat, overlap_verdict, stats_many
+from kbench.reporting.summary import Stat, stats_many
+from kbench.reporting.verdicts import family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,6 +166,14 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         return tuple(d[c] for c in order)
 
     totals: dict[tuple[str, ...], Fig] = {}
+    judged = [
+        k
+        for k in sorted(all_keys, key=sort_key)
+        if k in base and k[1].startswith("broker") and base[k] in per_gb and k in per_gb
+        if per_gb[k].ok and per_gb[base[k]].ok
+    ]
+    bv, _ = family(ctx, "cpu_s_per_gb", True, [(per_gb[base[k]], per_gb[k], base[k][2], k[2]) for k in judged])
+    broker_verdicts = dict(zip(judged, bv))
     for k in sorted(all_keys, key=sort_key):
         u, s = usr.get(k), sys_.get(k)
         total = ctx.ledger.derive("sum", [u.median, s.median], "f2") if (u and s) else None
@@ -196,7 +205,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             and per_gb[base[k]].ok
         ):
             ch = ctx.ledger.derive("pct_change", [per_gb[base[k]].median, per_gb[k].median], "pct")
-            v = overlap_verdict(per_gb[base[k]], per_gb[k])
+            v = broker_verdicts[k]
             rest = " ".join(k[3:])
             who = k[1] if ctx.one_machine else f"{k[0]} {k[1]}"
             ctx.headline.append(
@@ -262,13 +271,18 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
         if sb is not None and sk is not None and sb.ok and sk.ok:
             groups.setdefault((b[:-1], k[:-1], q), []).append((k[-1], sb, sk))
     out = []
+    verdict = {}  # one family per role: every codec against the baseline (Holm over them)
+    for role in ("producer", "consumer"):
+        mine = [(g, sb, sk) for g, roles in groups.items() for r, sb, sk in roles if r == role]
+        fam, _ = family(ctx, "cpu_s_per_gb", True, [(sb, sk, g[0][1], g[1][1]) for g, sb, sk in mine])
+        verdict.update({(g, role): v for (g, _, _), v in zip(mine, fam)})
     for (b, k, q), roles in groups.items():
         for role in ("producer", "consumer"):
-            for r, sb, sk in roles:
-                if r == role:
-                    f = ctx.ledger.derive("ratio", [sk.median, sb.median], "x")
-                    text = f"{sk.median} vs {sb.median} CPU-s/GB ({f}): {overlap_verdict(sb, sk)}"
-                    out.append(AnswerCell(k[0], k[2], k[1], b[1], f"{role} CPU (D)", text, q))
+            for sb, sk in [(x, y) for r, x, y in roles if r == role]:
+                v = verdict[((b, k, q), role)]
+                f = ctx.ledger.derive("ratio", [sk.median, sb.median], "x")
+                text = f"{sk.median} vs {sb.median} CPU-s/GB ({f}): {v}"
+                out.append(AnswerCell(k[0], k[2], k[1], b[1], f"{role} CPU (D)", text, q))
         brokers = sorted((r, sb, sk) for r, sb, sk in roles if r.startswith("broker"))
         if brokers:
             tb = ctx.ledger.derive("sum", [sb.median for _, sb, _ in brokers], "f2")

@@ -22,7 +22,8 @@ from kbench.experiments.spec import LABELS, Experiment, RowInput, head, units
 from kbench.model.codecs import batch_codec
 from kbench.reporting import document as doc
 from kbench.reporting.context import ReportContext, na_stat, rows_keys
-from kbench.reporting.summary import label_text, overlap_verdict, stats, varying
+from kbench.reporting.summary import label_text, stats, varying
+from kbench.reporting.verdicts import family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,6 +79,22 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     cpu = stats(ctx.ledger, df, EXPERIMENT.id, "broker_cpu_s_per_gb", keys, "f2")
     all_keys = rows_keys(df, keys)
     rows = []
+
+    def base_of(k: tuple[str, ...]) -> tuple[str, ...]:
+        return k[:2] + ("producer",) + k[3:]
+
+    judged = [
+        k
+        for k in all_keys
+        if k[2] != "producer" and base_of(k) in cpu and cpu[base_of(k)].ok and k in cpu and cpu[k].ok
+    ]
+    fam, _ = family(
+        ctx,
+        "broker_cpu_s_per_gb",
+        True,
+        [(cpu[base_of(k)], cpu[k], "compression.type=producer", f"compression.type={k[2]}") for k in judged],
+    )
+    verdict = dict(zip(judged, fam))
     for k in all_keys:
         sel = df
         for col, v in zip(keys, k):
@@ -90,7 +107,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         if k[2] != "producer" and b in cpu and cpu[b].ok and c.ok:
             delta = ctx.ledger.derive("pct_change", [cpu[b].median, c.median], "pct").text
             ctx.headline.append(
-                f"Broker recompression, {k[0]}: topic compression.type={k[2]} with producer {k[1]} costs {delta} broker CPU-s/GB vs compression.type=producer ({overlap_verdict(cpu[b], c)})."
+                f"Broker recompression, {k[0]}: topic compression.type={k[2]} with producer {k[1]} costs {delta} broker CPU-s/GB vs compression.type=producer ({verdict[k]})."
             )
         rows.append([*k, stored, rec, c.cell(), delta, c.n.text])
     ctx.add(

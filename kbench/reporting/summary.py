@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kbench.engine.ranges import NO_DIFF, range_verdict
 from kbench.reporting.provenance import Fig, Ledger
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["NO_DIFF", "Stat", "empty_stat", "stats_many", "label_text", "overlap_verdict", "stats", "varying"]
+__all__ = ["Stat", "empty_stat", "stats_many", "label_text", "stats", "varying"]
 
 
 class Stat:
@@ -230,19 +229,3 @@ def _where(keys: Sequence[str], label: Sequence[Any], only_ok: bool) -> dict[str
     if only_ok:
         where["status"] = "OK"
     return where
-
-
-def overlap_verdict(a: Stat, b: Stat, lower: str = "lower", higher: str = "higher") -> str:
-    """The shared verdict rule (:func:`kbench.engine.verdict.range_verdict`) on two groups:
-    ``no significant difference``, a not-comparable reason, or whether ``b`` is higher or lower."""
-    rv = range_verdict(
-        int(a.value("count") or 0) if a.ok else 0,
-        a.value("min"),
-        a.value("max"),
-        int(b.value("count") or 0) if b.ok else 0,
-        b.value("min"),
-        b.value("max"),
-    )
-    if not rv.apart:
-        return rv.text
-    return higher if rv.a_lower else lower
