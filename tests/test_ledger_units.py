@@ -449,8 +449,8 @@ def test_frames_machine_columns_warmups_and_exact_messages(tmp_path: Path) -> No
     odd = _run_dir(tmp_path, "odd", [ROWS[0], _c("c9", 1, "zstd", "1.0", status="MAYBE")])
     assert _raises(frames.load, odd) == (
         f"{odd / 'C.csv'}: row 2 has status 'MAYBE', which kbench never writes (it writes "
-        "FAILED_CPU_REGRESSED, FAILED_LOSS, FAILED_RUN, FAILED_TOPIC_CONFIG, INVALID, NA, OK, REJECTED, "
-        "SATURATED); restore the file from the run"
+        "ABOVE_KNEE, FAILED_CPU_REGRESSED, FAILED_LOSS, FAILED_RUN, FAILED_TOPIC_CONFIG, INVALID, NA, OK, REJECTED, "
+        "SATURATED, SHORT_WINDOW, WARMING); restore the file from the run"
     )
     na_status = _run_dir(tmp_path, "nas", [ROWS[0], _c("c9", 1, "zstd", "1.0", status="NA")])
     assert list(frames.load(na_status, experiment="C")["status"]) == ["OK", "NA"]
