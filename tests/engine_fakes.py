@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kbench.engine.transports.base import (
     BatchFill,
@@ -118,38 +120,91 @@ class FakeTransport:
         )
 
 
-PLAN_TEXT = """
-name = "t"
-repetitions = 3
-duration_s = 1
-min_window_s = 0
-warmup_s = 0.5
-corpus_size = 20000
-seed = 7
+class Raw(str):
+    """A TOML value written as is (a test of what the plan parser refuses, or a list spelled out)."""
 
-[transport]
-kind = "dry"
 
-[client]
-"sasl.password" = "hunter2-SECRET"
-"sasl.username" = "alice-USER"
-"ssl.key.password" = "kp-SECRET"
+def _toml(v: Any) -> str:
+    if isinstance(v, Raw):
+        return str(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a TOML basic string: the same escapes
+    if isinstance(v, Sequence):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    raise TypeError(f"no TOML for {v!r}")
 
-[[sweep]]
-name = "sat"
-experiments = ["B"]
-codec = ["none", "zstd:3"]
-rate = "saturated"
 
-[[sweep]]
-name = "fixed"
-experiments = ["A", "C", "D"]
-codec = ["none", "zstd:3"]
-corpus = ["json", "random"]
-rate = "auto"
-"""
+def _table(items: Mapping[str, Any]) -> str:
+    return "".join(f"{k if k.replace('_', '').isalnum() else json.dumps(k)} = {_toml(v)}\n" for k, v in items.items())
 
-SECRETS = ("hunter2-SECRET", "alice-USER", "kp-SECRET")
+
+def sweep(name: str, experiments: Sequence[str], codec: Sequence[str] | str = ("none",), **axes: Any) -> dict[str, Any]:
+    """One ``[[sweep]]`` of :func:`plan_toml`."""
+    return {
+        "name": name,
+        "experiments": list(experiments),
+        "codec": [codec] if isinstance(codec, str) else list(codec),
+        **axes,
+    }
+
+
+def plan_toml(
+    *sweeps: Mapping[str, Any],
+    transport: Mapping[str, Any] | str | None = "dry",
+    client: Mapping[str, str] | None = None,
+    name: str = "t",
+    extra: str = "",
+    **head: Any,
+) -> str:
+    """A plan file's text from its parts (top-level keys, then ``extra`` top-level lines as
+    written, ``[transport]`` — a kind or a table —, ``[client]``, the sweeps): the one way the
+    tests write plans (docs/plan-format.md)."""
+    text = _table({"name": name, **head}) + (extra + "\n" if extra else "")
+    if transport is not None:  # None: the plan's default transport
+        text += "\n[transport]\n" + _table({"kind": transport} if isinstance(transport, str) else transport)
+    if client:
+        text += "\n[client]\n" + _table(client)
+    for s in sweeps:
+        text += "\n[[sweep]]\n" + _table(s)
+    return text
+
+
+#: The secrets of :data:`PLAN_TEXT`'s ``[client]``: none may reach a file of the run.
+CLIENT_SECRETS = {
+    "sasl.password": "hunter2-SECRET",
+    "sasl.username": "alice-USER",
+    "ssl.key.password": "kp-SECRET",
+}
+
+
+def engine_plan(transport: str = "dry", rate: float | str = "auto", **head: Any) -> str:
+    """The engine tests' plan: B saturated, then A, C, D at ``rate`` over two corpora, with
+    secrets in ``[client]``; ``head`` overrides or adds top-level keys (None drops one)."""
+    keys = {
+        "repetitions": 3,
+        "duration_s": 1,
+        "min_window_s": 0,
+        "warmup_s": 0.5,
+        "corpus_size": 20000,
+        "seed": 7,
+        **head,
+    }
+    return plan_toml(
+        sweep("sat", ["B"], ["none", "zstd:3"], rate="saturated"),
+        sweep("fixed", ["A", "C", "D"], ["none", "zstd:3"], corpus=["json", "random"], rate=rate),
+        transport=transport,
+        client=CLIENT_SECRETS,
+        **{k: v for k, v in keys.items() if v is not None},
+    )
+
+
+PLAN_TEXT = engine_plan()
+
+SECRETS = tuple(CLIENT_SECRETS.values())
 
 
 def write_plan(dirpath: Path, text: str = PLAN_TEXT, name: str = "plan.toml") -> Path:

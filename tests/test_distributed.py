@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_fakes import plan_toml, sweep
 
 from kbench.kafka.drivers import Histogram
 
@@ -28,31 +29,23 @@ distributed = pytest.importorskip("distributed")
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PLAN = """
-name = "dask-cell"
-repetitions = {reps}
-warmup = false
-duration_s = {duration}
-min_window_s = 0
-steady_skip_s = 0.2
-corpus_size = 300000
-# the Dask path is the subject, not latency: short repetitions on a loaded host can trip A's 20 ms
-# saturation check (tests/test_knee.py tests the check)
-saturation_bound_ms = 5000
 
-[transport]
-kind = "local"
-producers = {producers}
-consumers = 1
-header_sample = 7  # the second producer's range starts at 4500, not a multiple of 7
-
-[[sweep]]
-name = "fixed"
-experiments = ["A", "D"]
-codec = ["lz4"]
-partitions = 2
-rate = {rate}
-"""
+def dask_plan(reps: int, duration: float, producers: int, rate: float) -> str:
+    return plan_toml(
+        sweep("fixed", ["A", "D"], ["lz4"], partitions=2, rate=rate),
+        # the second producer's range starts at 4500, not a multiple of header_sample = 7
+        transport={"kind": "local", "producers": producers, "consumers": 1, "header_sample": 7},
+        name="dask-cell",
+        repetitions=reps,
+        warmup=False,
+        duration_s=duration,
+        min_window_s=0,
+        steady_skip_s=0.2,
+        corpus_size=300000,
+        # the Dask path is the subject, not latency: short repetitions on a loaded host can trip A's
+        # 20 ms saturation check (tests/test_knee.py tests the check)
+        saturation_bound_ms=5000,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +77,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path: Path, dask_cluster: Any) -> None:
     rate = 3000.0
-    p = _run(tmp_path, PLAN.format(reps=1, duration=3, producers=2, rate=rate), dask_cluster.scheduler_address)
+    p = _run(tmp_path, dask_plan(reps=1, duration=3, producers=2, rate=rate), dask_cluster.scheduler_address)
     out, _ = p.communicate(timeout=600)
     assert p.returncode == 0, out
     (a,) = _rows(tmp_path / "run" / "A.csv")
@@ -136,7 +129,7 @@ def test_a_worker_killed_mid_cell_fails_that_repetition_and_the_run_goes_on(tmp_
     with distributed.Client(dask_cluster.scheduler_address) as client:
         pids = client.run(os.getpid)
     # 1 producer + 1 consumer per cell: after a kill, two workers remain for the next repetition.
-    plan = PLAN.format(reps=2, duration=4, producers=1, rate=1000)
+    plan = dask_plan(reps=2, duration=4, producers=1, rate=1000)
     p = _run(tmp_path, plan, dask_cluster.scheduler_address)
     # Wait until a driver runs on some worker (a cell is under way), then kill that worker.
     deadline = time.monotonic() + 300

@@ -11,80 +11,33 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_fakes import SECRETS, grep_secrets
+from engine_fakes import CLIENT_SECRETS, SECRETS, grep_secrets, plan_toml, sweep
 
 from kbench.commands.run import EXIT_SHORT
-from kbench.engine import store
+from kbench.engine import csvio, store
 from kbench.experiments import registry
 from kbench.kafka import procstat
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-SMALL = """
-name = "kafka-small"
-repetitions = 2
-duration_s = 2
-min_window_s = 0
-warmup_s = 1
-steady_skip_s = 0.3
-corpus_size = 500000
-
-[transport]
-kind = "local"
-
-[client]
-"sasl.password" = "hunter2-SECRET"
-"sasl.username" = "alice-USER"
-"ssl.key.password" = "kp-SECRET"
-"security.protocol" = "plaintext"
-
-[[sweep]]
-name = "sat"
-experiments = ["B"]
-codec = ["none", "zstd:3"]
-rate = "saturated"
-
-[[sweep]]
-name = "fixed"
-experiments = ["A", "C", "D", "E"]
-codec = ["none", "zstd:3"]
-rate = 2000
-
-[[sweep]]
-name = "f"
-experiments = ["F"]
-codec = ["zstd:3"]
-rate = 2000
-topic_compression = ["producer", "lz4"]
-"""
+SMALL = plan_toml(
+    sweep("sat", ["B"], ["none", "zstd:3"], rate="saturated"),
+    sweep("fixed", ["A", "C", "D", "E"], ["none", "zstd:3"], rate=2000),
+    sweep("f", ["F"], ["zstd:3"], rate=2000, topic_compression=["producer", "lz4"]),
+    transport="local",
+    client={**CLIENT_SECRETS, "security.protocol": "plaintext"},
+    name="kafka-small",
+    repetitions=2,
+    duration_s=2,
+    min_window_s=0,
+    warmup_s=1,
+    steady_skip_s=0.3,
+    corpus_size=500000,
+)
 
 #: Steal is injected at 0 %, so no row is INVALID; a repetition that missed its rate on a busy
 #: host is REJECTED and retried (the retry budget is the plan's repetitions), nothing else.
 ALLOWED = {"OK", "REJECTED"}
-TEXT_COLUMNS = {
-    "cell_id",
-    "sweep",
-    "client",
-    "codec",
-    "corpus",
-    "acks",
-    "rate",
-    "key_policy",
-    "topic_compression",
-    "status",
-    "reason",
-    "latency_flag",
-    "corpus_sha256",
-    "stored_codecs",
-    "stored_source",
-    "cpu_source",
-    "role",
-    "wire_source",
-    "fill_source",
-    "producer_codec",
-    "corpus_near_random",
-    "recompressed",
-}
 
 
 def _env(steal: str = "0") -> dict[str, str]:
@@ -144,7 +97,7 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
         assert {st for _, st in last.values()} == {"OK"}, (exp, last)
         for r in body:
             for col, v in r.items():
-                if col not in TEXT_COLUMNS and v != "NA" and v != "":
+                if col not in csvio.TEXT_COLUMNS and v != "NA" and v != "":
                     assert math.isfinite(float(v)), (exp, col, v)
     ok = lambda exp: [r for r in csvs[exp][1] if r["status"] == "OK"]  # noqa: E731
     # A: latencies in µs and ordered, nothing lost, in every row (REJECTED ones are measured too)
@@ -221,24 +174,16 @@ def test_small_plan_on_a_real_cluster(tmp_path: Path) -> None:
     assert all(s not in json.dumps(m) for s in SECRETS)
 
 
-TOO_FAST = """
-name = "too-fast"
-repetitions = 1
-warmup = false
-duration_s = 0.5
-min_window_s = 0
-corpus_size = 300000
-
-[transport]
-kind = "local"
-
-[[sweep]]
-name = "fast"
-experiments = ["A"]
-codec = ["none"]
-batch_size = 16384
-rate = 1000000
-"""
+TOO_FAST = plan_toml(
+    sweep("fast", ["A"], batch_size=16384, rate=1000000),
+    transport="local",
+    name="too-fast",
+    repetitions=1,
+    warmup=False,
+    duration_s=0.5,
+    min_window_s=0,
+    corpus_size=300000,
+)
 
 
 def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path) -> None:
@@ -252,27 +197,20 @@ def test_rate_the_cluster_cannot_hold_is_rejected(tmp_path: Path) -> None:
         assert float(r["achieved_rate_msgs"]) < 0.98 * 1_000_000
 
 
-KILL_PLAN = """
-name = "kafka-kill"
-repetitions = 2
-warmup = false
-duration_s = 1
-min_window_s = 0
-corpus_size = 200000
-seed = 11
-# kill and resume are the subject, not latency: a 1-s repetition on a loaded host can trip A's
-# 20 ms saturation check (then the resumed run rightly exits 4); tests/test_knee.py tests the check
-saturation_bound_ms = 5000
-
-[transport]
-kind = "local"
-
-[[sweep]]
-name = "fixed"
-experiments = ["A", "C", "D"]
-codec = ["none", "lz4", "zstd:3"]
-rate = 1000
-"""
+KILL_PLAN = plan_toml(
+    sweep("fixed", ["A", "C", "D"], ["none", "lz4", "zstd:3"], rate=1000),
+    transport="local",
+    name="kafka-kill",
+    repetitions=2,
+    warmup=False,
+    duration_s=1,
+    min_window_s=0,
+    corpus_size=200000,
+    seed=11,
+    # kill and resume are the subject, not latency: a 1-s repetition on a loaded host can trip A's
+    # 20 ms saturation check (then the resumed run rightly exits 4); tests/test_knee.py tests the check
+    saturation_bound_ms=5000,
+)
 
 
 def _alive(pid: int) -> bool:
@@ -327,22 +265,18 @@ def test_sigkill_mid_plan_on_a_real_cluster_then_resume(tmp_path: Path) -> None:
     assert json.loads((run / "manifest.json").read_text())["state"] == "complete"
 
 
-BOOTSTRAP_PLAN = """
-name = "kafka-bootstrap"
-repetitions = 1
-warmup = false
-duration_s = 1.5
-min_window_s = 0
-# the first connection to a cluster kbench did not start stays out of A's latency window
-steady_skip_s = 0.5
-corpus_size = 200000
-
-[[sweep]]
-name = "fixed"
-experiments = ["A", "D"]
-codec = ["zstd:3"]
-rate = 1000
-"""
+BOOTSTRAP_PLAN = plan_toml(
+    sweep("fixed", ["A", "D"], ["zstd:3"], rate=1000),
+    transport=None,
+    name="kafka-bootstrap",
+    repetitions=1,
+    warmup=False,
+    duration_s=1.5,
+    min_window_s=0,
+    # the first connection to a cluster kbench did not start stays out of A's latency window
+    steady_skip_s=0.5,
+    corpus_size=200000,
+)
 
 
 def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> None:
@@ -397,25 +331,19 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
     assert "broker versions equal" in g.stdout and "librdkafka version" in g.stdout
 
 
-WINDOW = """
-name = "kafka-window"
-repetitions = 2
-warmup = false
-duration_s = 5
-min_window_s = 0
-steady_skip_s = {skip}
-corpus_size = 300000
-seed = 5
-
-[transport]
-kind = "local"
-
-[[sweep]]
-name = "fixed"
-experiments = ["D"]
-codec = ["zstd:3"]
-rate = 4000
-"""
+def window_plan(skip: float) -> str:
+    return plan_toml(
+        sweep("fixed", ["D"], ["zstd:3"], rate=4000),
+        transport="local",
+        name="kafka-window",
+        repetitions=2,
+        warmup=False,
+        duration_s=5,
+        min_window_s=0,
+        steady_skip_s=skip,
+        corpus_size=300000,
+        seed=5,
+    )
 
 
 def test_cpu_per_gb_is_the_same_for_two_window_lengths(tmp_path: Path) -> None:
@@ -424,7 +352,7 @@ def test_cpu_per_gb_is_the_same_for_two_window_lengths(tmp_path: Path) -> None:
     old rule) would make the short window read 2/4.5 of the long one."""
     per_gb: dict[float, dict[str, float]] = {}
     for skip in (0.5, 3.0):
-        p, run = run_kbench(tmp_path, WINDOW.format(skip=skip), name=f"skip{skip}")
+        p, run = run_kbench(tmp_path, window_plan(skip), name=f"skip{skip}")
         assert p.returncode == 0, p.stderr[-3000:]
         _, d = rows(run / "D.csv")
         assert {r["status"] for r in d} <= ALLOWED and any(r["status"] == "OK" for r in d)

@@ -11,18 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-from engine_fakes import PLAN_TEXT, grep_secrets, write_plan
+from engine_fakes import engine_plan, grep_secrets, write_plan
 
 from kbench.engine import plan as plan_mod
 from kbench.engine import store
 from kbench.experiments import registry
 
 # The plan says local; the first run overrides it with --transport dry, which the resume must reuse.
-DRY_PLAN = (
-    PLAN_TEXT.replace("duration_s = 1", "duration_s = 0.25")
-    .replace("warmup_s = 0.5", "warmup_s = 0.05")
-    .replace('kind = "dry"', 'kind = "local"')
-)
+DRY_PLAN = engine_plan(transport="local", duration_s=0.25, warmup_s=0.05)
 
 
 def kbench(*args: str) -> list[str]:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from engine_fakes import PLAN_TEXT, FakeTransport, lat, write_plan
+from engine_fakes import FakeTransport, engine_plan, lat, write_plan
 
 from kbench.engine import gate, rules, store
 from kbench.engine import plan as plan_mod
@@ -223,7 +223,7 @@ def _rep(req: object) -> tuple[str, int]:
 
 
 def test_resume_without_a_plan_seed_reuses_the_seed_drawn_at_first_run(tmp_path: Path) -> None:
-    text = PLAN_TEXT.replace("seed = 7\n", "")
+    text = engine_plan(seed=None)
     assert "seed" not in text
     plan = plan_mod.load(str(write_plan(tmp_path, text)))
     assert plan.seed is None

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from engine_fakes import FakeTransport, grep_secrets, write_plan
+from engine_fakes import PLAN_TEXT, FakeTransport, engine_plan, grep_secrets, write_plan
 
 from kbench.engine import gate, store
 from kbench.engine import plan as plan_mod
@@ -247,9 +247,8 @@ def test_blocking_gate_refuses_unless_forced(tmp_path: Path, plan: plan_mod.Plan
 
 
 def test_steal_during_runs_marks_rows_invalid(tmp_path: Path) -> None:
-    from engine_fakes import PLAN_TEXT
 
-    fixed = plan_mod.load(str(write_plan(tmp_path, PLAN_TEXT.replace('rate = "auto"', "rate = 15000"), "p2.toml")))
+    fixed = plan_mod.load(str(write_plan(tmp_path, engine_plan(rate=15000), "p2.toml")))
     execute(opts(tmp_path, fixed, force=True, steal_source=procstat.FixedSteal(3.0)), FakeTransport())
     assert {r["status"] for r in store.read_rows(tmp_path / "run" / "D.csv")} == {"INVALID"}
     assert "steal 3.00%" in store.read_rows(tmp_path / "run" / "A.csv")[0]["reason"]
@@ -308,9 +307,8 @@ def test_invalid_repetition_is_retried_and_the_retry_counts(tmp_path: Path, plan
 
 
 def test_retry_budget_is_the_plans(tmp_path: Path) -> None:
-    from engine_fakes import PLAN_TEXT
 
-    text = PLAN_TEXT.replace('rate = "auto"', "rate = 15000").replace("repetitions = 3", "repetitions = 2\nretries = 1")
+    text = engine_plan(rate=15000, repetitions=2, retries=1)
     p = plan_mod.load(str(write_plan(tmp_path, text, "p2.toml")))
     assert p.retries == 1 and plan_mod.load(str(write_plan(tmp_path, PLAN_TEXT, "p3.toml"))).retries == 3
     out = io.StringIO()
@@ -327,9 +325,8 @@ def test_retry_budget_is_the_plans(tmp_path: Path) -> None:
 
 
 def test_plan_steal_limit_applies_and_is_said_next_to_every_table(tmp_path: Path) -> None:
-    from engine_fakes import PLAN_TEXT
 
-    p = plan_mod.load(str(write_plan(tmp_path, "max_steal_pct = 10\n" + PLAN_TEXT, "p2.toml")))
+    p = plan_mod.load(str(write_plan(tmp_path, engine_plan(max_steal_pct=10), "p2.toml")))
     out = io.StringIO()
     execute(opts(tmp_path, p, print_tables=out, steal_source=procstat.FixedSteal(5.0)), FakeTransport())
     run = tmp_path / "run"

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from engine_fakes import plan_toml, sweep
 from test_engine_runner import GATE_OK
 
 from kbench.engine import plan as plan_mod
@@ -14,34 +15,19 @@ from kbench.engine.runner import RunOptions, execute
 from kbench.engine.transports.simulated import SimTransport
 from kbench.kafka.procstat import FixedSteal
 
-PLAN = """
-name = "sim"
-repetitions = 2
-warmup = false
-duration_s = 1
-min_window_s = 0
-corpus_size = 300000
-seed = 3
-[transport]
-kind = "sim"
-[[sweep]]
-name = "sat"
-experiments = ["B"]
-codec = ["none", "zstd:3"]
-rate = "saturated"
-[[sweep]]
-name = "c"
-experiments = ["C", "D", "E"]
-codec = ["none", "zstd:3"]
-batch_size = [16384, 262144]
-rate = "auto"
-[[sweep]]
-name = "f"
-experiments = ["F"]
-codec = ["zstd:3"]
-rate = 10000
-topic_compression = ["producer", "lz4"]
-"""
+PLAN = plan_toml(
+    sweep("sat", ["B"], ["none", "zstd:3"], rate="saturated"),
+    sweep("c", ["C", "D", "E"], ["none", "zstd:3"], batch_size=[16384, 262144], rate="auto"),
+    sweep("f", ["F"], ["zstd:3"], rate=10000, topic_compression=["producer", "lz4"]),
+    transport="sim",
+    name="sim",
+    repetitions=2,
+    warmup=False,
+    duration_s=1,
+    min_window_s=0,
+    corpus_size=300000,
+    seed=3,
+)
 
 
 def test_sim_plan(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_fakes import plan_toml, sweep
 
 from kbench import _native
 from kbench.engine.plan import PlanError, parse
@@ -558,32 +559,18 @@ def test_cli_produce_with_a_go_client(kafka1: Any, tmp_path: Path, client: str) 
     assert r["producer"]["corrected"]["count"] == 1000 and r["consumer"]["e2e"]["count"] == 10
 
 
-GO_PLAN = """
-name = "go-clients"
-repetitions = 1
-warmup = false
-duration_s = 2
-min_window_s = 0
-steady_skip_s = 0.5
-corpus_size = 300000
-
-[transport]
-kind = "local"
-
-[[sweep]]
-name = "sat"
-experiments = ["B"]
-codec = ["zstd:3"]
-rate = "saturated"
-client = ["kafka-go", "sarama"]
-
-[[sweep]]
-name = "fixed"
-experiments = ["A", "C", "D"]
-codec = ["lz4"]
-rate = 1500
-client = ["kafka-go", "sarama"]
-"""
+GO_PLAN = plan_toml(
+    sweep("sat", ["B"], ["zstd:3"], rate="saturated", client=["kafka-go", "sarama"]),
+    sweep("fixed", ["A", "C", "D"], ["lz4"], rate=1500, client=["kafka-go", "sarama"]),
+    transport="local",
+    name="go-clients",
+    repetitions=1,
+    warmup=False,
+    duration_s=2,
+    min_window_s=0,
+    steady_skip_s=0.5,
+    corpus_size=300000,
+)
 
 
 @pytest.mark.kafka

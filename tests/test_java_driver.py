@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_fakes import plan_toml, sweep
 
 from kbench import _native
 from kbench.engine.transports.local_pool import spawn
@@ -199,37 +200,23 @@ def test_java_holds_a_fixed_rate(kafka1: Any, tmp_path: Path, json_records: tupl
             assert h.percentile(p) / 1000.0 == pres[name][key]
 
 
-BOTH = """
-name = "both-clients"
-repetitions = 1
-warmup = false
-duration_s = 3
-min_window_s = 0
-steady_skip_s = 0.5
-corpus_size = 300000
-retries = 2
-# this test is about the two clients through the engine, not latency: a 3-s Java run carries the
-# JVM's start-up backlog in its whole-run send delay (benchmarks/README.md, the clients run), which
-# A's 20 ms saturation check would flag; the check itself is tested in tests/test_knee.py
-saturation_bound_ms = 5000
-
-[transport]
-kind = "local"
-
-[[sweep]]
-name = "sat"
-experiments = ["B"]
-codec = ["lz4"]
-rate = "saturated"
-client = ["librdkafka", "java"]
-
-[[sweep]]
-name = "fixed"
-experiments = ["A", "C", "D"]
-codec = ["lz4"]
-rate = 1500
-client = ["librdkafka", "java"]
-"""
+BOTH = plan_toml(
+    sweep("sat", ["B"], ["lz4"], rate="saturated", client=["librdkafka", "java"]),
+    sweep("fixed", ["A", "C", "D"], ["lz4"], rate=1500, client=["librdkafka", "java"]),
+    transport="local",
+    name="both-clients",
+    repetitions=1,
+    warmup=False,
+    duration_s=3,
+    min_window_s=0,
+    steady_skip_s=0.5,
+    corpus_size=300000,
+    retries=2,
+    # this test is about the two clients through the engine, not latency: a 3-s Java run carries the
+    # JVM's start-up backlog in its whole-run send delay (benchmarks/README.md, the clients run), which
+    # A's 20 ms saturation check would flag; the check itself is tested in tests/test_knee.py
+    saturation_bound_ms=5000,
+)
 
 
 @pytest.mark.kafka

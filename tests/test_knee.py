@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from engine_fakes import FakeTransport
+from engine_fakes import FakeTransport, Raw, plan_toml, sweep
 
 from kbench.engine import plan as plan_mod
 from kbench.engine import rules
@@ -155,28 +155,17 @@ def _plan(tmp: Path, text: str) -> plan_mod.Plan:
     return plan_mod.load(str(p))
 
 
-SWEEPS = """
-[transport]
-kind = "dry"
-
-[[sweep]]
-name = "sat"
-experiments = ["B"]
-codec = ["none", "zstd:3"]
-rate = "saturated"
-
-[[sweep]]
-name = "a"
-experiments = ["A"]
-codec = ["none", "zstd:3"]
-rate = RATES
-"""
-
-
 def _text(rates: str = '"auto"', head: str = "") -> str:
-    return (
-        f'name = "t"\nrepetitions = 2\nduration_s = 1\nmin_window_s = 0\nwarmup = false\ncorpus_size = 20000\nseed = 3\n{head}\n'
-        + (SWEEPS.replace("RATES", rates))
+    return plan_toml(
+        sweep("sat", ["B"], ["none", "zstd:3"], rate="saturated"),
+        sweep("a", ["A"], ["none", "zstd:3"], rate=Raw(rates)),
+        extra=head,
+        repetitions=2,
+        duration_s=1,
+        min_window_s=0,
+        warmup=False,
+        corpus_size=20000,
+        seed=3,
     )
 
 
@@ -351,28 +340,19 @@ def _real_plan(tmp: Path, bootstrap: str) -> plan_mod.Plan:
     # rate's load.  2,000,000 msgs/s falls behind by seconds, far above either.
     return _plan(
         tmp,
-        f"""
-name = "knee-real"
-repetitions = 1
-warmup = false
-duration_s = 1
-min_window_s = 0
-steady_skip_s = 0.2
-retries = 0
-corpus_size = 300000
-saturation_bound_ms = 200
-
-[transport]
-kind = "bootstrap"
-bootstrap = "{bootstrap}"
-
-[[sweep]]
-name = "a"
-experiments = ["A"]
-codec = ["lz4"]
-corpus = ["json"]
-rate = [500, 2000000]
-""",
+        plan_toml(
+            sweep("a", ["A"], ["lz4"], corpus=["json"], rate=[500, 2000000]),
+            transport={"kind": "bootstrap", "bootstrap": bootstrap},
+            name="knee-real",
+            repetitions=1,
+            warmup=False,
+            duration_s=1,
+            min_window_s=0,
+            steady_skip_s=0.2,
+            retries=0,
+            corpus_size=300000,
+            saturation_bound_ms=200,
+        ),
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_fakes import PLAN_TEXT, FakeTransport, write_plan
+from engine_fakes import PLAN_TEXT, FakeTransport, engine_plan, write_plan
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
@@ -210,11 +210,11 @@ def test_plan_drift_keys(tmp_path: Path) -> None:
     base = PLAN_TEXT
     p = plan_mod.load(str(write_plan(tmp_path, base)))
     assert (p.drift_rate_pct, p.drift_p99_pct) == (series.DEFAULT_DRIFT_RATE_PCT, series.DEFAULT_DRIFT_P99_PCT)
-    p = plan_mod.load(str(write_plan(tmp_path, "drift_rate_pct = 5\ndrift_p99_pct = 25\n" + base)))
+    p = plan_mod.load(str(write_plan(tmp_path, engine_plan(drift_rate_pct=5, drift_p99_pct=25))))
     assert (p.drift_rate_pct, p.drift_p99_pct) == (5.0, 25.0)
-    for bad, word in (("drift_rate_pct = 0", "must be > 0"), ("drift_p99_pct = 5000", "at most 1000")):
+    for bad, value, word in (("drift_rate_pct", 0, "must be > 0"), ("drift_p99_pct", 5000, "at most 1000")):
         with pytest.raises(plan_mod.PlanError, match=word):
-            plan_mod.load(str(write_plan(tmp_path, bad + "\n" + base)))
+            plan_mod.load(str(write_plan(tmp_path, engine_plan(**{bad: value}))))
 
 
 @dataclasses.dataclass

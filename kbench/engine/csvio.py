@@ -82,6 +82,8 @@ TEXT_COLUMNS = frozenset(
         "latency_flag",
         "corpus_sha256",
         "stored_codecs",
+        "stored_source",
+        "cpu_source",
         "wire_source",
         "nic_source",
         "fill_source",

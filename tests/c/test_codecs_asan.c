@@ -10,21 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "codecs.h"
-
-static int failures = 0, passes = 0;
-
-#define CHECK(cond, ...)                                                                                   \
-    do {                                                                                                   \
-        if (cond) {                                                                                        \
-            passes++;                                                                                      \
-        } else {                                                                                           \
-            failures++;                                                                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
-            fprintf(stderr, __VA_ARGS__);                                                                  \
-            fputc('\n', stderr);                                                                           \
-        }                                                                                                  \
-    } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(void) {
@@ -77,7 +64,7 @@ int main(void) {
         if (c == KB_CODEC_ZSTD) { levels[1] = -5; levels[2] = 19; }
         for (int li = 0; li < 3; li++) {
             int lv;
-            CHECK(kb_codec_level((kb_codec_t)c, levels[li], &lv, &err) == KB_OK, "level %s", err.msg);
+            CHECK_MSG(kb_codec_level((kb_codec_t)c, levels[li], &lv, &err) == KB_OK, "level %s", err.msg);
             for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
                 size_t n = sizes[si];
                 if (n > 100000 && li != 0)
@@ -86,12 +73,12 @@ int main(void) {
                 uint8_t *comp = malloc(cap ? cap : 1);
                 size_t clen = 0, dlen = 0;
                 int rc = kb_compress(ctx, (kb_codec_t)c, lv, in, n, comp, cap, &clen, &err);
-                CHECK(rc == KB_OK, "compress %s n=%zu: %s", kb_codec_name(c), n, err.msg);
+                CHECK_MSG(rc == KB_OK, "compress %s n=%zu: %s", kb_codec_name(c), n, err.msg);
                 rc = kb_decompress(ctx, (kb_codec_t)c, comp, clen, out, n, &dlen, &err);
-                CHECK(rc == KB_OK && dlen == n && memcmp(in, out, n) == 0, "round trip %s n=%zu rc=%d", kb_codec_name(c), n, rc);
+                CHECK_MSG(rc == KB_OK && dlen == n && memcmp(in, out, n) == 0, "round trip %s n=%zu rc=%d", kb_codec_name(c), n, rc);
                 if (n > 0) {
                     rc = kb_decompress(ctx, (kb_codec_t)c, comp, clen, out, n - 1, &dlen, &err);
-                    CHECK(rc == KB_ETOOSMALL, "%s n=%zu cap n-1 must be ETOOSMALL, got %d", kb_codec_name(c), n, rc);
+                    CHECK_MSG(rc == KB_ETOOSMALL, "%s n=%zu cap n-1 must be ETOOSMALL, got %d", kb_codec_name(c), n, rc);
                 }
                 free(comp);
             }
@@ -111,14 +98,14 @@ int main(void) {
             if (rc == 99 || (rc == KB_OK && !(c == KB_CODEC_SNAPPY && t == 16)))
                 bad++;
         }
-        CHECK(bad == 0, "%s: %d truncations decoded as valid", kb_codec_name(c), bad);
+        CHECK_MSG(bad == 0, "%s: %d truncations decoded as valid", kb_codec_name(c), bad);
         for (int k = 0; k < 4000; k++) {
             uint8_t *m = malloc(clen);
             memcpy(m, comp, clen);
             int flips = 1 + (int)(rnd() % 4);
             for (int f = 0; f < flips; f++)
                 m[rnd() % clen] ^= (uint8_t)(1u << (rnd() % 8));
-            CHECK(decode(ctx, (kb_codec_t)c, m, clen, n + (rnd() % 2) * 100000) != 99, "overrun");
+            CHECK_MSG(decode(ctx, (kb_codec_t)c, m, clen, n + (rnd() % 2) * 100000) != 99, "overrun");
             free(m);
         }
         for (int k = 0; k < 4000; k++) {
@@ -128,7 +115,7 @@ int main(void) {
                 r[i] = (uint8_t)rnd();
             if (k % 2) /* give the decoder a valid-looking header */
                 memcpy(r, comp, 16 < clen ? 16 : clen);
-            CHECK(decode(ctx, (kb_codec_t)c, r, rn + 16, 1 + rnd() % 70000) != 99, "overrun");
+            CHECK_MSG(decode(ctx, (kb_codec_t)c, r, rn + 16, 1 + rnd() % 70000) != 99, "overrun");
             free(r);
         }
         free(comp);
@@ -136,6 +123,6 @@ int main(void) {
     free(in);
     free(out);
     kb_codec_ctx_free(ctx);
-    printf("%d passed, %d failed\n", passes, failures);
+    printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

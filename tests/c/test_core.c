@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "batching.h"
 #include "codecbench.h"
 #include "codecs.h"
@@ -21,16 +22,6 @@
 #include "segment.h"
 #include "sim.h"
 #include "varint.h"
-
-static int checks, failures;
-#define CHECK(c)                                                                                                      \
-    do {                                                                                                              \
-        checks++;                                                                                                     \
-        if (!(c)) {                                                                                                   \
-            failures++;                                                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
-        }                                                                                                             \
-    } while (0)
 
 static void hex(const char *s, uint8_t *out, size_t *n) {
     size_t k = 0;

@@ -9,17 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "intervals.h"
-
-static int checks, failures;
-#define CHECK(c)                                                                                                      \
-    do {                                                                                                              \
-        checks++;                                                                                                     \
-        if (!(c)) {                                                                                                   \
-            failures++;                                                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
-        }                                                                                                             \
-    } while (0)
 
 #define S 1000000000LL
 

@@ -14,19 +14,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "consumer.h"
 #include "histogram.h"
 #include "producer.h"
-
-static int checks, failures;
-#define CHECK(c)                                                                                                      \
-    do {                                                                                                              \
-        checks++;                                                                                                     \
-        if (!(c)) {                                                                                                   \
-            failures++;                                                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
-        }                                                                                                             \
-    } while (0)
 
 enum { N = 400, NREC = 16 };
 

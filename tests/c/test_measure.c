@@ -17,18 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "histogram.h"
 #include "procstat.h"
-
-static int checks, failures;
-#define CHECK(c)                                                                                                      \
-    do {                                                                                                              \
-        checks++;                                                                                                     \
-        if (!(c)) {                                                                                                   \
-            failures++;                                                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
-        }                                                                                                             \
-    } while (0)
 
 static int cmp64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

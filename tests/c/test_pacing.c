@@ -10,17 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "pacing.h"
-
-static int checks, failures;
-#define CHECK(c)                                                                                                      \
-    do {                                                                                                              \
-        checks++;                                                                                                     \
-        if (!(c)) {                                                                                                   \
-            failures++;                                                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
-        }                                                                                                             \
-    } while (0)
 
 typedef struct {
     int64_t sent, wakes, max_delay, min_gap, last_wake, last_seq_sent;

@@ -10,18 +10,9 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "check.h"
 #include "clock.h"
 #include "threadcpu.h"
-
-static int checks, failures;
-#define CHECK(c)                                                                                                      \
-    do {                                                                                                              \
-        checks++;                                                                                                     \
-        if (!(c)) {                                                                                                   \
-            failures++;                                                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                                     \
-        }                                                                                                             \
-    } while (0)
 
 static volatile unsigned long sink;
 
