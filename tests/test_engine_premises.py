@@ -285,3 +285,50 @@ def test_the_run_records_the_topology_it_was_given(tmp_path: Path) -> None:
     execute(_opts(tmp_path, plan, topology=choice.as_dict(), progress_stream=io.StringIO()), FakeTransport())
     man = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert man["topology"]["summary"] == choice.describe()
+
+
+class _Draining(FakeTransport):
+    """A catch-up cell drains its backlog at 200 MB/s (payload bytes per second of the drain)."""
+
+    def run(self, req: RunRequest) -> RunResult:
+        res = super().run(req)
+        if not req.cell.catch_up:
+            return res
+        b = req.cell.backlog_bytes
+        drain = {"span_s": b / 200e6, "bytes": b, "unique": b // 300, "lost": 0, "duplicated": 0, "members": []}
+        return dataclasses.replace(res, drain=drain)
+
+
+def test_the_runner_sizes_gs_backlog_from_the_warm_up_drain(tmp_path: Path) -> None:
+    text = """
+name = "g"
+repetitions = 2
+duration_s = 4
+warmup_s = 1
+corpus_size = 20000
+seed = 3
+
+[transport]
+kind = "dry"
+
+[[sweep]]
+name = "drain"
+experiments = ["G"]
+codec = ["none"]
+rate = "saturated"
+backlog_bytes = 134217728
+"""
+    plan = _plan(tmp_path, text)
+    t = _Draining()
+    assert execute(_opts(tmp_path, plan), t).state == "complete"
+    man = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    # 128 MiB at 200 MB/s drains in 0.67 s: sized to 200 MB/s x 5 s x 1.5 = 1.5 GB, which drains in 7.5 s
+    assert man["backlog"]["drain-000"]["backlog_bytes"] == 1_500_000_000
+    warm = [r for r in t.requests if r.warmup]
+    assert [r.cell.backlog_bytes for r in warm] == [134217728, 1_500_000_000]  # sized once, then long enough
+    reps = [r for r in t.requests if not r.warmup]
+    assert {r.cell.backlog_bytes for r in reps} == {1_500_000_000}
+    with (tmp_path / "run" / "G.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["backlog_bytes"] for r in rows} == {"1500000000"} and {r["status"] for r in rows} == {"OK"}
+    assert {float(r["drain_s"]) for r in rows} == {7.5}
