@@ -11,6 +11,7 @@ rule, at a fixed low rate before anything is measured, is the cluster's warm-up
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,14 +25,15 @@ AGREE_FACTOR = 1.5
 #: Probes at most, before the cluster's warm-up is given up as unsettled (and says so).
 MAX_PROBES = 8
 #: Probes at most of one pipeline's floor (the cluster is warm by then: a floor that needs more is
-#: recorded as not settled, its lowest p99 standing for it).
+#: recorded as not settled, the median of its probes standing for it).
 FLOOR_PROBES = 4
 
 
 @dataclass
 class Settled:
     """The probes of one settle loop: each p99 (µs, None when the probe measured none), and the
-    floor: the lower of the two agreeing p99s (or the lowest measured when none agreed)."""
+    floor: the lower of the two agreeing p99s (when none agreed, the median of those measured:
+    neither a lucky probe nor a cold one stands for it)."""
 
     p99s_us: list[float | None] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
@@ -44,7 +46,7 @@ class Settled:
             return None
         if self.settled:
             return min(got[-2:])
-        return min(got)
+        return float(statistics.median(got))
 
     def describe(self) -> str:
         ms = ", ".join("NA" if p is None else f"{p / 1000:.2f}" for p in self.p99s_us)
