@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from kbench.kafka.kafka_dist import KafkaDistError
+
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.codecs",
@@ -115,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kbench: interrupted", file=sys.stderr)
         return 130
+    except KafkaDistError as e:  # Java, Maven, Go or Kafka's jars missing: one line naming what and how to get it
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 1
     except ValueError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2

@@ -69,3 +69,13 @@ def test_distribution_name_and_command() -> None:
     project = _pyproject()["project"]
     assert project["name"] == "kafka-kbench"  # `kbench` on the registry is another project
     assert project["scripts"] == {"kbench": "kbench.cli:main"}
+
+
+def test_the_install_hints_name_the_distribution() -> None:
+    from kbench.install import DISTRIBUTION, pip_install
+
+    project = _pyproject()["project"]
+    assert DISTRIBUTION == project["name"]
+    assert (
+        pip_install("report") == "pip install 'kafka-kbench[report]'" and "report" in project["optional-dependencies"]
+    )

@@ -409,7 +409,7 @@ def test_missing_cpu_is_refused(tmp_path: Path, real_env: env.Environment) -> No
     ("change", "needle"),
     [
         ({"root": False}, "needs root"),
-        ({"pyroute2": None}, "pip install 'kbench[testbed]'"),
+        ({"pyroute2": None}, "pip install 'kafka-kbench[testbed]'"),
         ({"netns": False, "netns_note": "unshare(CLONE_NEWNET) failed: Operation not permitted"}, "CONFIG_NET_NS"),
         ({"qdiscs": frozenset()}, "tbf"),
     ],

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.commands.args import SIZE_HELP, add_corpus, add_json, add_list, add_output, sizes
+from kbench.install import pip_install
 from kbench.kafka import clients
 from kbench.kafka.drivers import client_level_range
 from kbench.model import advise as adv
@@ -255,7 +256,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             from kbench.reporting.advise_plot import write_png
         except ImportError:  # pragma: no cover - matplotlib is an optional extra
-            print("no plot: install matplotlib (pip install kbench[report])", file=status)
+            print(f"no plot: install matplotlib ({pip_install('report')})", file=status)
         else:
             print(f"wrote {write_png(advice, out_dir / 'advise.png')}", file=status)
     print(f"done in {time.monotonic() - t0:.1f} s", file=status)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from kbench.commands.args import add_json
+from kbench.install import pip_install
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         import pandas  # noqa: F401
     except ImportError as e:
         raise ValueError(
-            f"kbench report needs pandas and matplotlib ({e}); install them: pip install 'kbench[report]'"
+            f"kbench report needs pandas and matplotlib ({e}); install them: {pip_install('report')}"
         ) from None
     import gc
 

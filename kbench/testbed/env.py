@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbench.install import pip_install
 from kbench.testbed import cgroups
 from kbench.testbed import probe as probe_module
 from kbench.testbed.errors import TestbedError
@@ -87,9 +88,7 @@ def require(env: Environment) -> None:
             "or use another transport"
         )
     if env.pyroute2 is None:
-        raise TestbedError(
-            "the testbed needs the Python package pyroute2; install it with: pip install 'kbench[testbed]'"
-        )
+        raise TestbedError(f"the testbed needs the Python package pyroute2; install it with: {pip_install('testbed')}")
     if not env.netns:
         raise TestbedError(
             f"network namespaces do not work here ({env.netns_note}); the testbed needs a kernel with "

@@ -25,6 +25,7 @@ from kbench.engine.dask_tasks import clock_now, host_facts, run_driver
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.window import Schedule
+from kbench.install import pip_install
 from kbench.kafka import clients, merge, rdstats
 from kbench.model.corpus import lenprefixed_bytes
 
@@ -103,7 +104,7 @@ class DaskPool:
             from distributed import Client
         except ImportError:
             raise TransportError(
-                "--workers needs Dask distributed; install it with pip install 'kbench[distributed]'"
+                f"--workers needs Dask distributed; install it with {pip_install('distributed')}"
             ) from None
         try:
             self.client = Client(self.address, timeout=30, set_as_default=False)

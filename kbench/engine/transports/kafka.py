@@ -66,6 +66,7 @@ class KafkaTransport:
         self._local = self._make_pool(Path(self._tmp.name))
         if self.defn.kind in LOCAL_CLUSTER_KINDS:
             from kbench.kafka.cluster import ClusterError
+            from kbench.kafka.kafka_dist import KafkaDistError
 
             state = None
             for attempt in (1, 2):
@@ -80,6 +81,10 @@ class KafkaTransport:
                     self.cluster = None
                     if attempt == 2 or "kafka-storage format failed" not in str(e):
                         raise TransportError(str(e)) from None
+                except KafkaDistError as e:  # Java, Maven or Kafka's jars missing: one line naming what and how
+                    self.cluster.stop()
+                    self.cluster = None
+                    raise TransportError(str(e)) from None
             assert state is not None and self.cluster is not None
             self.bootstrap = state.bootstrap_servers
             default = self.cluster.broker_config.get("compression.type")

@@ -22,6 +22,7 @@ from kbench.engine.transports.base import RunRequest, TransportError, TransportI
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.engine.transports.local_pool import LocalPool
 from kbench.engine.transports.measure import Window
+from kbench.install import pip_install
 from kbench.kafka import metrics
 
 __all__ = ["CLIENT_HOSTS", "TestbedTransport", "broker_host", "host_specs"]
@@ -62,7 +63,7 @@ class TestbedTransport(KafkaTransport):
         try:
             from kbench.testbed import Testbed, TestbedError, TestbedSpec
         except ImportError as e:  # pyroute2 missing
-            raise TransportError(f"testbed: {e}; install it with pip install 'kbench[testbed]'") from None
+            raise TransportError(f"testbed: {e}; install it with {pip_install('testbed')}") from None
         try:
             spec = TestbedSpec(tuple(host_specs(self.defn, sorted(os.sched_getaffinity(0)))))
             self.testbed = Testbed.create(spec)
