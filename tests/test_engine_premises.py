@@ -210,6 +210,8 @@ def test_a_saturated_repetition_whose_p99_fell_and_settled_is_warming() -> None:
     assert flat["status"] == Status.SATURATED  # steady and late: the load, not a warm-up
     rising = _a(_light(latency_delay=late, series=_series([60.0, 5.0, 5.0, 30.0])))
     assert rising["status"] == Status.SATURATED  # not settled at the end
+    settled_high = _a(_light(latency_delay=late, series=_series([300.0, 62.0, 60.0, 63.0])))
+    assert settled_high["status"] == Status.SATURATED  # it settled into queueing (62 ms > 20 ms): the load
     assert Status.WARMING in RETRY_STATUSES and Status.SATURATED not in RETRY_STATUSES
 
 

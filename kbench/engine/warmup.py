@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -103,10 +104,11 @@ def _num(v: Any) -> float | None:
     return f if f == f else None
 
 
-def still_warming(series: Sequence[Mapping[str, Any]]) -> str:
+def still_warming(series: Sequence[Mapping[str, Any]], settled_max_us: float = math.inf) -> str:
     """Why a repetition's per-second producer p99 says it was still warming ('' when it does not):
     its first in-window second ≥ :data:`WARMING_RATIO` × the median of the window's second half,
-    and that half flat (max ≤ :data:`SETTLED_SPREAD` × its median)."""
+    that half flat (max ≤ :data:`SETTLED_SPREAD` × its median) and healthy (its median at most
+    ``settled_max_us``: a window that settled into queueing is saturated, not warming)."""
     rows = sorted(
         (r for r in series if r.get("role") == "producer" and str(r.get("in_window")) == "1"),
         key=lambda r: float(r.get("second", 0)),
@@ -117,6 +119,8 @@ def still_warming(series: Sequence[Mapping[str, Any]]) -> str:
     late = p99s[len(p99s) // 2 :]
     settled = statistics.median(late)
     if settled <= 0 or p99s[0] < WARMING_RATIO * settled or max(late) > SETTLED_SPREAD * settled:
+        return ""
+    if settled > settled_max_us:
         return ""
     return (
         f"still warming: per-second p99 {p99s[0] / 1000:.1f} ms in the window's first second, settling at "

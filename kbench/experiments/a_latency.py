@@ -114,7 +114,9 @@ def _saturation(x: RowInput) -> Verdict:
     why = saturation_reasons(res, float(x.cell.linger_ms), x.saturation_bound_ms)
     if not why:
         return _above_knee(x)
-    warming = still_warming(res.series)
+    # warming, not saturated: the p99 fell and settled below the bounds the window is judged by
+    bounds = [x.saturation_bound_ms * 1000] + ([x.knee_factor * x.knee_floor_us] if x.knee_floor_us else [])
+    warming = still_warming(res.series, min(bounds))
     if warming:  # the driver or cluster was still warming: not the load's saturation
         return Verdict(Status.WARMING, [warming, *why])
     return Verdict(Status.SATURATED, why)
