@@ -32,6 +32,7 @@ DRY_PLAN = """\
 name = "wheel-dry"
 repetitions = 2
 duration_s = 0.3
+min_window_s = 0.2  # a plumbing check, not a measurement
 warmup = false
 
 [transport]

@@ -18,7 +18,7 @@ from kbench.kafka import go_driver
 LOCAL_PLAN = """\
 name = "needs-a-broker"
 repetitions = 1
-duration_s = 1
+duration_s = 4
 warmup = false
 
 [transport]
