@@ -31,7 +31,7 @@ TEST_PACKAGES=(
   time linux-perf
   clang libclang-rt-14-dev
   valgrind
-  chromium
+  chromium tmux
   gcc-aarch64-linux-gnu qemu-user
 )
 

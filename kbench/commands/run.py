@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.commands.args import add_client_props, add_json, add_list
+from kbench.commands.live_run import LiveRun
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine import topology
@@ -70,6 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the machine's name in the manifest (machine.label): reports and notebooks group runs by it",
     )
     add_json(p, "the outcome (run directory, state, rows, cells short of OK repetitions) instead of the tables")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve the live figures in Prometheus text format on port N while the run runs (docs/cli.md)",
+    )
     p.add_argument("--gate-sample-s", type=float, default=1.0, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
@@ -194,6 +201,23 @@ def run(args: argparse.Namespace) -> int:
     transport = make(plan.transport)
     client_overrides = _props(args.props)
     scrub = Scrubber.of(plan.raw, client_overrides)  # errors printed below may quote a library's message
+    if args.metrics_port is not None:
+        limits.check("--metrics-port", args.metrics_port, "port")
+    with LiveRun(Path(run_dir), scrub, args.metrics_port) as live:
+        return _execute(args, plan, transport, Path(run_dir), client_overrides, scrub, secret_free, live, fit)
+
+
+def _execute(
+    args: argparse.Namespace,
+    plan: plan_mod.Plan,
+    transport: Any,
+    run_dir: Path,
+    client_overrides: dict[str, str],
+    scrub: Scrubber,
+    secret_free: dict[str, Any],
+    live: LiveRun,
+    fit: dict[str, Any],
+) -> int:
     opts = RunOptions(
         plan=plan,
         run_dir=Path(run_dir),
@@ -207,6 +231,8 @@ def run(args: argparse.Namespace) -> int:
         steal_source=procstat.injected_steal(),  # tests only; recorded in the manifest and tables
         machine_label=args.label,
         topology=fit,
+        live=live.board,
+        progress_sink=live.progress_sink,
     )
     created = not Path(run_dir).exists()
     try:

@@ -29,6 +29,8 @@ class Progress:
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     clock: Callable[[], float] = time.monotonic
     width: int = 24
+    #: when set, each line goes here instead of the stream (a live terminal status shows it)
+    sink: Callable[[str], None] | None = None
     done_runs: int = 0
     done_planned_s: float = 0.0
     _t0: float = field(default=0.0, init=False)
@@ -55,6 +57,9 @@ class Progress:
 
     def show(self, label: str) -> None:
         text = self.line(label)
+        if self.sink is not None:
+            self.sink(text)
+            return
         if self._tty:
             self.stream.write("\r\x1b[K" + text)
         else:
@@ -67,6 +72,6 @@ class Progress:
         self.show(label)
 
     def finish(self) -> None:
-        if self._tty:
+        if self._tty and self.sink is None:
             self.stream.write("\n")
             self.stream.flush()

@@ -19,15 +19,16 @@ import secrets as _secrets
 import statistics
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kbench.engine import backlog, knee, rules, series, store, verdict, warmup
+from kbench.engine import backlog, knee, rules, runlog, series, store, verdict, warmup
 from kbench.engine import gate as gate_mod
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
+from kbench.engine.live import LiveBoard
 from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
@@ -66,6 +67,10 @@ class RunOptions:
     machine_label: str | None = None
     #: The topology chosen for this machine (kbench.engine.topology.Choice.as_dict; empty: the plan's as written).
     topology: Mapping[str, Any] = field(default_factory=dict)
+    #: The live figures (kbench.engine.live): the runner marks each repetition's start and end, the
+    #: transport feeds the figures while it runs; and where the progress line goes instead of the stream.
+    live: LiveBoard | None = None
+    progress_sink: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -219,9 +224,9 @@ class _Session:
     def run_dir(self) -> Path:
         return self.opts.run_dir
 
-    def log(self, msg: str) -> None:
-        with (self.run_dir / "run.log").open("a") as f:
-            f.write(f"{_now()} {self.scrub(msg)}\n")
+    def log(self, msg: str, **fields: Any) -> None:
+        """One JSON object per line of run.log (kbench.engine.runlog)."""
+        runlog.append(self.run_dir, msg, fields, self.scrub)
 
     def save(self) -> None:
         manifest_mod.write(self.run_dir, self.man, self.scrub)
@@ -333,7 +338,7 @@ def _start_manifest(
         entry: dict[str, Any] = {"at": _now()}
         if now_versions != man["versions"]:
             entry["versions"] = now_versions
-            s.log(f"resume: library versions changed since the run started: {now_versions}")
+            s.log("resume: library versions changed since the run started", versions=now_versions)
         man["resumes"] = list(man["resumes"]) + [entry]
     s.man = man
     s.save()
@@ -440,7 +445,7 @@ def _target_rate(
             deriv = _knee(s, run_id, cells, deriv)
         s.man["rate_derivation"] = deriv
         s.save()
-        s.log(f"common rate derived: {deriv}")
+        s.log("common rate derived", derivation=deriv)
     if cell.rate == "auto":
         return float(deriv["rate_msgs"])
     key = str(cell.rate)
@@ -476,12 +481,15 @@ def _request(
         client_properties=s.client,
         warmup=rep is None,
         steal_source=s.opts.steal_source,
+        live=None if s.opts.live is None else s.opts.live.update,
     )
 
 
 def _warm_up(s: _Session, progress: Progress, run_id: str, cell: Cell, target: float | None) -> None:
     """The cell's discarded warm-up run (before its first attempt in this session)."""
     progress.show(f"{cell.cell_id} warm-up")
+    if s.opts.live is not None:
+        s.opts.live.begin(f"{cell.cell_id} warm-up", "warm-up")
     try:
         res = s.transport.run(_request(s, run_id, cell, target, None))
         sizings = 1
@@ -504,6 +512,8 @@ def _warm_up(s: _Session, progress: Progress, run_id: str, cell: Cell, target: f
     except TransportError as e:
         s.log(f"{cell.cell_id} warm-up failed: {e}")
     progress.advance(s.plan.warmup_s, f"{cell.cell_id} warm-up done")
+    if s.opts.live is not None:
+        s.opts.live.end(f"{cell.cell_id} warm-up", "done", counted=False)
 
 
 def _run_attempt(
@@ -520,6 +530,8 @@ def _run_attempt(
     plan = s.plan
     label = f"{cell.cell_id} rep {rep}/{plan.repetitions}" + (f" attempt {attempt}" if attempt > 1 else "")
     progress.show(label)
+    if s.opts.live is not None:
+        s.opts.live.begin(label)
     try:
         req = _request(s, run_id, cell, target, rep, attempt)
         res = s.transport.run(req)
@@ -558,6 +570,8 @@ def _run_attempt(
     status = rules.worst(r["status"] for rs in rows.values() for r in rs)
     writer.mark_done(cell.cell_id, rep, status, attempt)
     progress.advance(plan.duration_s, f"{label} {status}")
+    if s.opts.live is not None:
+        s.opts.live.end(label, status)
     return status
 
 
@@ -658,7 +672,10 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
             sum(len(g) for g in groups) + int(plan.warmup) * len(todo_cells),
             sum(_planned_s(plan, len(g), False) for g in groups) + int(plan.warmup) * plan.warmup_s * len(todo_cells),
             stream=opts.progress_stream,
+            sink=opts.progress_sink,
         )
+        if opts.live is not None:
+            opts.live.add_total(sum(len(g) for g in groups))
         progress.show("starting")
         saturated_ids = [c.cell_id for c in cells if c.saturated]
         warmed: set[str] = set()
@@ -679,6 +696,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                     queue.append((cell, rep, nxt))
                     progress.total_runs += 1
                     progress.planned_s += plan.duration_s
+                    if opts.live is not None:
+                        opts.live.add_total(1)
         progress.finish()
         s.man["state"] = "complete"
         s.man["finished_at"] = _now()

@@ -78,6 +78,7 @@ BOUNDS: dict[str, Bound] = {
     "count": Bound(1, 10**12, True, "messages to send: 10^12 is days at the highest rate one producer reaches"),
     "timeout_s": Bound(0.01, 3600, False, "seconds to wait: at least 10 ms, at most an hour"),
     "pid": Bound(1, 4_194_304, True, "Linux pids are at most 4194304 (pid_max)"),
+    "port": Bound(0, 65535, True, "a TCP port (0: any free one, printed when the server starts)"),
     "header_sample": Bound(1, 10**9, True, "one record in N carries the latency header; N >= 1"),
     "drivers": Bound(1, 1024, True, "producer/consumer drivers of one cell on Dask workers, each a process"),
     "topic_rate": Bound(

@@ -14,11 +14,12 @@ timings synthetic and flagged as such).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kbench.engine.cell import Cell
+from kbench.engine.live import LiveFigures
 from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus
 
@@ -80,6 +81,8 @@ class RunRequest:
     warmup: bool = False
     #: Where the run's steal counters come from (None: the live ``/proc/stat``); tests inject one.
     steal_source: StealSource | None = field(default=None, compare=False)
+    #: Where the transport sends the live figures of the run while it runs (kbench.engine.live), if anywhere.
+    live: Callable[[LiveFigures], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

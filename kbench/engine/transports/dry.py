@@ -13,6 +13,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from kbench.engine.live import LiveFigures
 from kbench.engine.transports.base import BatchFill, RunRequest, RunResult, TransportInfo
 from kbench.model import codecs
 
@@ -84,6 +85,9 @@ class DryTransport:
         stored_total = int(stored_sample * payload / max(1, sample_payload))
         batches = int(len(rec_counts) * payload / max(1, sample_payload))
         codec_name = codecs.stored_codec(cell.topic_compression, spec)
+        if req.live is not None:  # the dry run's own figures: synthetic, and said so
+            mean = sum(len(r) for r in recs) / max(1, len(recs))
+            req.live(LiveFigures(msgs_s=rate, mb_s=rate * mean / 1e6, source="dry transport: synthetic"))
         remaining = req.duration_s - (time.monotonic() - t0)
         if remaining > 0:
             time.sleep(remaining)  # a dry run lasts as long as a real one

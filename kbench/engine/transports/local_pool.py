@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
+from kbench.engine.transports.live_feed import LiveFeed
 from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
 from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
@@ -385,9 +386,14 @@ class LocalPool:
         stats = self.tmp / f"{req.topic}.stats.jsonl"
         window.nic_start()
         sampler = window.per_second()
+        feed = None
+        if req.live is not None:  # the live status: the producer's statistics and the roles' CPU each second
+            feed = LiveFeed(req.live, stats if req.cell.client == "librdkafka" else None, sampler).start()
         try:
             return self._run(req, jobs, window, stats, sampler)
         finally:
+            if feed is not None:
+                feed.stop()
             sampler.stop()
 
     def _run(self, req: RunRequest, jobs: Jobs, window: Window, stats: Path, sampler: PerSecond) -> PoolResult:

@@ -1,0 +1,118 @@
+"""The live figures of a local pool's repetition, each second while it runs: what the producer's
+librdkafka statistics file says (records and bytes sent, request round trip p50/p99; written by
+librdkafka every second, kbench.kafka.clients) and each role's CPU from the per-second sampler
+(kbench.engine.transports.persecond).  Read outside every measured process; nothing here is a
+result (the repetition's figures come from its drivers' reports when it ends)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbench.engine.live import LiveFigures
+from kbench.engine.transports.persecond import PerSecond, SecondSample
+
+__all__ = ["LiveFeed", "cpu_pct", "tail_stats"]
+
+#: Bytes read from the end of the statistics file (one librdkafka statistics line is a few kB).
+TAIL_BYTES = 256 * 1024
+
+
+def tail_stats(path: Path) -> dict[str, Any] | None:
+    """The last complete JSON line of a statistics file, reading only its tail; None if none yet."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            return d
+    return None
+
+
+def cpu_pct(a: SecondSample, b: SecondSample, which: Callable[[str], bool]) -> float | None:
+    """CPU of the roles ``which`` selects between two samples, % of one core (None: none readable)."""
+    dt = (b.t_ns - a.t_ns) / 1e9
+    if dt <= 0:
+        return None
+    total, seen = 0.0, False
+    for role, now in b.cpu.items():
+        before = a.cpu.get(role)
+        if not which(role) or now is None or before is None:
+            continue
+        total += (now[0] + now[1]) - (before[0] + before[1])
+        seen = True
+    return 100.0 * total / dt if seen else None
+
+
+def _rtt(stats: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """The producer's request round trip p50/p99 (ms) of its busiest broker, last window."""
+    best: Mapping[str, Any] | None = None
+    for b in (stats.get("brokers") or {}).values():
+        rtt = b.get("rtt") or {}
+        if rtt.get("cnt") and (best is None or rtt["cnt"] > best["cnt"]):
+            best = rtt
+    if best is None:
+        return None, None
+    return float(best["p50"]) / 1000.0, float(best["p99"]) / 1000.0
+
+
+@dataclass
+class LiveFeed:
+    """Pushes :class:`LiveFigures` to ``push`` each second until :meth:`stop`."""
+
+    push: Callable[[LiveFigures], None]
+    stats_path: Path | None
+    sampler: PerSecond
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _last: tuple[int, float, float] | None = None  # (ts µs, txmsgs, txmsg_bytes) of the last stats line
+    _rate: tuple[float | None, float | None] = (None, None)  # msgs/s, MB/s between the last two lines
+
+    def figures(self) -> LiveFigures:
+        samples = list(self.sampler.samples)
+        prod = brok = None
+        if len(samples) >= 2:
+            prod = cpu_pct(samples[-2], samples[-1], lambda r: r == "producer")
+            brok = cpu_pct(samples[-2], samples[-1], lambda r: r.startswith("broker"))
+        p50 = p99 = None
+        stats = tail_stats(self.stats_path) if self.stats_path is not None else None
+        if stats is not None and "ts" in stats:
+            now = (int(stats["ts"]), float(stats.get("txmsgs", 0)), float(stats.get("txmsg_bytes", 0)))
+            if self._last is not None and now[0] > self._last[0]:
+                dt = (now[0] - self._last[0]) / 1e6  # librdkafka's ts is in microseconds
+                self._rate = ((now[1] - self._last[1]) / dt, (now[2] - self._last[2]) / dt / 1e6)
+            if self._last is None or now[0] > self._last[0]:
+                self._last = now
+            p50, p99 = _rtt(stats)
+        msgs, mb = self._rate
+        src = "librdkafka statistics, /proc" if stats is not None else "/proc"
+        return LiveFigures(
+            msgs_s=msgs, mb_s=mb, p50_ms=p50, p99_ms=p99, producer_cpu_pct=prod, broker_cpu_pct=brok, source=src
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):  # a reporting period: set only by stop()
+            self.push(self.figures())
+
+    def start(self) -> LiveFeed:
+        self._thread = threading.Thread(target=self._loop, name="kbench-live-feed", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
