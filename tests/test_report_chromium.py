@@ -1,6 +1,6 @@
 """report.html of committed runs read in headless Chromium, as a reader at a 1400 px wide window
-sees it: it renders without a console error, every plot loads, the first section is the answer,
-and the A table fits the page without scrolling sideways.
+sees it: it renders without a console error, every plot loads, the first section is the answer
+and ends with the priced choice, and the A table fits the page without scrolling sideways.
 
 The runs are the committed seed000-testbed (A, B, C, D on emulated hosts) and knee-testbed
 (a rate sweep: the latency-against-rate plot) directories, copied to a temporary directory.
@@ -38,6 +38,17 @@ PROBE = """{
   sharp: [...document.images].filter(i => i.naturalWidth >= 2 * i.width).length,
   h2: [...document.querySelectorAll("h2")].map(h => h.id),
   firstAfterTitle: document.querySelector("h1").nextElementSibling.nextElementSibling.id,
+  choice: (() => {
+    const h = document.getElementById("choice");
+    if (!h) return null;
+    const kinds = [];
+    let e = h.nextElementSibling;
+    while (e && e.tagName !== "H2" && e.tagName !== "H3") { kinds.push(e.tagName); e = e.nextElementSibling; }
+    const list = h.nextElementSibling && h.nextElementSibling.nextElementSibling;
+    const items = list ? [...list.querySelectorAll("li")].map(li => li.innerText) : [];
+    const para = h.nextElementSibling ? h.nextElementSibling.innerText : "";
+    return {next: e ? e.id : "", kinds, top: h.getBoundingClientRect().top + window.scrollY, items, para};
+  })(),
   tables: [...document.querySelectorAll("table")].map(t => {
     let h = t.previousElementSibling;
     while (h && h.tagName !== "H2") h = h.previousElementSibling;
@@ -99,6 +110,16 @@ def test_the_page_reads_at_1400_px(pages: dict[str, Page], name: str) -> None:
     assert a, got["tables"]
     assert a[0]["scroll"] <= a[0]["client"] and a[0]["right"] <= WIDTH, a[0]
     assert all(t["scroll"] <= t["client"] for t in got["tables"] if t["section"] in ("answer", "exp-a")), got
+    # the first section ends with the priced choice (h3 "choice", its paragraph and list, then the setup),
+    # inside the screenshot
+    ch = got["choice"]
+    assert ch is not None and ch["next"] == "setup", ch
+    if name.startswith("knee"):  # a rate sweep of A and B: no C or D to price a choice with, and it says so
+        assert ch["kinds"] == ["P"] and "needs experiments A, C and D" in ch["para"], ch
+    else:
+        assert ch["kinds"] == ["P", "UL"] and "kbench advise's cost model" in ch["para"], ch
+        assert ch["items"] and all("choose " in t and "/month" in t for t in ch["items"]), ch
+    assert 0 < ch["top"] < min(int(got["pageHeight"]), 16000)
     # what a reader sees: the whole page, no console message
     assert pages[name].console == [], pages[name].console
     assert pages[name].shot.stat().st_size > 50_000

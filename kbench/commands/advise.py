@@ -5,8 +5,8 @@ The records (a built-in corpus, a file, or a sample consumed from a topic) go th
 batching model at the given rate and partition count for every codec × level × batch.size ×
 linger.ms; each candidate is priced with CPU measured here (experiment M, cached), bytes on the
 network and bytes stored (docs/advise.md).  Prints the prices used, the Pareto front over
-(cost, added p99 latency), one recommendation with its reason, and seed 001's decision matrix
-filled with these numbers.  -o DIR writes advise.csv (every candidate, the choice marked) and
+(cost, added p99 latency), one recommendation with its reason, and the usual rules of thumb
+checked with these numbers.  -o DIR writes advise.csv (every candidate, the choice marked) and
 advise.png.  Results go to stdout (--json: one JSON document), progress and notes to stderr.
 
 The recommendation is the knee of the front: among the candidates costing at most
@@ -50,7 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")
     p.add_argument("--retention", default="168h", help="retention, e.g. 168h or 7d (default 168h)")
     p.add_argument("--client", choices=tuple(adv.CLIENT_SPECS), default="librdkafka", help="producer client")
-    p.add_argument("--p99-budget-ms", type=float, default=None, help="latency kbench may add at p99 (ms)")
+    p.add_argument(
+        "--p99-budget-ms",
+        type=float,
+        default=adv.DEFAULT_P99_BUDGET_MS,
+        help=f"latency a choice may add at p99, in ms (default {adv.DEFAULT_P99_BUDGET_MS:g}: docs/advise.md says why)",
+    )
     p.add_argument("--costs", type=Path, default=None, help="TOML cost file (docs/advise.md); defaults otherwise")
     add_list(p, "--batch-size", help=f"batch.size to sweep (default 16KiB,64KiB,256KiB,1MiB; {SIZE_HELP})")
     add_list(p, "--linger-ms", help="linger.ms to sweep (default 0,5,20,50)")
@@ -241,8 +246,8 @@ def main(args: argparse.Namespace) -> int:
             f"{'above' if advice.runner_up.total_usd_month <= advice.best.total_usd_month else 'below'} the recommendation)"
         )
     lines.append("")
-    lines.append("seed 001's decision matrix, answered with these numbers:")
-    lines.append(f"  {'scenario':<58} {'seed says':<9} {'kbench':<28} {'agrees':<6} evidence")
+    lines.append("the usual rules of thumb, checked with these numbers:")
+    lines.append(f"  {'scenario':<58} {'the rule':<9} {'kbench':<28} {'agrees':<6} evidence")
     for r in advise_matrix.decision_matrix(advice):
         lines.append(f"  {r.scenario:<58} {r.seed_choice:<9} {r.ours:<28} {r.agrees:<6} {r.evidence}")
     if args.json:

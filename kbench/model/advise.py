@@ -446,6 +446,10 @@ def pareto_front(cands: Iterable[Candidate]) -> list[Candidate]:
     return front
 
 
+#: The default p99 budget (ms) of a recommendation: twice Kafka's default linger.ms (5 ms since Kafka
+#: 4.0), so a choice never waits more than one extra default linger at p99 (docs/advise.md).
+DEFAULT_P99_BUDGET_MS = 10.0
+
 #: The default tolerance of the recommendation: a candidate costing at most this many percent more
 #: than the cheapest counts as "as cheap" (docs/advise.md).
 DEFAULT_COST_TOLERANCE_PCT = 1.0
@@ -461,7 +465,9 @@ class Choice:
     reason: str
 
 
-def recommend(cands: Sequence[Candidate], tolerance_pct: float = DEFAULT_COST_TOLERANCE_PCT) -> Choice:
+def recommend(
+    cands: Sequence[Candidate], tolerance_pct: float = DEFAULT_COST_TOLERANCE_PCT, budget_ms: float | None = None
+) -> Choice:
     """The knee of the (cost, added p99) front: among the candidates within the latency budget that
     cost at most ``tolerance_pct`` % more than the cheapest, the one adding the least p99 latency
     (ties: the cheaper).  It is on the front.  The runner-up is its neighbour on the front (cheapest
@@ -484,7 +490,10 @@ def recommend(cands: Sequence[Candidate], tolerance_pct: float = DEFAULT_COST_TO
     none = min((c for c in ok if c.codec == "none"), key=lambda c: c.total_usd_month, default=None)
     parts = {"CPU": best.cpu_usd_month, "network": best.network_usd_month, "storage": best.storage_usd_month}
     main = max(parts, key=lambda k: parts[k])
-    budget = " within the p99 budget" if len(ok) < len(cands) else ""
+    if budget_ms is not None:
+        budget = f" within the p99 budget of {budget_ms:g} ms"
+    else:
+        budget = " within the p99 budget" if len(ok) < len(cands) else ""
     reason = (
         f"{best.label} adds the least p99 latency ({best.added_p99_ms:.2f} ms) of the candidates{budget} costing "
         f"at most {tolerance_pct:g} % more than the cheapest, at ${best.total_usd_month:,.2f}/month ({main} is its "
@@ -653,7 +662,7 @@ def advise(
             "some candidates saw only flush-closed batches (the corpus is shorter than their linger.ms "
             "at this rate); their ratios are those of partial batches"
         )
-    choice = recommend(cands, tolerance_pct)
+    choice = recommend(cands, tolerance_pct, work.p99_budget_ms)
     return Advice(
         workload=work,
         prices=prices,

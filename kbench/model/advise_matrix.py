@@ -1,4 +1,4 @@
-"""Seed 001's codec decision matrix, each row answered with a ``kbench advise`` sweep's numbers."""
+"""The usual codec rules of thumb, each checked against a ``kbench advise`` sweep's numbers."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _best_where(cands: Sequence[Candidate], pred: Callable[[Candidate], bool], k
 
 
 def decision_matrix(adv: Advice) -> list[MatrixRow]:
-    """Seed 001's codec decision matrix, each row answered with this sweep's numbers."""
+    """The usual codec rules of thumb (``seed_choice``: what the rule says), each checked with this sweep's numbers."""
     cands = adv.candidates
     rows: list[MatrixRow] = []
 
@@ -47,10 +47,8 @@ def decision_matrix(adv: Advice) -> list[MatrixRow]:
 
     small = lambda c: c.batch_size <= 16 << 10  # noqa: E731
     big = lambda c: c.batch_size >= 64 << 10  # noqa: E731
-    compare(
-        "batch <= 16 KiB (seed: records <= 2 KB, >= 10k msg/s)", "lz4", small, lambda c: c.total_usd_month, "cheapest"
-    )
-    compare("batch >= 64 KiB (seed: records >= 4 KB)", "zstd:3", big, lambda c: c.total_usd_month, "cheapest")
+    compare("batch <= 16 KiB (records <= 2 KB, >= 10k msg/s)", "lz4", small, lambda c: c.total_usd_month, "cheapest")
+    compare("batch >= 64 KiB (records >= 4 KB)", "zstd:3", big, lambda c: c.total_usd_month, "cheapest")
     rows.append(
         MatrixRow(
             "clients older than Kafka 1.1 on the path",

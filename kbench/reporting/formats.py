@@ -7,11 +7,18 @@ import math
 from collections.abc import Callable
 
 from kbench.engine import judge
+from kbench.reporting.pricing import PRICE_UNITS
 
 __all__ = ["FORMATS", "UNITS", "fmt"]
 
 #: Unit constants the ``scale`` operation may use (named, never typed into a report).
-UNITS: dict[str, float] = {"B->GiB": 1 / (1 << 30), "B->MiB": 1 / (1 << 20), "us->ms": 1e-3, "frac->pct": 100.0}
+UNITS: dict[str, float] = {
+    "B->GiB": 1 / (1 << 30),
+    "B->MiB": 1 / (1 << 20),
+    "us->ms": 1e-3,
+    "frac->pct": 100.0,
+    **PRICE_UNITS,  # the priced choice's unit prices and defaults (kbench advise's cost model)
+}
 
 
 def _auto(v: float) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,11 @@ def _derive(op: str, vals: Sequence[float], unit: str | None = None) -> float:
         return vals[0] / vals[1] * 100
     if op == "sum":
         return float(sum(vals))
+    if op == "product":
+        return float(math.prod(vals))
+    if op == "const":  # a named constant of the method (a unit price, a default budget)
+        assert unit is not None and not vals
+        return UNITS[unit]
     if op == "spread_pct":  # (max - min) / min over the figures, in %
         return (max(vals) - min(vals)) / min(vals) * 100
     if op == "diff":
@@ -156,6 +162,10 @@ class Ledger:
             except ZeroDivisionError:
                 value = None
         return self._add(value, kind, op, [a.id for a in args], unit)
+
+    def constant(self, name: str, kind: str = "auto") -> Fig:
+        """A named constant of the method (:data:`UNITS`): printed from its name, never typed."""
+        return self._add(UNITS[name], kind, "const", [], name)
 
     def as_dict(self, run_dirs: Sequence[str]) -> dict[str, Any]:
         """``figures``: ``[op, format, text, a, b]`` each, where (a, b) is (set id, column)

@@ -27,6 +27,7 @@ from kbench.experiments.spec import LABELS, M_LABELS
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.reporting import document as doc
 from kbench.reporting.answer import answer_blocks
+from kbench.reporting.choice import choice_blocks
 from kbench.reporting.context import ReportContext, is_text
 from kbench.reporting.frames import frames, load_runs, unique_dirs
 from kbench.reporting.provenance import Ledger
@@ -418,6 +419,7 @@ def build(
         *answer_blocks(body.answer, answer_notes, ctx.one_machine),
         doc.Heading(3, "Headline figures", "headline"),
         doc.Items(body.headline or ["No experiment in these runs yields a headline figure (no OK rows to compare)."]),
+        *choice_blocks(ctx.ledger, fr),
     )
     ctx.add(*setup_blocks(ctx))
     ctx.answer_threats = body.answer_threats
