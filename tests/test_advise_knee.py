@@ -22,6 +22,8 @@ from kbench.model.advise import DEFAULT_COST_TOLERANCE_PCT
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["advise", "--corpus", "json", "--rate", "50000", "--partitions", "24", "--rf", "3"]
 SWEEP = ["--codec", "zstd:12", "--batch-size", "256KiB,1MiB", "--linger-ms", "5,20,50"]
+#: The knee's rule on its own: a budget no candidate of this sweep reaches (the default budget is tested below).
+NO_BUDGET = ["--p99-budget-ms", "1000"]
 
 
 def _kbench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,7 +36,7 @@ def _kbench(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def advised(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], list[dict[str, str]]]:
     out = tmp_path_factory.mktemp("advise")
-    p = _kbench(*ARGS, *SWEEP, "-o", str(out))
+    p = _kbench(*ARGS, *SWEEP, *NO_BUDGET, "-o", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     with (out / "advise.csv").open() as f:
         return p, list(csv.DictReader(f))
@@ -101,3 +103,21 @@ def test_status_on_stderr_results_on_stdout_and_json(
     assert doc["extreme_saving"].startswith("the ")
     assert doc["cost_tolerance_pct"] == DEFAULT_COST_TOLERANCE_PCT
     assert doc["workload"]["rate"] == 50000 and doc["workload"]["partitions"] == 24
+
+
+def test_the_default_keeps_a_stated_latency_budget(tmp_path: Path) -> None:
+    """Without --p99-budget-ms the recommendation adds at most the default budget at p99, and the
+    answer says so; the cheaper candidates over it are marked and not chosen."""
+    from kbench.model.advise import DEFAULT_P99_BUDGET_MS
+
+    p = _kbench(*ARGS, "--codec", "zstd:1,zstd:12", "--batch-size", "64KiB,1MiB", "--linger-ms", "0,5,50", "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(p.stdout)
+    assert doc["workload"]["p99_budget_ms"] == DEFAULT_P99_BUDGET_MS
+    assert doc["recommendation"]["added_p99_ms"] <= DEFAULT_P99_BUDGET_MS
+    assert f"within the p99 budget of {DEFAULT_P99_BUDGET_MS:g} ms" in doc["reason"]
+    over = [c for c in doc["front"] if not c["within_budget"]]
+    assert over and all(c["added_p99_ms"] > DEFAULT_P99_BUDGET_MS for c in over)
+    assert min(c["total_usd_month"] for c in over) < doc["recommendation"]["total_usd_month"]  # a real trade
+    text = _kbench(*ARGS, "--codec", "zstd:1", "--batch-size", "64KiB", "--linger-ms", "5")
+    assert f"p99 budget {DEFAULT_P99_BUDGET_MS:g} ms" in text.stdout and "seed" not in text.stdout
