@@ -138,7 +138,7 @@ def _dry_run(args: argparse.Namespace) -> int:
     ph = estimate(plan, cells)
     print(
         f"\nestimated time: ~{est / 60:.1f} min ({_runs(plan, len(cells))} runs incl. warm-ups; set-up "
-        f"{ph.setup_s:.0f} s, knee probes {ph.probes_s:.0f} s, warm-ups {ph.warmups_s:.0f} s, repetitions "
+        f"{ph.setup_s:.0f} s, cluster warm-up {ph.warm_s:.0f} s, floor and knee probes {ph.probes_s:.0f} s, warm-ups {ph.warmups_s:.0f} s, repetitions "
         f"{ph.repetitions_s:.0f} s, per-run overhead {ph.overhead_s:.0f} s; retries not counted){sim}"
     )
     return 0

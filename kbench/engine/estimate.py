@@ -4,8 +4,11 @@ Phases (each an estimate from the plan alone, nothing is run):
 
 - set-up: starting the transport (a local cluster's JVMs, the testbed's namespaces and brokers)
   and the environment gate's sampling window;
+- the cluster's warm-up (``warm_cluster``, kbench.engine.warmup): probes per client until two agree,
+  at least :data:`SETTLE_PROBES`;
 - knee probes: with ``auto_rate_basis = "pipeline"``, short probe repetitions of every distinct
-  pipeline whose rate is derived (kbench.engine.knee), about :data:`PROBES_PER_CELL` each;
+  pipeline whose rate is derived (kbench.engine.knee), about :data:`PROBES_PER_CELL` each, after
+  its latency floor's probes (at least :data:`SETTLE_PROBES`);
 - warm-ups and repetitions: their planned seconds;
 - per-run overhead: each run's topic creation, driver start, consumer assignment and drain.
 
@@ -33,6 +36,8 @@ PER_RUN_S: Mapping[str, float] = {"local": 1.0, "testbed": 3.5, "bootstrap": 1.5
 DRIVER_START_S = 2.0
 #: Probe repetitions per probed pipeline (the knee is usually found at the first or second rate).
 PROBES_PER_CELL = 1.5
+#: Probes of a settle loop (the cluster's warm-up, a pipeline's floor): two that agree, at least.
+SETTLE_PROBES = 2
 #: The environment gate's default sampling window (kbench run --gate-sample-s).
 GATE_S = 1.0
 
@@ -42,7 +47,8 @@ class Estimate:
     """Seconds per phase; ``total_s`` their sum."""
 
     setup_s: float
-    probes_s: float
+    warm_s: float  # the cluster's warm-up probes
+    probes_s: float  # the latency floor's and the knee's probes
     warmups_s: float
     repetitions_s: float
     overhead_s: float
@@ -51,11 +57,12 @@ class Estimate:
 
     @property
     def total_s(self) -> float:
-        return self.setup_s + self.probes_s + self.warmups_s + self.repetitions_s + self.overhead_s
+        return self.setup_s + self.warm_s + self.probes_s + self.warmups_s + self.repetitions_s + self.overhead_s
 
     def as_dict(self) -> dict[str, float]:
         return {
             "setup_s": self.setup_s,
+            "warm_s": self.warm_s,
             "probes_s": self.probes_s,
             "warmups_s": self.warmups_s,
             "repetitions_s": self.repetitions_s,
@@ -69,28 +76,35 @@ def _per_run(kind: str, cell: Cell) -> float:
     return base + (DRIVER_START_S if base and cell.client != "librdkafka" else 0.0)
 
 
-def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None) -> Estimate:
+def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None, warm: bool = True, floor: bool = True) -> Estimate:
     """The plan's time by phase.  The simulated and dry transports run no cluster: their estimate
-    is the planned seconds alone."""
+    is the planned seconds alone.  ``warm``/``floor`` False: leave out the cluster's warm-up or
+    the floor probes (a run made before kbench had them)."""
     cells = plan_mod.expand(plan) if cells is None else cells
     kind = plan.transport.kind
     setup = 0.0
     if kind in SETUP_S:
         setup = SETUP_S[kind] + SETUP_PER_EXTRA_BROKER_S.get(kind, 0.0) * max(0, plan.transport.brokers - 1) + GATE_S
-    warm = int(plan.warmup)
-    overhead = sum(_per_run(kind, c) * (plan.repetitions + warm) for c in cells)
+    wup = int(plan.warmup)
+    overhead = sum(_per_run(kind, c) * (plan.repetitions + wup) for c in cells)
     probes = 0.0
     probes_s = 0.0
-    if getattr(plan, "auto_rate_basis", "producer") == "pipeline":
+    if plan.auto_rate_basis == "pipeline":
         probed = knee.probe_cells(cells)
-        probes = PROBES_PER_CELL * len(probed)
-        probes_s = sum(PROBES_PER_CELL * (plan.knee_probe_s + _per_run(kind, c)) for c in probed)
+        each = PROBES_PER_CELL + (SETTLE_PROBES if floor else 0)
+        probes = each * len(probed)
+        probes_s = sum(each * (plan.knee_probe_s + _per_run(kind, c)) for c in probed)
+    warm_s = 0.0
+    if warm and plan.premises.warm_cluster and kind in SETUP_S:
+        first = {c.client: c for c in cells}  # one series per client the plan uses
+        warm_s = sum(SETTLE_PROBES * (plan.knee_probe_s + _per_run(kind, c)) for c in first.values())
     return Estimate(
         setup_s=setup,
+        warm_s=warm_s,
         probes_s=probes_s,
-        warmups_s=len(cells) * warm * plan.warmup_s,
+        warmups_s=len(cells) * wup * plan.warmup_s,
         repetitions_s=len(cells) * plan.repetitions * plan.duration_s,
         overhead_s=overhead,
-        runs=len(cells) * (plan.repetitions + warm),
+        runs=len(cells) * (plan.repetitions + wup),
         probes=probes,
     )
