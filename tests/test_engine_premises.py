@@ -108,7 +108,13 @@ class _Rising(FakeTransport):
 def test_the_knee_is_where_p99_leaves_knee_factor_times_the_floor(tmp_path: Path) -> None:
     plan = _plan(tmp_path, _text('"auto"', head='auto_rate_basis = "pipeline"\nknee_probe_s = 0.5'))
     t = _Rising()  # saturated: none 40,000, zstd:3 30,000 msgs/s: the three signals pass everywhere
-    assert execute(_opts(tmp_path, plan), t).state == "complete"
+    tables = io.StringIO()
+    assert execute(_opts(tmp_path, plan, print_tables=tables), t).state == "complete"
+    # the console leads with the premises: each pipeline's floor, the knee, A's rate and bound
+    assert (
+        "latency floor (corrected p99 at 0.05 x saturation): none/json 1.00 ms, zstd:3/json 1.00 ms; "
+        "knee 7500 msgs/s; A at 3750 msgs/s, each A p99 held to knee_factor 2 x its floor"
+    ) in tables.getvalue().split("== A:")[0]
     deriv = json.loads((tmp_path / "run" / "manifest.json").read_text())["rate_derivation"]
     assert set(deriv["floors_us"].values()) == {1000.0}  # p99 at 0.05 x 30,000 = 1,500 msgs/s
     # 1 x 30,000: p99 6 ms; 0.7: 4.2; 0.5: 3.0; 0.35 (10,500): 2.1 > 2 ms; 0.25 (7,500): 1.5 ms, passes

@@ -198,3 +198,32 @@ def derive(
     out["basis_msgs"] = knee
     out["rate_msgs"] = round(knee * fraction, 3)
     return out
+
+
+def summary(man: Mapping[str, Any]) -> list[str]:
+    """The run's premises in a few console lines, from its manifest: the topology chosen, the
+    cluster's warm-up, each pipeline's latency floor and the knee (empty when none was recorded)."""
+    out = []
+    topo = man.get("topology")
+    if isinstance(topo, Mapping) and topo.get("summary"):
+        out.append(f"topology: {topo['summary']}")
+    warm = man.get("warm_up")
+    if isinstance(warm, Mapping):
+        for cid, w in (warm.get("cells") or {}).items():
+            out.append(f"cluster warm-up ({cid}): {w.get('summary', '')}")
+    rd = man.get("rate_derivation")
+    floors = rd.get("floor_probes") if isinstance(rd, Mapping) else None
+    if isinstance(rd, Mapping) and isinstance(floors, Mapping) and floors:
+        cells = man.get("cells") if isinstance(man.get("cells"), Mapping) else {}
+        parts = []
+        for cid, f in floors.items():
+            c = cells.get(cid, {}) if isinstance(cells, Mapping) else {}
+            us = f.get("floor_us")
+            fig = "NA" if us is None else f"{us / 1000:.2f} ms" + ("" if f.get("settled") else " (not settled)")
+            parts.append(f"{c.get('codec', cid)}/{c.get('corpus', '')} {fig}")
+        out.append(
+            f"latency floor (corrected p99 at {FLOOR_FRACTION:g} x saturation): {', '.join(parts)}; "
+            f"knee {rd.get('knee_msgs', 0):g} msgs/s; A at {rd.get('rate_msgs', 0):g} msgs/s, "
+            f"each A p99 held to knee_factor {rd.get('knee_factor', 0):g} x its floor"
+        )
+    return out

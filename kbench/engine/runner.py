@@ -784,6 +784,9 @@ def short_cells(run_dir: Path, experiments: Sequence[str]) -> list[str]:
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:
     """The headline tables of a run directory, from its CSVs (and the manifest's notes)."""
     out = []
+    premises = knee.summary(manifest_mod.read(run_dir)) if (run_dir / "manifest.json").exists() else []
+    if premises:
+        out.append("== premises ==\n" + "\n".join(premises))
     notes = _notes(run_dir)
     want = _want(run_dir)
     settings = verdict.run_settings(manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {})
