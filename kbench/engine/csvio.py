@@ -20,11 +20,13 @@ from typing import Any
 from kbench.engine.status import MISSING
 
 __all__ = [
+    "DRIFT",
     "MACHINE_COLUMNS",
     "TEXT_COLUMNS",
     "WARMUP_COLUMN",
     "bad_values",
     "complete_bytes",
+    "drifted",
     "format_value",
     "is_warmup",
     "number",
@@ -137,6 +139,23 @@ def bad_values(rows: Sequence[Mapping[str, object]], name: str) -> dict[int, str
             if x < 0 and c not in SIGNED_COLUMNS:
                 out[i] = f"{c}: {t} is negative in an OK row, which it cannot be ({name} row {i + 1})"
                 break
+    return out
+
+
+#: The status a reader gives the OK rows of a repetition the run flagged ``DRIFT`` (the manifest's
+#: ``drift``): excluded from medians and verdicts like any status but OK, listed with the drift line.
+DRIFT = "DRIFT"
+
+
+def drifted(manifest: Mapping[str, object]) -> dict[tuple[str, str], str]:
+    """(cell_id, rep) → the drift line of every repetition the run flagged (manifest ``drift``:
+    ``"<cell> r<rep>"`` → ``DRIFT: rate drifted +19.8 % …``)."""
+    d = manifest.get("drift")
+    out = {}
+    for k, line in d.items() if isinstance(d, Mapping) else ():
+        cell, _, rep = str(k).rpartition(" r")
+        if cell:
+            out[(cell, rep)] = str(line)
     return out
 
 

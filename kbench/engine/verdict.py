@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kbench.engine import judge
+from kbench.engine.csvio import drifted
 from kbench.engine.ranges import NO_DIFF, NO_OK, TOO_FEW, RangeVerdict, range_verdict
 from kbench.experiments import registry
 from kbench.experiments.spec import CONTROL_COLUMN, LABELS
@@ -112,9 +113,7 @@ def run_settings(man: Mapping[str, object]) -> tuple[judge.Rule, frozenset[tuple
         rule = judge.rule_from_plan(plan) if isinstance(plan, Mapping) else judge.Rule()
     except ValueError:
         rule = judge.Rule()  # a plan load refuses such a plan: only a hand-edited manifest gets here
-    drift = man.get("drift")
-    keys = [str(k).rsplit(" r", 1) for k in (drift if isinstance(drift, Mapping) else {})]
-    return rule, frozenset((k[0], k[1]) for k in keys if len(k) == 2)
+    return rule, frozenset(drifted(man))
 
 
 def _pairs(experiment: str, summaries: Sequence[CellSummary]) -> list[tuple[CellSummary, CellSummary]]:

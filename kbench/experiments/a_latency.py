@@ -32,7 +32,7 @@ from kbench.experiments.spec import (
 from kbench.reporting import document as doc
 from kbench.reporting import plots
 from kbench.reporting.context import ReportContext, answer_pairs, label_cols, na_stat, pairs, rows_keys
-from kbench.reporting.summary import stats, stats_many
+from kbench.reporting.summary import stats, stats_many, values_that_ran
 from kbench.reporting.verdicts import Judged, aa_pairs, family
 
 if TYPE_CHECKING:
@@ -306,7 +306,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
     labels = label_cols(df)
     keys = ["machine"] + labels
     st = stats_many(ctx.ledger, df, "A", {m: "ms" for m, _ in METRICS}, keys)
-    rate = stats(ctx.ledger, df, "A", "target_rate_msgs", keys, "int", only_ok=False)  # a setting, not a measurement
+    rate = values_that_ran(ctx.ledger, df, "A", "target_rate_msgs", keys)  # a setting: every rate that ran
     achieved = stats(ctx.ledger, df, "A", "rate_error_pct", keys, "f2")
     lead = [] if ctx.one_machine else ["machine", "arch", "physical cores"]
     headers = [*lead, "fixed rate (msgs/s)", *labels, *(h for _, h in METRICS), "rate error %", "n"]
@@ -324,7 +324,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             rows.append(
                 [
                     *([] if ctx.one_machine else [machine, str(arch), cores.text]),
-                    r.median.text if r else "NA",
+                    r or "NA",
                     *k[1:],
                     *(s[m].median.text for m, _ in METRICS),
                     (achieved[k].cell() if k in achieved else "NA"),
@@ -335,7 +335,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             sb, sk = st[P99].get(b) or na_stat(ctx, P99), st[P99].get(k) or na_stat(ctx, P99)
             text, v = p99_added(ctx, df, keys, b, k, st[P99], fam)
             emph.add(len(rows))
-            rest = " ".join(f"{c} {x}" for c, x in zip(labels[1:], k[2:]))
+            rest = " ".join(f"{c} {x}" for c, x in zip(labels[1:], k[2:]) if c != "control_of")  # never a control
             where = " ".join(x for x in ([] if ctx.one_machine else [machine]) + ([rest] if rest else []))
             rows.append(
                 [

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from kbench.engine.status import Status, Verdict
 from kbench.experiments.rowkit import GB, cpu_role, finish, per_gb, row_base
-from kbench.experiments.spec import Experiment, RowInput, head, units
+from kbench.experiments.spec import AnswerCell, Experiment, RowInput, head, units
 from kbench.reporting import document as doc
-from kbench.reporting.context import ReportContext, label_cols, na_stat, rows_keys
-from kbench.reporting.summary import stats_many
+from kbench.reporting.context import ReportContext, answer_pairs, label_cols, na_stat, pairs, rows_keys
+from kbench.reporting.summary import Stat, stats, stats_many
+from kbench.reporting.verdicts import family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,7 +144,41 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
             "note",
         ),
         doc.Table(headers, rows),
+        *_verdicts(ctx, st.get("drain_records_per_s", {}), rows_keys(df, keys), keys),
     )
+
+
+def _judge(
+    ctx: ReportContext, st: dict[tuple[str, ...], Stat], prs: list[tuple[tuple[str, ...], tuple[str, ...]]]
+) -> list[tuple[tuple[str, ...], tuple[str, ...], Stat, Stat, str]]:
+    """Each codec's drain rate against the baseline's, one family (the one rule)."""
+    ok = [(b, k) for b, k in prs if b in st and k in st and st[b].ok and st[k].ok]
+    fam, _ = family(ctx, "drain_records_per_s", False, [(st[b], st[k], b[1], k[1]) for b, k in ok])
+    return [(b, k, st[b], st[k], str(v)) for (b, k), v in zip(ok, fam)]
+
+
+def _verdicts(ctx: ReportContext, st: dict, all_keys: list[tuple[str, ...]], keys: list[str]) -> list[doc.Block]:
+    """G compares its codecs: the drain rate of each against the baseline's."""
+    judged = _judge(ctx, st, pairs(all_keys, 1))
+    if not judged:
+        return []
+    rows = [
+        [f"{k[1]} vs {b[1]}", " ".join(f"{c} {x}" for c, x in zip(keys[2:], k[2:])), f"{sk.median} vs {sb.median}", v]
+        for b, k, sb, sk, v in judged
+    ]
+    return [doc.Table(["codec", "cell", "records/s", "verdict (exact test, docs/methodology.md §5)"], rows)]
+
+
+def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
+    keys, prs = answer_pairs(df, extra=("consumers",))
+    st = stats(ctx.ledger, df, EXPERIMENT.id, "drain_records_per_s", keys, "int")
+    quals = {(b, k): " ".join(x for x in (q, f"consumers {k[-1]}") if x) for b, k, q in prs}
+    out = []
+    for b, k, sb, sk, v in _judge(ctx, st, [(b, k) for b, k, _ in prs]):
+        ch = ctx.ledger.derive("pct_change", [sb.median, sk.median], "pct")
+        text = f"{ch} records/s ({sk.median} vs {sb.median}): {v}"
+        out.append(AnswerCell(k[0], k[2], k[1], b[1], "catch-up drain (G)", text, quals[(b, k)]))
+    return out
 
 
 def _sweep_check(axes: Any) -> str:
@@ -199,6 +234,10 @@ EXPERIMENT = Experiment(
     rows=_rows,
     report_title="Experiment G · catch-up (a consumer group draining a backlog)",
     section=_section,
+    answer=_answer,
+    answer_rank=25,
+    answer_note="catch-up drain: the change of the median drain rate (records/s, a consumer group reading a backlog, "
+    "experiment G) against the baseline's, with the verdict of the exact test on their repetitions.",
     sweep_check=_sweep_check,
     console_note="(G: drain rate from the first record read to the last, any member; the backlog is produced untimed)",
 )

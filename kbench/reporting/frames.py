@@ -20,7 +20,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from kbench.engine.csvio import MACHINE_COLUMNS, TEXT_COLUMNS, WARMUP_COLUMN, bad_values, complete_bytes, format_value
+from kbench.engine.csvio import (
+    DRIFT,
+    MACHINE_COLUMNS,
+    TEXT_COLUMNS,
+    WARMUP_COLUMN,
+    bad_values,
+    complete_bytes,
+    drifted,
+    format_value,
+)
 from kbench.engine.status import MISSING, Status
 from kbench.experiments import registry
 from kbench.experiments.spec import CONTROL_COLUMN
@@ -194,6 +203,20 @@ def _add_plan_rate(df: pd.DataFrame, run: Run) -> None:
     df["rate"] = df["cell_id"].map(lambda cid: rates.get(cid, "NA"))
 
 
+def _exclude_drift(df: pd.DataFrame, run: Run) -> None:
+    """OK rows of a repetition the run flagged DRIFT (csvio.drifted) leave medians and verdicts:
+    status DRIFT, the drift line as reason (listed under Excluded data points)."""
+    drift = drifted(run.manifest)
+    if not drift or "cell_id" not in df.columns or "rep" not in df.columns:
+        return
+    for i in df.index:
+        rep = df.at[i, "rep"]
+        rep_t = str(int(rep)) if isinstance(rep, (int, float)) and float(rep).is_integer() else str(rep)
+        line = drift.get((str(df.at[i, "cell_id"]), rep_t))
+        if line is not None and df.at[i, "status"] == "OK":
+            df.at[i, "status"], df.at[i, "reason"] = DRIFT, line
+
+
 def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     """One CSV, all rows (M warm-ups included), text columns as text, ``NA`` as missing."""
     import pandas as pd
@@ -219,6 +242,7 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
         df[CONTROL_COLUMN] = "NA"
     _check_rows(df, path)
     df = _exclude_bad_values(df, raw, path)
+    _exclude_drift(df, run)
     for c in df.columns:
         if c in TEXT_COLUMNS:
             df[c] = df[c].fillna("NA")

@@ -89,10 +89,29 @@ DPI = 200
 
 
 def _legend(ax: object) -> None:
-    """A legend, unless there are too many series to read one."""
+    """A legend inside the plot; with more than :data:`MAX_LEGEND` series, in a panel of its own
+    under it (:func:`_fig_legend`): never dropped."""
     handles, labels = ax.get_legend_handles_labels()  # type: ignore[attr-defined]
     if 0 < len(labels) <= MAX_LEGEND:
         ax.legend(fontsize=8)  # type: ignore[attr-defined]
+    elif labels:
+        _fig_legend(ax.figure, handles, labels)  # type: ignore[attr-defined]
+
+
+def _fig_legend(fig: Figure, handles: list, labels: list[str]) -> None:
+    """The figure's legend under its panels: up to :data:`MAX_LEGEND` entries in one row band;
+    more get a panel of their own, in columns of at most 12 entries, the figure made taller to
+    hold it (no entry is dropped)."""
+    if not labels:
+        return
+    if len(labels) <= MAX_LEGEND:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8)
+        return
+    cols = min(4, -(-len(labels) // MAX_LEGEND))
+    rows = -(-len(labels) // cols)
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w, h + 0.18 * rows)
+    fig.legend(handles, labels, loc="outside lower center", ncol=cols, fontsize=7)
 
 
 def _varying(df: pd.DataFrame, cols: list[str]) -> list[str]:
@@ -195,8 +214,7 @@ def latency_knee(a: pd.DataFrame | None) -> Figure | None:
     handles, labels = axes[0].get_legend_handles_labels()
     h1, l1 = axes[1].get_legend_handles_labels()
     seen = dict(zip(labels, handles)) | {lb: h for lb, h in zip(l1, h1) if lb not in labels}
-    if 0 < len(seen) <= MAX_LEGEND:
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=min(len(seen), 6), fontsize=8)
+    _fig_legend(fig, list(seen.values()), list(seen))
     return fig
 
 
@@ -277,8 +295,7 @@ def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
         else:
             ax.tick_params(labelleft=False)
     handles, labels = fig.axes[0].get_legend_handles_labels()
-    if 0 < len(labels) <= MAX_LEGEND:
-        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8)
+    _fig_legend(fig, handles, labels)
     fig.suptitle("D · CPU per role at the common rate: usr (solid) + sys (light), one scale", fontsize=10)
     return fig
 

@@ -29,7 +29,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kbench.engine import judge, stats
-from kbench.engine.csvio import TEXT_COLUMNS, bad_values, complete_bytes, format_value, is_warmup, number
+from kbench.engine.csvio import (
+    DRIFT,
+    TEXT_COLUMNS,
+    bad_values,
+    complete_bytes,
+    drifted,
+    format_value,
+    is_warmup,
+    number,
+)
 from kbench.experiments.spec import LABELS, M_LABELS
 from kbench.reporting.formats import FORMATS, UNITS, fmt
 from kbench.reporting.runs import machine_label
@@ -273,10 +282,14 @@ class _Tables:
                 rates = json.loads(extra.pop("_rates", "{}"))
                 raw = list(csv.DictReader(io.StringIO(text, newline="")))
                 bad = bad_values(raw, p.name)  # the loader's rule: stray text excludes its row
+                drift = drifted(self.manifest(i)) if (d / "manifest.json").is_file() else {}
                 for j, r in enumerate(raw):
                     row = {k: ("NA" if v is None else v) for k, v in r.items() if k is not None}
                     if j in bad:
                         row.update(status="INVALID", reason=bad[j])
+                    line = drift.get((row.get("cell_id", ""), row.get("rep", "")))
+                    if line is not None and row.get("status") == "OK":  # the loader's rule (frames)
+                        row.update(status=DRIFT, reason=line)
                     if "rate" not in row:  # a CSV written before the rate column: the plan's rate
                         row["rate"] = rates.get(row.get("cell_id", ""), "NA")
                     row.update(extra)

@@ -229,3 +229,23 @@ def _where(keys: Sequence[str], label: Sequence[Any], only_ok: bool) -> dict[str
     if only_ok:
         where["status"] = "OK"
     return where
+
+
+def values_that_ran(
+    ledger: Ledger, df: pd.DataFrame, exp: str, column: str, keys: Sequence[str], kind: str = "int"
+) -> dict[tuple[str, ...], str]:
+    """Per group of ``keys``: the values of the setting ``column`` its rows ran at (all rows, OK or
+    not): the one value, or the two (``a / b``), or the lowest and highest of more (``a … b``):
+    a pooled report lists rates that ran, never a median of them that no repetition ran."""
+    out = {}
+    for k, s in stats(ledger, df, exp, column, keys, kind, only_ok=False).items():
+        lo, hi = s.value("min"), s.value("max")
+        if lo == hi:
+            out[k] = s.median.text
+            continue
+        sel = df
+        for c, v in zip(keys, k):
+            sel = sel[sel[c].map(label_text) == v]
+        many = sel[column].nunique() > 2
+        out[k] = f"{s.lo} … {s.hi}" if many else f"{s.lo} / {s.hi}"
+    return out
