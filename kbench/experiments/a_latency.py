@@ -226,7 +226,7 @@ def _floor_note(ctx: ReportContext) -> str:
         factor = L.manifest(rd.get("knee_factor"), i, "rate_derivation/knee_factor")
         label = f"{run.label}: " if len(ctx.runs) > 1 else ""
         parts.append(
-            f"{label}latency floor (corrected p99 at a low probe rate, per pipeline) {', '.join(each)}; "
+            f"{label}Latency floor (corrected p99 at a low probe rate, per pipeline) {', '.join(each)}; "
             f"every repetition's p99 is held to knee_factor {factor.text} × its floor (else ABOVE_KNEE)"
         )
     return (" " + "; ".join(parts) + ".") if parts else ""
