@@ -9,6 +9,8 @@ module; its dependencies come from the registry (or pip's cache).
 from __future__ import annotations
 
 import ast
+import csv
+import json
 import os
 import re
 import shutil
@@ -253,3 +255,40 @@ def test_the_wheel_is_manylinux(installed: Installed) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert re.search(r'consistent\s+with the following platform tag: "manylinux_2_\d+_x86_64"', r.stdout), r.stdout
+
+
+LOCAL_PLAN = """\
+name = "wheel-kafka"
+repetitions = 1
+duration_s = 4
+steady_skip_s = 1
+min_window_s = 3
+warmup = false
+max_steal_pct = 10
+
+[transport]
+kind = "local"
+brokers = 1
+
+[[sweep]]
+name = "sat"
+experiments = ["B", "C"]
+codec = ["zstd:3"]
+corpus = ["json"]
+rate = "saturated"
+"""
+
+
+@pytest.mark.kafka
+def test_a_kafka_run_on_a_local_broker(installed: Installed) -> None:
+    """The wheel's C driver (its bundled librdkafka) against a local broker kbench starts (Java and
+    Maven from the machine, Kafka's jars from the cache)."""
+    plan = installed.cwd / "kafka.toml"
+    plan.write_text(LOCAL_PLAN)
+    run = installed.cwd / "kafka-run"
+    installed.kbench("run", plan, "-o", run, "--force", timeout=600)
+    rows = list(csv.DictReader((run / "B.csv").open()))
+    assert len(rows) == 1 and rows[0]["codec"] == "zstd:3", rows
+    assert float(rows[0]["achieved_rate_msgs"]) > 0
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert "librdkafka" in json.dumps(manifest)
