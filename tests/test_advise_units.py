@@ -357,3 +357,33 @@ def test_decision_matrix_answers_each_row_from_the_sweep() -> None:
         "n/a",
     )
     assert (rows[1].ours, rows[1].agrees) == ("zstd:3", "yes")
+
+
+def test_advise_png_draws_no_label_over_a_point() -> None:
+    """The recommendation's name is in the legend, and the legend is under the axes: no text of the
+    figure covers a candidate's point."""
+    pytest.importorskip("matplotlib")
+    from kbench.model.corpus import Corpus
+    from kbench.reporting.advise_plot import figure
+
+    cands = [
+        cand(s, bs, total_usd_month=100.0 + 7 * i + bs / 65536, added_p99_ms=0.5 + (i % 5) * 3 + bs / 200000)
+        for i, s in enumerate(("none", "lz4", "zstd:1", "zstd:3", "zstd:6", "gzip:6"))
+        for bs in (16384, 65536, 262144)
+    ]
+    best = cands[7]
+    w = adv.Workload(rate=1000.0, partitions=6, p99_budget_ms=10.0)
+    advice = adv.Advice(w, adv.Prices(), Corpus("c", (b"x",)), cands, adv.pareto_front(cands), best, None, "", 0)
+    fig = figure(advice)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    (legend,) = fig.legends
+    assert any(best.label in t.get_text() for t in legend.get_texts())
+    box = legend.get_window_extent(r)
+    area = ax.get_window_extent(r)
+    assert box.y1 <= area.y0  # under the axes
+    texts = [t for t in ax.texts if t.get_visible()]
+    assert texts == []  # nothing written among the points
+    pts = ax.transData.transform([(c.added_p99_ms, c.total_usd_month) for c in cands])
+    assert not any(box.contains(x, y) for x, y in pts)

@@ -191,3 +191,64 @@ def test_the_board_says_what_it_does_not_know() -> None:
     board.end("x-000 rep 1/2", "REJECTED")
     s = board.snapshot()
     assert ended == ["REJECTED"] and s.reps_done == 1 and s.statuses == {"REJECTED": 1}
+
+
+LOCAL = """
+name = "live-kafka"
+description = "live figures on a local cluster"
+repetitions = 1
+warmup = false
+duration_s = 8
+steady_skip_s = 1
+min_window_s = 3
+warm_cluster = false
+corpus_size = 500000
+
+[transport]
+kind = "local"
+
+[[sweep]]
+name = "fixed"
+experiments = ["C", "D"]
+codec = ["zstd:3"]
+rate = 5000
+"""
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_metrics_port_on_a_local_cluster_shows_the_producer_at_work(tmp_path: Path) -> None:
+    """The real figures mid-run: the producer's records/s from librdkafka's statistics, its CPU and
+    the broker's from /proc, scraped while the repetition runs."""
+    plan = tmp_path / "live.toml"
+    plan.write_text(LOCAL)
+    port = _free_port()
+    cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", "run", "--gate-sample-s", "0", "--force"]
+    proc = subprocess.Popen(
+        [*cmd, "--metrics-port", str(port)],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        m = _scrape_mid_run(proc, port, "kbench_producer_cpu_percent", 240)
+        end = time.monotonic() + 30
+        while (
+            not (m.get("kbench_messages_per_second") and m.get("kbench_broker_cpu_percent")) and time.monotonic() < end
+        ):
+            time.sleep(0.5)  # polling the endpoint until both figures have a second of data: checked above
+            m = _scrape(port) or m
+        rate = next(iter(m["kbench_messages_per_second"].values()))
+        assert 0.5 * 5000 <= rate <= 2 * 5000  # the fixed rate, as librdkafka's statistics count it
+        assert next(iter(m["kbench_producer_cpu_percent"].values())) > 0
+        assert next(iter(m["kbench_broker_cpu_percent"].values())) > 0
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode in (0, 4), err[-3000:]
+    live = [json.loads(x) for x in (tmp_path / "run" / "run.log").read_text().splitlines()]
+    assert any(d["event"] == "live" and (d["msgs_s"] or 0) > 0 for d in live)

@@ -78,3 +78,56 @@ def test_plots_are_drawn_at_twice_the_size_they_are_shown(frames: dict) -> None:
     assert "ms" in fig.axes[0].get_ylabel()
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
     assert labels and not any("10^" in t or "times" in t for t in labels), labels
+
+
+def test_d_plots_the_tables_metric_cpu_s_per_gb(frames: dict) -> None:
+    """D's bars are the table's CPU-s per GB: each bar's height (usr + sys shares) is the median
+    cpu_s_per_gb of its role and codec, and the axis says so."""
+    fig = plots.cpu_per_role(frames["D"])
+    assert fig is not None
+    assert fig.axes[0].get_ylabel() == "CPU-s per GB of payload (median)"
+    d = frames["D"]
+    ok = d[(d["status"] == "OK") & (d["role"] == "producer")]
+    want = sorted(round(v, 6) for v in ok.groupby(["codec", "corpus"])["cpu_s_per_gb"].median())
+    ax = fig.axes[0]
+    tops: dict[float, float] = {}
+    for p in ax.patches:  # usr bar then sys bar stacked on it, at one x
+        x = round(p.get_x(), 6)
+        tops[x] = max(tops.get(x, 0.0), p.get_y() + p.get_height())
+    assert sorted(round(v, 6) for v in tops.values()) == want  # one bar per codec × corpus, the table's median
+
+
+def test_nic_bytes_per_gb_read_as_gb_per_gb() -> None:
+    from kbench.reporting.formats import fmt
+
+    assert fmt(1_234_567_890.0, "gb/gb") == "1.235"
+
+
+def test_e_fill_has_one_legend_clear_of_both_panels() -> None:
+    """E's two panels share one legend under them, with every series, even when the fill lines of
+    the codecs coincide (they do: batching works on uncompressed bytes)."""
+    import pandas as pd
+
+    rows = [
+        {
+            "status": "OK",
+            "machine": m,
+            "codec": c,
+            "corpus": "json",
+            "batch_size": bs,
+            "ratio": r * bs / 16384**0.1,
+            "records_per_batch_p50": bs / 400,
+        }
+        for m in ("vm", "vm-1cpu")
+        for c, r in (("none", 1.0), ("lz4", 2.0), ("zstd:3", 3.0))
+        for bs in (16384, 65536, 262144)
+    ]
+    fig = plots.batch_effect(pd.DataFrame(rows))
+    assert fig is not None
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert len(labels) == 6 and {"lz4 / vm", "zstd:3 / vm-1cpu"} <= set(labels)
+    (box,) = _boxes(fig, fig.legends)
+    assert not any(_overlap(box, p) for p in _boxes(fig, fig.axes))
+    styles = {line.get_linestyle() for line in fig.axes[1].lines}
+    assert len(styles) > 1  # coinciding fill lines are told apart by their style

@@ -229,8 +229,8 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
 
 #: The NIC table's figures (testbed runs): column -> (header, format).
 NIC_FIGURES = {
-    "nic_tx_bytes_per_gb": ("NIC tx B/GB", "auto"),
-    "nic_rx_bytes_per_gb": ("NIC rx B/GB", "auto"),
+    "nic_tx_bytes_per_gb": ("NIC tx GB/GB", "gb/gb"),
+    "nic_rx_bytes_per_gb": ("NIC rx GB/GB", "gb/gb"),
     "nic_tx_overhead": ("NIC tx / Kafka out", "f3"),
     "nic_rx_overhead": ("NIC rx / Kafka in", "f3"),
 }
@@ -251,8 +251,8 @@ def _nic_section(ctx: ReportContext, df: pd.DataFrame, keys: list[str], sort_key
         rows.append([*k, *(g.cell() if g is not None else "NA" for g in got), n])
     ctx.add(
         doc.Para(
-            "NIC bytes per role (emulated hosts): each host's NIC counters over the whole repetition per GB of "
-            "delivered payload; for a broker, its NIC bytes over the bytes Kafka itself counted in the same span "
+            "NIC bytes per role (emulated hosts): each host's NIC counters over the whole repetition, in GB per GB "
+            "of delivered payload; for a broker, its NIC bytes over the bytes Kafka itself counted in the same span "
             "(tx over BytesOut + ReplicationBytesOut, rx over BytesIn + ReplicationBytesIn): the protocol overhead.",
             "note",
         ),
@@ -373,6 +373,10 @@ EXPERIMENT = Experiment(
     "against the baseline's and the factor: the cost of moving the same data, whatever the rate. Experiment D's "
     "table also shows CPU % (of one CPU, over the steady window): the load at the common rate; both come from the "
     "same counters: CPU-s/GB is the CPU share times the window's seconds, over the GB moved in that window.",
-    plots=(PlotSpec("d_cpu.png", "D: CPU per role, usr and sys stacked", plots.cpu_per_role, 30),),
+    plots=(
+        PlotSpec(
+            "d_cpu.png", "D: CPU-s per GB per role (as the table), usr and sys shares stacked", plots.cpu_per_role, 30
+        ),
+    ),
     compare_frame=_compare_frame,
 )

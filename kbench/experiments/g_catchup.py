@@ -99,7 +99,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         "consumer_client_s_per_gb": "f2",
         "member_cpu_pct_max": "pct1",
         "broker_cpu_s_per_gb": "f2",
-        "broker_nic_tx_bytes_per_gb": "int",
+        "broker_nic_tx_bytes_per_gb": "gb/gb",
     }
     st = stats_many(ctx.ledger, df, EXPERIMENT.id, metrics, keys)
     headers = [
@@ -110,7 +110,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         "of it app / librdkafka",
         "busiest member CPU %",
         "broker CPU-s/GB",
-        "broker NIC tx B/GB",
+        "broker NIC tx GB/GB",
         "n",
     ]
     rows: list[list[str]] = []

@@ -1,5 +1,6 @@
 """The plot of ``kbench advise``: every candidate's monthly cost against the p99 latency it adds,
-the Pareto front joined, the recommendation marked.  Headless (matplotlib's Agg canvas)."""
+the Pareto front joined, the recommendation marked.  Its name and the legend sit under the axes,
+so no label is drawn over a point.  Headless (matplotlib's Agg canvas)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from kbench.model.advise import Advice
 
-__all__ = ["write_png"]
+__all__ = ["figure", "write_png"]
 
 
 def write_png(advice: Advice, path: Path) -> Path:
+    figure(advice).savefig(path)
+    return path
+
+
+def figure(advice: Advice) -> Figure:
+    """The figure of :func:`write_png`."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 5), dpi=110)
+    fig = Figure(figsize=(9, 5.6), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     codecs = sorted({c.codec for c in advice.candidates})
@@ -26,8 +35,14 @@ def write_png(advice: Advice, path: Path) -> Path:
     f = sorted(advice.front, key=lambda c: c.added_p99_ms)
     ax.plot([c.added_p99_ms for c in f], [c.total_usd_month for c in f], "k-", lw=1, label="Pareto front")
     b = advice.best
-    ax.scatter([b.added_p99_ms], [b.total_usd_month], s=120, facecolors="none", edgecolors="red", label="recommended")
-    ax.annotate(b.label, (b.added_p99_ms, b.total_usd_month), fontsize=7, xytext=(6, 6), textcoords="offset points")
+    ax.scatter(
+        [b.added_p99_ms],
+        [b.total_usd_month],
+        s=120,
+        facecolors="none",
+        edgecolors="red",
+        label=f"recommended: {b.label}",
+    )
     if advice.workload.p99_budget_ms is not None:
         ax.axvline(advice.workload.p99_budget_ms, color="grey", ls="--", lw=1, label="p99 budget")
     ax.set_xscale("symlog", linthresh=1.0)
@@ -38,7 +53,6 @@ def write_png(advice: Advice, path: Path) -> Path:
         f"{advice.corpus.name}: {w.rate:g} rec/s, {w.partitions} partitions, RF {w.replication_factor}, {w.client}",
         fontsize=9,
     )
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    return path
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=7)
+    return fig

@@ -41,6 +41,8 @@ FORMATS: dict[str, Callable[[float], str]] = {
     "x": lambda v: f"{_auto(v)}×",
     "f3": lambda v: f"{v:.3f}",
     "f2": lambda v: f"{v:.2f}",
+    # bytes per GB of payload printed as GB per GB (a readable ratio, not a 9-digit count)
+    "gb/gb": lambda v: f"{v / 1e9:.3f}",
     # a value in µs printed in ms (what Kafka engineers read), three significant digits or more
     "ms": lambda v: _auto(v / 1000),
     "ms+": lambda v: ("+" if v > 0 else "") + _auto(v / 1000),  # a difference in µs, signed, in ms

@@ -256,15 +256,16 @@ def throughput(b: pd.DataFrame | None) -> Figure | None:
 
 
 def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
-    """Experiment D: CPU % per role (one panel each, one shared scale), usr solid and sys light
-    on top, one bar per machine within each codec (and corpus) group; medians over repetitions
-    and cells.  The legend sits under the panels, the title above them."""
-    ok = _ok(d, "usr_pct", "sys_pct")
+    """Experiment D: CPU-s per GB of payload per role (the table's figure: one panel each, one
+    shared scale), the median bar split into its usr (solid) and sys (light) shares, one bar per
+    machine within each codec (and corpus) group; medians over repetitions and cells.  The legend
+    sits under the panels, the title above them."""
+    ok = _ok(d, "cpu_s_per_gb", "usr_pct", "sys_pct")
     if ok is None:
         return None
     group = ["codec"] + _other_labels(ok, "codec")
     ok = ok.assign(_group=_join(ok, group))
-    med = ok.groupby(["role", "_group", "machine"], sort=True)[["usr_pct", "sys_pct"]].median()
+    med = ok.groupby(["role", "_group", "machine"], sort=True)[["cpu_s_per_gb", "usr_pct", "sys_pct"]].median()
     roles = sorted(ok["role"].unique(), key=lambda r: ({"producer": 0, "consumer": 1}.get(r, 2), r))[:6]
     groups = sorted(ok["_group"].unique())
     machines = sorted(ok["machine"].unique())
@@ -279,10 +280,11 @@ def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
             xs, usr, sys_ = [], [], []
             for gi, g in enumerate(groups):
                 if (role, g, m) in med.index:
-                    u, s_ = med.loc[(role, g, m)]
+                    per_gb, u, s_ = med.loc[(role, g, m)]
+                    share = u / (u + s_) if u + s_ > 0 else 1.0
                     xs.append(gi + (j - (len(machines) - 1) / 2) * width)
-                    usr.append(u)
-                    sys_.append(s_)
+                    usr.append(per_gb * share)
+                    sys_.append(per_gb * (1 - share))
             name = "" if len(machines) == 1 else f"{m} "
             ax.bar(xs, usr, width * 0.9, color=colors[j], label=f"{name}usr" if i == 0 else None)
             ax.bar(
@@ -291,12 +293,12 @@ def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
         ax.set_title(str(role), fontsize=9)
         if i == 0:
-            ax.set_ylabel("CPU % of one CPU (median)")
+            ax.set_ylabel("CPU-s per GB of payload (median)")
         else:
             ax.tick_params(labelleft=False)
     handles, labels = fig.axes[0].get_legend_handles_labels()
     _fig_legend(fig, handles, labels)
-    fig.suptitle("D · CPU per role at the common rate: usr (solid) + sys (light), one scale", fontsize=10)
+    fig.suptitle("D · CPU-s per GB per role at the common rate: usr (solid) + sys (light), one scale", fontsize=10)
     return fig
 
 
@@ -349,12 +351,22 @@ def batch_effect(e: pd.DataFrame | None) -> Figure | None:
     fig = _figure(9.0, 4.2)
     ax = fig.add_subplot(1, 2, 1)
     ax2 = fig.add_subplot(1, 2, 2)
-    for key, g in ok.groupby(series, sort=True):
+    styles = ("-", "--", ":", "-.")  # lines that coincide (fill does not depend on the codec) stay visible
+    for i, (key, g) in enumerate(ok.groupby(series, sort=True)):
         k = " / ".join(map(str, key if isinstance(key, tuple) else (key,)))
         m = g.groupby("batch_size").median(numeric_only=True).reset_index().sort_values("batch_size")
-        ax.plot(m["batch_size"], m["ratio"], marker="o", label=k)
+        color, style = f"C{i % 10}", styles[i % len(styles)]
+        ax.plot(m["batch_size"], m["ratio"], marker="o", color=color, linestyle=style, label=k)
         if "records_per_batch_p50" in m.columns and m["records_per_batch_p50"].notna().any():
-            ax2.plot(m["batch_size"], m["records_per_batch_p50"], marker="s", label=k)
+            ax2.plot(
+                m["batch_size"],
+                m["records_per_batch_p50"],
+                marker="s",
+                markersize=7 - 1.5 * (i % 3),
+                color=color,
+                linestyle=style,
+                label=k,
+            )
     for a in (ax, ax2):
         # get_xdata() hands back the batch_size column plotted above (matplotlib types it ArrayLike)
         if len({x for line in a.lines for x in cast("Iterable[float]", line.get_xdata())}) > 1:
@@ -365,7 +377,8 @@ def batch_effect(e: pd.DataFrame | None) -> Figure | None:
     ax.set_title("E · ratio vs batch.size (median over linger.ms, partitions)", fontsize=9)
     _thousands(ax2)
     ax2.set_title("E · batch fill vs batch.size", fontsize=10)
-    _legend(ax)
+    handles, labels = ax.get_legend_handles_labels()
+    _fig_legend(fig, handles, labels)  # one legend for both panels, under them: never dropped, never over a line
     return fig
 
 
