@@ -286,7 +286,7 @@ def two_machines(root: Path) -> list[Path]:
                         "--repeats",
                         "3",
                         "-o",
-                        str(d / "M.csv"),
+                        str(d),  # -o is a directory: the run directory gains M.csv
                     ],
                     c,
                 )

@@ -15,7 +15,7 @@ for spec in "one-cpu 0" "two-cpus 0,1"; do
     # the sim transport measures no latency: experiment A's rows are NA (the notebooks show them so)
     taskset -c "$2" python3 -m kbench run "$d/example-plan.toml" -o "$d/$1" --label "sim-$1"
     taskset -c "$2" python3 -m kbench codecs bench --corpus json --corpus-size 256KiB --codecs lz4,zstd:1,zstd:3 \
-        --block-sizes 16KiB,64KiB --min-time 0.01 --repeats 3 -o "$d/$1/M.csv"
+        --block-sizes 16KiB,64KiB --min-time 0.01 --repeats 3 -o "$d/$1"
 done
 # The manifests record the plan file's absolute path: made relative to the repository, so the
 # committed example names no directory of the machine that made it.
