@@ -113,3 +113,25 @@ def test_a_legend_of_many_series_is_never_dropped() -> None:
     ax.plot([0, 1], [0, 1], label="one")
     plots._legend(ax)
     assert ax.get_legend() is not None and not few.legends
+
+
+def test_d_answer_prints_each_roles_aa_noise_floor(tmp_path: Path) -> None:
+    """D's A/A control (a copy of fixed-000's rows as fixed-000-aa): the answer's CPU verdicts
+    carry the control's spread per role, and the control is no candidate (no qualifier names it)."""
+    run = tmp_path / "aa-d"
+    shutil.copytree(RESULTS / "seed000-testbed-2026-12-01", run)
+    with (run / "D.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    out = []
+    for r in rows:
+        out.append({**r, "control_of": ""})
+        if r["cell_id"] == "fixed-000":
+            out.append({**r, "cell_id": "fixed-000-aa", "control_of": "fixed-000"})
+    with (run / "D.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, list(out[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(out)
+    answer = _section(_build(run), "## The answer")
+    row = next(x for x in answer.splitlines() if x.startswith("| zstd:3 vs none | json |"))
+    assert row.count("A/A noise floor 0 [") == 2  # producer and consumer: the copy's shift is 0
+    assert "control_of" not in row

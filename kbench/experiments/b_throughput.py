@@ -28,7 +28,7 @@ from kbench.reporting.context import (
     rows_keys,
 )
 from kbench.reporting.summary import stats
-from kbench.reporting.verdicts import family
+from kbench.reporting.verdicts import aa_pairs, family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,7 +133,8 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
     st = stats(ctx.ledger, df, EXPERIMENT.id, "achieved_rate_msgs", keys, "int")
     out = []
     ok = [(b, k) for b, k, _ in prs if st.get(b) and st.get(k) and st[b].ok and st[k].ok]
-    fam, _ = family(ctx, "achieved_rate_msgs", False, [(st[b], st[k], b[1], k[1]) for b, k in ok])
+    aa = [(st[b], st[c]) for b, c in aa_pairs(st, keys) if st[b].ok and st[c].ok]
+    fam, _ = family(ctx, "achieved_rate_msgs", False, [(st[b], st[k], b[1], k[1]) for b, k in ok], aa)
     verdict = dict(zip(ok, fam))
     for b, k, q in prs:
         sb, sk = st.get(b), st.get(k)

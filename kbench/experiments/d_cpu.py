@@ -34,7 +34,7 @@ from kbench.reporting.context import (
 )
 from kbench.reporting.provenance import Fig
 from kbench.reporting.summary import Stat, stats_many
-from kbench.reporting.verdicts import family
+from kbench.reporting.verdicts import aa_pairs, family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -272,9 +272,11 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
             groups.setdefault((b[:-1], k[:-1], q), []).append((k[-1], sb, sk))
     out = []
     verdict = {}  # one family per role: every codec against the baseline (Holm over them)
+    controls = aa_pairs(st, keys)  # (baseline, A/A control) per role: the noise floor
     for role in ("producer", "consumer"):
         mine = [(g, sb, sk) for g, roles in groups.items() for r, sb, sk in roles if r == role]
-        fam, _ = family(ctx, "cpu_s_per_gb", True, [(sb, sk, g[0][1], g[1][1]) for g, sb, sk in mine])
+        aa = [(st[b], st[c]) for b, c in controls if b[-1] == role and st[b].ok and st[c].ok]
+        fam, _ = family(ctx, "cpu_s_per_gb", True, [(sb, sk, g[0][1], g[1][1]) for g, sb, sk in mine], aa)
         verdict.update({(g, role): v for (g, _, _), v in zip(mine, fam)})
     for (b, k, q), roles in groups.items():
         for role in ("producer", "consumer"):

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kbench.experiments.spec import LABELS, AnswerCell
+from kbench.experiments.spec import CONTROL_COLUMN, LABELS, AnswerCell
 from kbench.reporting import document as doc
 from kbench.reporting.provenance import Fig, Ledger
 from kbench.reporting.runs import Run
@@ -144,7 +144,9 @@ def answer_pairs(
     keys = ["machine", "codec", "corpus", *others, *extra]
     out = []
     for b, k in pairs(rows_keys(df, keys), 1):
-        q = " ".join(f"{c} {v}" for c, v in zip(others, k[3 : 3 + len(others)]))
+        q = " ".join(
+            f"{c} {v}" for c, v in zip(others, k[3 : 3 + len(others)]) if c != CONTROL_COLUMN
+        )  # never a control
         out.append((b, k, q))
     return keys, out
 
