@@ -340,3 +340,21 @@ backlog_bytes = 134217728
         rows = list(csv.DictReader(f))
     assert {r["backlog_bytes"] for r in rows} == {"1500000000"} and {r["status"] for r in rows} == {"OK"}
     assert {float(r["drain_s"]) for r in rows} == {7.5}
+
+
+def test_a_kafka_run_warms_its_cluster_first_and_again_on_resume(tmp_path: Path) -> None:
+    text = _text('"auto"').replace('kind = "dry"', 'kind = "local"').replace("warmup = false", "warmup = true")
+    plan = _plan(tmp_path, text)
+    t = FakeTransport(interrupt_after=5)
+    with pytest.raises(KeyboardInterrupt):
+        execute(_opts(tmp_path, plan), t)
+    first = [r.topic for r in t.requests if "-warm" in r.topic]
+    # the first requests of the run: warm-up probes of the first cell at 1,000 msgs/s, until two agree
+    assert [r.topic for r in t.requests[:2]] == first and len(first) == 2
+    assert all("-warm0-" in x for x in first) and {r.rate for r in t.requests[:2]} == {warmup.WARM_RATE_MSGS}
+    t2 = FakeTransport()
+    assert execute(_opts(tmp_path, plan, resume=True), t2).state == "complete"
+    again = [r.topic for r in t2.requests[:2]]
+    assert all("-warm1-" in x for x in again)  # a resumed run's cluster is cold again: warmed again
+    man = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert man["warm_up"]["settled"] and man["warm_up"]["rate_msgs"] == warmup.WARM_RATE_MSGS

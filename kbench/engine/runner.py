@@ -410,8 +410,9 @@ def _knee(s: _Session, run_id: str, cells: Sequence[Cell], producer: dict[str, A
 
 
 def _warm_cluster(s: _Session, run_id: str, cells: Sequence[Cell]) -> None:
-    """The cluster's warm-up before anything is measured (kbench.engine.warmup): once per run."""
-    if "warm_up" in s.man or not s.plan.premises.warm_cluster or s.plan.transport.kind not in warmup.MEASURING:
+    """The cluster's warm-up before anything is measured (kbench.engine.warmup): once per session
+    (a resume starts a new cluster, cold again); the manifest keeps the latest."""
+    if not s.plan.premises.warm_cluster or s.plan.transport.kind not in warmup.MEASURING:
         return
     probe_s = s.plan.knee_probe_s
 
@@ -419,7 +420,12 @@ def _warm_cluster(s: _Session, run_id: str, cells: Sequence[Cell]) -> None:
         req = _request(s, run_id, dataclasses.replace(cell, rate=rate), rate, None)
         skip = min(s.plan.steady_skip_s, probe_s / 2)
         return s.transport.run(
-            dataclasses.replace(req, topic=f"kbench-{run_id}-warm{n}", duration_s=probe_s, steady_skip_s=skip)
+            dataclasses.replace(
+                req,
+                topic=f"kbench-{run_id}-warm{len(s.man.get('resumes', []))}-{n}",
+                duration_s=probe_s,
+                steady_skip_s=skip,
+            )
         )
 
     s.man["warm_up"] = warmup.warm_cluster(cells, probe, s.plan.premises.floor_max_ms, s.log)
