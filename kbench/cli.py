@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -105,7 +106,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status of a command whose reader went away: 128 + SIGPIPE, as a shell reports ``yes | head``.
+EXIT_READER_GONE = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command.  Output into a pipe whose reader has gone (``kbench plans --json | head``)
+    ends quietly: no message, exit 141.  stdout is flushed here, not at interpreter exit, so that
+    the broken pipe is seen even when the whole output fitted in the buffer."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # Python's advice (the signal module's note on SIGPIPE): point stdout at devnull, so that
+        # the flush at exit does not fail again with "Exception ignored ... BrokenPipeError".
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_READER_GONE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
     known = {name.rsplit(".", 1)[1] for name in COMMAND_MODULES}
@@ -123,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"kbench: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # not a path's fault: main() ends quietly
+        raise
     except OSError as e:  # a path that cannot be read or written: one line, not a traceback
         if e.errno is None:  # raised by kbench with its own message
             print(f"kbench: error: {e}", file=sys.stderr)
