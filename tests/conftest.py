@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from markers import Needs, message, missing
 
 from kbench.model import corpus
 
@@ -16,6 +17,24 @@ if TYPE_CHECKING:
     from kbench.kafka.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
+UNMARKED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Before ``-m`` selects: note each test that needs a tier (tests/markers.py) it is not marked with."""
+    needs = Needs()
+    for item in items:
+        lacking = missing(item, needs)
+        if lacking:
+            item.stash[UNMARKED] = message(item.nodeid, lacking)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail such a test before any of its fixtures starts a broker, a build or a browser."""
+    if UNMARKED in item.stash:
+        pytest.fail(item.stash[UNMARKED], pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,8 @@ from kbench.model import batch, corpus, segment
 from kbench.model import simulator as sim
 from kbench.model.batch import Header, Record
 
+pytestmark = pytest.mark.kafka
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 TS = 1_700_000_000_000
 

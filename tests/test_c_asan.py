@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.sanitizer
+
 ROOT = Path(__file__).resolve().parent.parent
 LIBS = ["libzstd", "liblz4", "snappy", "zlib"]
 

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SRC = [str(ROOT / "tests" / "c" / "test_crc32c.c"), str(ROOT / "csrc" / "core" / "crc32c.c")]
 FLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'csrc' / 'core'}"]
@@ -34,6 +36,7 @@ def test_native_paths(tmp_path: Path) -> None:
         assert "armv8" in out.stdout.split()
 
 
+@pytest.mark.sanitizer
 def test_armv8_path_under_qemu(tmp_path: Path) -> None:
     if platform.machine() == "aarch64":
         cc, runner = _need("gcc", "gcc"), []

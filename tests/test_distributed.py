@@ -24,7 +24,7 @@ from engine_fakes import plan_toml, sweep
 
 from kbench.kafka.drivers import Histogram
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.dask]
 distributed = pytest.importorskip("distributed")
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -42,6 +42,7 @@ def _result(p: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return dict(json.loads(lines[-1][7:]))
 
 
+@pytest.mark.go
 def test_histogram_encoding_equals_the_c_histogram() -> None:
     rng = random.Random(6)
     values = [rng.randrange(0, 1 << 36) for _ in range(3000)] + [-5, 0, 1, 2047, 2048, 4095, (1 << 36) - 1, 1 << 36]
@@ -59,12 +60,14 @@ def test_histogram_encoding_equals_the_c_histogram() -> None:
     assert back.max / 1000.0 == h["max_us"]
 
 
+@pytest.mark.go
 def test_empty_histogram_is_56_bytes() -> None:
     h = _result(_go_job("sarama", {"role": "histogram", "values": []}))["histogram"]
     assert base64.b64decode(h["encoded"]) == _native.Histogram().encode()
     assert h["count"] == 0 and h["p50_us"] is None and h["max_us"] is None
 
 
+@pytest.mark.go
 @pytest.mark.parametrize(
     ("job", "message"),
     [
@@ -79,6 +82,7 @@ def test_bad_job_is_one_error_line(job: dict[str, Any], message: str) -> None:
     assert message in json.loads(p.stdout[6:])
 
 
+@pytest.mark.go
 def test_a_property_the_client_does_not_map_is_refused_without_its_value(tmp_path: Path) -> None:
     f = tmp_path / "c.bin"
     f.write_bytes(b"\x00\x00\x00\x01x")
@@ -94,6 +98,7 @@ def test_a_property_the_client_does_not_map_is_refused_without_its_value(tmp_pat
         assert "hunter2-xyz" not in p.stdout + p.stderr
 
 
+@pytest.mark.go
 @pytest.mark.parametrize("client", GO)
 def test_the_python_side_knows_the_names_the_driver_maps(tmp_path: Path, client: str) -> None:
     f = tmp_path / "c.bin"
@@ -126,6 +131,7 @@ def test_cli_produce_refuses_a_misspelled_go_property_before_connecting() -> Non
     assert "the kafka-go driver maps no property 'BatchByte'; did you mean BatchBytes?" in p.stderr
 
 
+@pytest.mark.go
 @pytest.mark.parametrize(
     ("client", "props", "message"),
     [
@@ -146,6 +152,7 @@ def test_the_driver_refuses_what_the_client_cannot_take(
     assert p.returncode == 1 and message in json.loads(p.stdout[6:])
 
 
+@pytest.mark.go
 def test_go_sources_are_gofmt_and_vet_clean() -> None:
     src = Path(go_driver.__file__).parent / "go"
     gofmt = Path(go_driver.go()).parent / "gofmt"
@@ -156,6 +163,7 @@ def test_go_sources_are_gofmt_and_vet_clean() -> None:
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.go
 def test_build_is_cached_by_source_hash() -> None:
     d = go_driver.build()
     assert d.cache_dir.name == f"go-driver-{go_driver.source_hash(d.go_version)[:12]}"
@@ -163,6 +171,7 @@ def test_build_is_cached_by_source_hash() -> None:
     assert go_driver.build().binary == d.binary and d.binary.is_file()
 
 
+@pytest.mark.go
 def test_a_missing_toolchain_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from kbench.kafka.kafka_dist import KafkaDistError
 
@@ -171,6 +180,7 @@ def test_a_missing_toolchain_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path:
         go_driver.build()
 
 
+@pytest.mark.go
 def test_a_build_failure_names_the_compile_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from kbench.kafka.kafka_dist import KafkaDistError
 
@@ -302,6 +312,7 @@ CONSUMER_FIELDS |= {"partitions", "timed_out", "errors", "e2e", "sampled", "samp
 WINDOW = {"start_mono_ns", "end_mono_ns", "start_wall_ns", "end_wall_ns"}
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 def test_go_client_produces_and_consumes_every_record_once(
@@ -350,6 +361,7 @@ def test_go_client_produces_and_consumes_every_record_once(
     assert cpu["go"]["gc_cycles"] >= 0 and cpu["go"]["alloc_bytes"] > pres["bytes"] // 10
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 def test_go_client_holds_a_fixed_rate_on_the_tick_rule(
@@ -408,6 +420,7 @@ def _stored_records(kafka: Any, topic: str) -> tuple[list[str | None], list[tupl
     return codecs, recs
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.parametrize("consumer", GO)
 def test_go_consumer_reads_the_c_producers_kb_headers(
@@ -435,6 +448,7 @@ def test_go_consumer_reads_the_c_producers_kb_headers(
     assert cres["e2e"]["p50_us"] > 0 and cres["e2e"]["max_us"] < 30e6
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 @pytest.mark.parametrize("role", ["producer", "consumer"])
@@ -476,6 +490,7 @@ def go_round_trips(
     return out
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 @pytest.mark.parametrize("codec", CODECS)
@@ -500,6 +515,7 @@ def test_every_codec_round_trips_through_the_c_consumer_byte_for_byte(
             assert headers == []
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 def test_dump_log_segments_agrees_with_kbench_on_go_segments(
     kafka1: Any, go_round_trips: dict, dump_log_segments, tmp_path: Path
@@ -543,6 +559,7 @@ def test_dump_log_segments_agrees_with_kbench_on_go_segments(
     assert {r["codec"] for r in rows} == set(CODECS)
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 def test_cli_produce_with_a_go_client(kafka1: Any, tmp_path: Path, client: str) -> None:
@@ -573,6 +590,7 @@ GO_PLAN = plan_toml(
 )
 
 
+@pytest.mark.go
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_kbench_run_with_the_go_clients(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ def _java_job(job: Mapping[str, Any]) -> dict[str, Any]:
     return dict(json.loads(lines[-1][7:]))
 
 
+@pytest.mark.kafka
 def test_histogram_encoding_equals_the_c_histogram() -> None:
     rng = random.Random(5)
     values = [rng.randrange(0, 1 << 36) for _ in range(3000)] + [-5, 0, 1, 2047, 2048, 4095, (1 << 36) - 1, 1 << 36]
@@ -53,6 +54,7 @@ def test_histogram_encoding_equals_the_c_histogram() -> None:
     assert back.max / 1000.0 == h["max_us"]
 
 
+@pytest.mark.kafka
 def test_bad_job_is_one_error_line() -> None:
     p = subprocess.run(
         java_driver.command(), input='{"protocol": 1, "role": "sideways"}\n', capture_output=True, text=True
@@ -61,6 +63,7 @@ def test_bad_job_is_one_error_line() -> None:
     assert p.stdout.startswith("ERROR ") and "unknown role 'sideways'" in json.loads(p.stdout[6:])
 
 
+@pytest.mark.kafka
 def test_build_cache_is_keyed_by_sources_and_version() -> None:
     assert java_driver.source_hash("4.1.2") == java_driver.source_hash("4.1.2")
     assert java_driver.source_hash("4.1.2") != java_driver.source_hash("4.0.0")

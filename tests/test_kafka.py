@@ -198,6 +198,7 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
     assert s.returncode == 1 and "no cluster state" in s.stderr
 
 
+@pytest.mark.kafka
 def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -207,6 +208,7 @@ def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
             LocalCluster(brokers=1, directory=tmp_path, port_base=port).start()
 
 
+@pytest.mark.kafka
 def test_bad_cluster_arguments() -> None:
     with pytest.raises(ClusterError, match="between 1 and 9"):
         LocalCluster(brokers=0)

@@ -19,6 +19,8 @@ import pytest
 from kbench.model import batch
 from kbench.model.batch import Header, Record
 
+pytestmark = pytest.mark.sanitizer
+
 ROOT = Path(__file__).resolve().parent.parent
 CORE = [
     "error.c",

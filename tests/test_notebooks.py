@@ -54,6 +54,7 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return two_machines(tmp_path_factory.getbasetemp() / "machines")
 
 
+@pytest.mark.slow  # runs kbench twice and executes the notebooks (about 20 s of CPU together)
 def test_the_two_machines_differ_in_their_own_facts(machines: list[Path]) -> None:
     mans = [json.loads((d / "manifest.json").read_text())["machine"] for d in machines]
     # what kbench recorded under each affinity, not what a test wrote
@@ -63,6 +64,7 @@ def test_the_two_machines_differ_in_their_own_facts(machines: list[Path]) -> Non
     assert len(set(labels)) == 2, labels
 
 
+@pytest.mark.slow  # runs kbench twice and executes the notebooks (about 20 s of CPU together)
 def test_cross_architecture_shows_two_machines(machines: list[Path]) -> None:
     labels = machine_labels(machines)
     outputs = _execute(ROOT / "notebooks" / "cross_architecture.ipynb", machines)
@@ -78,6 +80,7 @@ def test_cross_architecture_shows_two_machines(machines: list[Path]) -> None:
     assert any("image/png" in o.get("data", {}) for o in outputs)
 
 
+@pytest.mark.slow  # runs kbench twice and executes the notebooks (about 20 s of CPU together)
 def test_codec_tradeoffs_shows_two_machines(machines: list[Path]) -> None:
     labels = machine_labels(machines)
     outputs = _execute(ROOT / "notebooks" / "codec_tradeoffs.ipynb", machines)
@@ -91,6 +94,7 @@ def test_codec_tradeoffs_shows_two_machines(machines: list[Path]) -> None:
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2
 
 
+@pytest.mark.slow  # runs kbench twice and executes the notebooks (about 20 s of CPU together)
 def test_notebooks_run_as_shipped_with_jupyter_execute(tmp_path: Path) -> None:
     """`jupyter execute` of both notebooks, unedited, in a copy of notebooks/ (what a fresh clone
     has): they default to the two bundled example runs, two labelled machines."""

@@ -172,6 +172,7 @@ def test_secrets_never_reach_the_report(zvn: Path, zvn_report: Path) -> None:
     assert "sasl.password" in json.dumps(man)
 
 
+@pytest.mark.slow  # two runs and their report: about 6 s of CPU
 def test_two_machines_in_one_report(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     dirs = two_machines(tmp_path_factory.getbasetemp() / "machines")
     kbench("report", *map(str, dirs), "-o", str(tmp_path / "r"), "--verify")
@@ -210,6 +211,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, setup, message
     assert not out.exists()
 
 
+@pytest.mark.browser
 def test_html_renders_in_headless_chromium(zvn_report: Path, tmp_path: Path) -> None:
     from chromium import chromium_binary, render
 

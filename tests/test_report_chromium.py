@@ -24,6 +24,8 @@ from chromium import chromium_binary, probe, render  # noqa: E402
 
 from kbench.reporting import report  # noqa: E402
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ("seed000-testbed-2026-12-01", "knee-testbed-2026-12-01")
 WIDTH = 1400

@@ -334,7 +334,8 @@ def _real_run(tmp_path: Path, kafka1: Any, plan_text: str) -> Path:
     return run
 
 
-@pytest.mark.parametrize("client", ["java", "kafka-go"])
+@pytest.mark.kafka
+@pytest.mark.parametrize("client", ["java", pytest.param("kafka-go", marks=pytest.mark.go)])
 def test_real_run_series_other_drivers(tmp_path: Path, kafka1: Any, client: str) -> None:
     """The Java and Go drivers' intervals (docs/drivers.md section 4.4): the same rows and log."""
     plan = REAL.replace("repetitions = 2", "repetitions = 1").replace("duration_s = 3", "duration_s = 2")
@@ -350,6 +351,7 @@ def test_real_run_series_other_drivers(tmp_path: Path, kafka1: Any, client: str)
     assert "Tag=producer-corrected," in text and "Tag=consumer-e2e," in text
 
 
+@pytest.mark.kafka
 def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
     run = _real_run(tmp_path, kafka1, REAL)
     a = {x["rep"]: x for x in store.read_rows(run / "A.csv")}
@@ -397,6 +399,7 @@ def test_real_run_series_and_hlog(tmp_path: Path, kafka1: Any) -> None:
     assert provenance.verify(json.loads(files.provenance.read_text()), [run], md) == []
 
 
+@pytest.mark.kafka
 def test_driver_intervals_on_the_session_cluster(tmp_path: Path, kafka1: Any) -> None:
     """The librdkafka driver's RESULT intervals (docs/drivers.md section 4.4) on the session
     cluster: the producer's at a fixed rate, then a consumer group member's (group mode, from the

@@ -123,6 +123,7 @@ def transfer(t: Testbed, src: str, dst: str, n: int) -> tuple[float, dict[str, t
     return float(seconds), {h: (after[h][0] - before[h][0], after[h][1] - before[h][1]) for h in (src, dst)}
 
 
+@pytest.mark.testbed
 def test_shaped_link_is_no_faster_than_its_rate_and_unshaped_is_much_faster(tb: Testbed) -> None:
     burst = network.tbf_params(MBIT)["burst"]
     floor = (PAYLOAD - burst) * 8 / (MBIT * 1e6)
@@ -133,6 +134,7 @@ def test_shaped_link_is_no_faster_than_its_rate_and_unshaped_is_much_faster(tb: 
     assert unshaped * 3 < min(shaped, shaped_in), (unshaped, shaped, shaped_in)
 
 
+@pytest.mark.testbed
 def test_nic_bytes_count_a_bulk_transfer(tb: Testbed) -> None:
     _, d = transfer(tb, "b", "c", PAYLOAD)
     tx_b, rx_c = d["b"][0], d["c"][1]
@@ -144,6 +146,7 @@ def test_nic_bytes_count_a_bulk_transfer(tb: Testbed) -> None:
     assert d["b"][1] < 0.1 * PAYLOAD and d["c"][0] < 0.1 * PAYLOAD, d
 
 
+@pytest.mark.testbed
 def test_spawned_process_carries_its_hosts_cpu_set_cgroup_and_network(tb: Testbed) -> None:
     cpus = _cpus()
     for host, want in (("a", [cpus[0]]), ("b", [cpus[-1]]), ("c", cpus)):
@@ -178,6 +181,7 @@ def test_spawned_process_carries_its_hosts_cpu_set_cgroup_and_network(tb: Testbe
         assert (quota_dir / "cpu.max").read_text().split() == ["50000", "100000"]
 
 
+@pytest.mark.testbed
 def test_describe_lists_hosts_cpus_and_rates(tb: Testbed) -> None:
     d = tb.describe()
     json.dumps(d)  # fit for a manifest
@@ -202,6 +206,7 @@ def test_spread_cpus() -> None:
         spread_cpus(0, [0])
 
 
+@pytest.mark.testbed
 def test_hosts_have_addresses_and_no_route_off_the_machine(tb: Testbed) -> None:
     p = tb.spawn("a", ["ip", "-4", "-o", "route", "show", "table", "all"], stdout=subprocess.PIPE, text=True)
     out, _ = p.communicate(timeout=10)
@@ -224,6 +229,7 @@ def _changes(before: set[str], after: set[str], tid: str) -> list[str]:
     )
 
 
+@pytest.mark.testbed
 def test_close_leaves_namespaces_and_cgroups_as_before() -> None:
     ns_before, cg_before = set(network.list_netns()), _cgroup_tree()
     t = Testbed.create(_spec())
@@ -243,6 +249,7 @@ def test_close_leaves_namespaces_and_cgroups_as_before() -> None:
         t.nic_bytes("a")
 
 
+@pytest.mark.testbed
 def test_each_thing_is_recorded_before_it_is_made_and_a_failure_midway_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -317,6 +324,7 @@ def _gone(pid: int, timeout: float = 5.0) -> bool:
     return True
 
 
+@pytest.mark.testbed
 def test_sigkilled_testbed_is_reaped_by_the_next_process(tmp_path: Path) -> None:
     ns_before, cg_before = set(network.list_netns()), _cgroup_tree()
     child, tid, sleeper = _start_child(tmp_path)
@@ -347,6 +355,7 @@ def test_sigkilled_testbed_is_reaped_by_the_next_process(tmp_path: Path) -> None
         reap_stale(tmp_path)  # a failed assertion leaves nothing behind either
 
 
+@pytest.mark.testbed
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_closes_the_testbed_and_passes_the_signal_on(tmp_path: Path, sig: signal.Signals) -> None:
     ns_before = set(network.list_netns())
@@ -367,6 +376,7 @@ def test_signal_closes_the_testbed_and_passes_the_signal_on(tmp_path: Path, sig:
         reap_stale(tmp_path)  # a failed assertion leaves nothing behind either
 
 
+@pytest.mark.testbed
 def test_reap_leaves_a_live_testbed_alone(tb: Testbed) -> None:
     assert tb.id not in reap_stale(tb.runtime_dir)
     assert (tb.runtime_dir / f"{tb.id}.json").exists()
@@ -392,6 +402,7 @@ def real_env() -> env.Environment:
     return e
 
 
+@pytest.mark.testbed
 def test_delay_without_netem_is_refused_naming_netem(tmp_path: Path, real_env: env.Environment) -> None:
     no_netem = dataclasses.replace(real_env, qdiscs=real_env.qdiscs - {"netem"})
     spec = TestbedSpec((HostSpec("a", cpus=(0,), delay_ms=5),))
@@ -399,12 +410,14 @@ def test_delay_without_netem_is_refused_naming_netem(tmp_path: Path, real_env: e
     assert "netem" in msg and "delay_ms" in msg and "host a" in msg, msg
 
 
+@pytest.mark.testbed
 def test_missing_cpu_is_refused(tmp_path: Path, real_env: env.Environment) -> None:
     bad = max(real_env.cpus) + 1
     msg = _refused(tmp_path, TestbedSpec((HostSpec("a", cpus=(0, bad)),)), real_env)
     assert f"CPU(s) {bad} do not exist" in msg, msg
 
 
+@pytest.mark.testbed
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
@@ -421,6 +434,7 @@ def test_missing_facility_is_one_line_and_nothing_is_made(
     assert needle in msg, msg
 
 
+@pytest.mark.testbed
 def test_quota_without_cpu_controller_is_refused(tmp_path: Path, real_env: env.Environment) -> None:
     no_cgroups = dataclasses.replace(
         real_env, cgroups=cgroups.CgroupLayout(0, note="no writable cgroup hierarchy is mounted")
@@ -486,6 +500,7 @@ def test_cgroup_v2_only_machine(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ Kafka
+@pytest.mark.testbed
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:

@@ -13,9 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kbench.kafka import procstat
 
-pytestmark = []
+pytestmark = [pytest.mark.kafka, pytest.mark.testbed]
 
 BASE = """
 name = "{name}"
