@@ -927,3 +927,77 @@ def test_catalogue_covers_every_kind() -> None:
     assert len(CASES) >= 60
     kinds = {c.id.split("-")[0] for c in CASES}
     assert {"plan", "run", "resume", "bench", "sim", "inspect", "report"} <= kinds
+
+
+# ----------------------------------------------------------------------------- one writer per run directory
+
+
+def _forked_kbench(argv: list[str], out: Path, go: int) -> int:
+    """A child process (forked: no second import) that waits on ``go`` and then runs ``kbench argv``."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 99
+    try:
+        os.read(go, 1)
+        with out.open("w") as f:
+            sys.stdout = sys.stderr = f
+            from kbench import cli
+
+            code = cli.main(argv)
+            f.flush()
+    finally:
+        os._exit(code)
+
+
+def _two_writers(argv: list[str], tmp: Path) -> list[tuple[int, str]]:
+    r, w = os.pipe()
+    pids = [_forked_kbench(argv, tmp / f"out{i}", r) for i in range(2)]
+    os.write(w, b"gg")  # both start together
+    os.close(w)
+    os.close(r)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+    return [(c, (tmp / f"out{i}").read_text()) for i, c in enumerate(codes)]
+
+
+def _keys(run_dir: Path) -> list[tuple[str, str]]:
+    return [(r["cell_id"], r["rep"]) for r in csv.DictReader((run_dir / "C.csv").open())]
+
+
+@pytest.mark.parametrize("mode", ["new", "resume"])
+def test_two_writers_one_run_directory(mode: str, world: dict[str, Path], tmp_path: Path) -> None:
+    """Two ``run -o X`` (or two ``run --resume X``) started together, 50 times: never a duplicated
+    row; one runs, the other refuses naming the holder (or, for a new directory that the first has
+    already filled, refuses it as not empty; for a resume, finds it complete)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(plan_text({"repetitions": "3"}))
+    outcomes: set[str] = set()
+    for i in range(50):
+        d = tmp_path / f"t{i}"
+        d.mkdir()
+        target = d / "X"
+        if mode == "new":
+            argv = ["run", str(plan), "-o", str(target), "--gate-sample-s", "0", "--json"]
+        else:
+            _make_interrupted(world, d)
+            target = d / "copy"
+            argv = ["run", "--resume", str(target), "--gate-sample-s", "0", "--json"]
+        results = _two_writers(argv, d)
+        texts = "\n".join(t for _, t in results)
+        assert "Traceback" not in texts, texts
+        codes = sorted(c for c, _ in results)
+        keys = _keys(target)
+        assert len(keys) == len(set(keys)), f"duplicated rows in try {i}: {texts}"
+        want = 6 if mode == "new" else 2
+        assert len(keys) == want, texts
+        assert not (target / ".kbench.lock").exists()
+        if codes == [0, 2]:
+            refusal = next(t for c, t in results if c == 2)
+            assert refusal.count("kbench:") == 1, refusal
+            assert re.search(r"in use by kbench pid \d+|directory is not empty", refusal), refusal
+            outcomes.add("busy" if "in use" in refusal else "not-empty")
+        else:
+            assert mode == "resume" and codes == [0, 0], texts  # the second found the run complete
+            assert "already_complete\": true" in texts, texts
+            outcomes.add("complete")
+    assert outcomes, "no try ran"

@@ -26,6 +26,7 @@ from kbench.commands.args import add_client_props, add_json, add_list
 from kbench.commands.live_run import LiveRun
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
+from kbench.engine import runlock
 from kbench.engine import topology
 from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells, tables
@@ -234,13 +235,16 @@ def _execute(
         live=live.board,
         progress_sink=live.progress_sink,
     )
-    created = not Path(run_dir).exists()
+    made: list[bool] = []
     try:
-        outcome = execute(opts, transport)
-    except OSError:
-        if created:  # a run directory this command made and could not fill (a full disk) is not left behind
-            _remove_if_empty(Path(run_dir))
-        raise
+        try:
+            with runlock.holding(Path(run_dir), new=not args.resume) as created:  # one writer per run directory
+                made.append(created)
+                outcome = execute(opts, transport)
+        except BaseException:
+            if any(made):  # a run directory this command made and left empty (refused input, full disk) goes
+                _remove_if_empty(Path(run_dir))
+            raise
     except GateRefused as e:
         print(f"kbench: {scrub(str(e))}", file=sys.stderr)
         return 3

@@ -33,6 +33,7 @@ from kbench.engine.machine import describe, versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
 from kbench.engine.redact import Scrubber, redact, redact_argv
+from kbench.engine.runlock import is_empty as _dir_empty
 from kbench.engine.status import EXPLAIN, MISSING, RETRY_STATUSES, Status, parse_status, worst
 from kbench.engine.transports.base import RunRequest, RunResult, Transport, TransportError, TransportInfo
 from kbench.experiments import registry
@@ -237,7 +238,7 @@ def _prepare_dir(s: _Session, machine: Mapping[str, Any]) -> dict[str, Any]:
     the plan and machine are the same and dropping incomplete rows."""
     run_dir, plan = s.run_dir, s.plan
     if not s.opts.resume:
-        if run_dir.exists() and any(run_dir.iterdir()):
+        if run_dir.exists() and not _dir_empty(run_dir):
             raise FileExistsError(
                 f"run directory {run_dir} is not empty; choose another -o or continue it with --resume {run_dir}"
             )
