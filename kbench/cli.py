@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from kbench.kafka.kafka_dist import KafkaDistError
+from kbench.model.text import SafeStream
 
 #: Subcommand modules, in the order ``kbench --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -134,6 +135,15 @@ def _run(argv: Sequence[str] | None) -> int:
     # --version alone: no command module imported, so the report stays fast
     parser = build_parser(first if first in known else "" if first == "--version" else None)
     args = parser.parse_args(_values_may_start_with_dash(parser, argv))
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)  # no control character reaches a terminal
+    try:
+        return _run(args)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -15,9 +15,11 @@ import os
 import re
 import resource
 import shutil
+import socket
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -998,6 +1000,110 @@ def test_two_writers_one_run_directory(mode: str, world: dict[str, Path], tmp_pa
             outcomes.add("busy" if "in use" in refusal else "not-empty")
         else:
             assert mode == "resume" and codes == [0, 0], texts  # the second found the run complete
-            assert "already_complete\": true" in texts, texts
+            assert 'already_complete": true' in texts, texts
             outcomes.add("complete")
     assert outcomes, "no try ran"
+
+
+# ----------------------------------------------------------------------------- network reads (metrics endpoints)
+
+
+class _Server:
+    """A loopback TCP server answering each connection with ``answer(conn, request)`` in a thread."""
+
+    def __init__(self, answer: Callable[[socket.socket, bytes], None]) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[bytes] = []
+        self.answer = answer
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                req = b""
+                while b"\r\n\r\n" not in req:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    req += chunk
+                self.requests.append(req)
+                try:
+                    self.answer(conn, req)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+EXPOSITION = b"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n"
+
+
+def _ok(conn: socket.socket, req: bytes) -> None:
+    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(EXPOSITION), EXPOSITION))
+
+
+def test_credentials_never_follow_a_redirect_to_another_origin() -> None:
+    from kbench.kafka import metrics
+
+    other = _Server(_ok)
+    first = _Server(
+        lambda c, r: c.sendall(
+            b"HTTP/1.0 302 Found\r\nLocation: http://127.0.0.1:%d/metrics\r\nContent-Length: 0\r\n\r\n" % other.port
+        )
+    )
+    try:
+        got = metrics.scrape(f"http://admin:KbSeCrEt31q@127.0.0.1:{first.port}/metrics", timeout=10)
+        assert got.cpu_s == 1.5  # the redirect was followed ...
+        assert b"authorization" in first.requests[0].lower()  # ... the credentials went to their origin ...
+        assert b"authorization" not in other.requests[0].lower(), other.requests[0]  # ... and nowhere else
+    finally:
+        first.close()
+        other.close()
+
+
+def test_a_slow_metrics_server_ends_at_the_deadline() -> None:
+    """Headers, then one byte a second: the read ends at the overall deadline, which the error states."""
+    import time
+
+    from kbench.kafka import metrics
+
+    def trickle(conn: socket.socket, req: bytes) -> None:
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        for _ in range(60):
+            conn.sendall(b"#")
+            time.sleep(1)
+
+    def trickle_headers(conn: socket.socket, req: bytes) -> None:
+        for b in b"HTTP/1.0 200 OK\r\nX-Slow: " + b"a" * 100:
+            conn.sendall(bytes([b]))
+            time.sleep(1)
+
+    for answer in (trickle, trickle_headers):
+        s = _Server(answer)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(metrics.MetricsError, match=r"within the 2 s deadline"):
+                metrics.scrape(f"http://127.0.0.1:{s.port}/metrics", timeout=2)
+            assert time.monotonic() - t0 < 4
+        finally:
+            s.close()
+
+
+def test_a_reason_phrase_is_printed_without_control_characters_and_short() -> None:
+    from kbench.kafka import metrics
+
+    reason = b"\x1b[31mred\x1b]0;title\x07" + b"x" * 5000
+    s = _Server(lambda c, r: c.sendall(b"HTTP/1.0 500 " + reason + b"\r\nContent-Length: 0\r\n\r\n"))
+    try:
+        with pytest.raises(metrics.MetricsError) as ei:
+            metrics.scrape(f"http://127.0.0.1:{s.port}/metrics", timeout=5)
+        msg = str(ei.value)
+        assert "HTTP 500" in msg and "\x1b" not in msg and "\x07" not in msg and len(msg) < 400, msg
+    finally:
+        s.close()

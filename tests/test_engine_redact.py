@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kbench.engine.redact import REDACTED, Scrubber, is_secret_property, redact, redact_argv
 
 
@@ -37,9 +39,40 @@ def test_redact_nested_and_argv() -> None:
 
 
 def test_scrubber_removes_values_from_text() -> None:
-    s = Scrubber.of({"sasl.password": "pw-123", "sasl.username": "bobby"})
-    assert s("auth failed for bobby with pw-123") == f"auth failed for {REDACTED} with {REDACTED}"
-    assert s.deep({"msg": "pw-123", "sasl.password": "pw-123"}) == {"msg": REDACTED, "sasl.password": REDACTED}
+    s = Scrubber.of({"sasl.password": "pw-123456", "sasl.username": "bobby-the-user"})
+    assert s("auth failed for bobby-the-user with pw-123456") == f"auth failed for {REDACTED} with {REDACTED}"
+    assert s.deep({"msg": "pw-123456", "sasl.password": "pw-123456"}) == {"msg": REDACTED, "sasl.password": REDACTED}
+
+
+def test_short_password_is_redacted_as_a_value_never_as_a_word_of_other_text() -> None:
+    """``sasl.password = "json"``: redacted under its key, after ``sasl.password=`` and in a URL,
+    but the corpus named json stays json (issue 32)."""
+    s = Scrubber.of({"sasl.password": "json"})
+    assert s.deep({"sasl.password": "json", "corpus": "json"}) == {"sasl.password": REDACTED, "corpus": "json"}
+    assert s("builtin:json:seed=1") == "builtin:json:seed=1"
+    assert s("config sasl.password=json refused") == f"config sasl.password={REDACTED} refused"
+    assert s('{"sasl.password": "json"}') == f'{{"sasl.password": "{REDACTED}"}}'
+    assert s("http://u:json@h:1/m") == f"http://{REDACTED}@h:1/m"
+    long = Scrubber.of({"sasl.password": "hunter2-json"})
+    assert long("corpus hunter2-jsonl stays, hunter2-json goes") == f"corpus hunter2-jsonl stays, {REDACTED} goes"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("SASL_SSL://user:PW1@127.0.0.1:9", f"SASL_SSL://{REDACTED}@127.0.0.1:9"),
+        ("--bootstrap user:PW1@host:9", f"--bootstrap {REDACTED}@host:9"),
+        ("a:9,user:PW1@b:9", f"a:9,{REDACTED}@b:9"),
+        ("http://admin:PW1@127.0.0.1:7/metrics", f"http://{REDACTED}@127.0.0.1:7/metrics"),
+        ('"user:PW1@h:9"', f'"{REDACTED}@h:9"'),
+    ],
+)
+def test_userinfo_is_a_secret_in_every_address_form(text: str, shown: str) -> None:
+    assert redact(text) == shown
+    assert (
+        Scrubber.of({"transport": {"bootstrap": text}})(f"cannot reach {text}: refused")
+        == f"cannot reach {shown}: refused"
+    )
 
 
 def test_url_credentials_are_redacted_in_configs_command_lines_and_text() -> None:

@@ -15,7 +15,8 @@
  * A secret's value is replaced by KB_REDACTED wherever it is shown; inside
  * free text (error messages, command lines) it is replaced only when the
  * whole value appears and is at least KB_SECRET_MIN_SCRUB bytes long, so a
- * one-character secret cannot blank every matching character of a text.
+ * short secret ("json") cannot blank every matching word of a text; shorter
+ * values are redacted as values of their keys and of URLs only.
  */
 #ifndef KBENCH_SECRET_H
 #define KBENCH_SECRET_H
@@ -23,7 +24,7 @@
 #include <stddef.h>
 
 #define KB_REDACTED "<redacted>"
-#define KB_SECRET_MIN_SCRUB 4
+#define KB_SECRET_MIN_SCRUB 8
 
 /** Exact property names that are secret (NULL-terminated); see the rule above. */
 extern const char *const kb_secret_names[];

@@ -144,10 +144,35 @@ static int push_row(kb_seg_batch **rows, size_t *n, size_t *cap) {
 
 #define SCAN_CHUNK (8u << 20)
 
+/* A row for a batch whose declared size is over KB_SEG_MAX_BATCH: never read.  Wholly present,
+ * it is skipped (corrupt, the scan goes on after it); running past the end, it is the partial
+ * trailing batch.  Returns 1 when the scan continues after it. */
+static int oversize_row(const uint8_t *p, uint64_t at, uint64_t need, uint64_t fsize, kb_seg_batch *o) {
+    uint64_t present = fsize > at ? fsize - at : 0;
+    row_reset(o, at);
+    o->base_offset = (int64_t)kb_rd64(p);
+    o->magic = (int8_t)p[16];
+    if (need > present) {
+        o->size = present;
+        o->status = KB_SEG_TRUNCATED;
+        snprintf(o->msg, sizeof(o->msg), "partial batch at position %llu: %llu bytes declared, %llu present",
+                 (unsigned long long)at, (unsigned long long)need, (unsigned long long)present);
+        return 0;
+    }
+    o->size = need;
+    o->status = KB_SEG_CORRUPT;
+    snprintf(o->msg, sizeof(o->msg),
+             "batch at position %llu declares %llu bytes, over the %u MiB a batch may have here; skipped unread",
+             (unsigned long long)at, (unsigned long long)need, (unsigned)(KB_SEG_MAX_BATCH >> 20));
+    return 1;
+}
+
 int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int decompress, size_t max_uncompressed,
-                     kb_seg_batch **rows, size_t *nrows, kb_error *e) {
+                     uint64_t start, size_t max_rows, kb_seg_batch **rows, size_t *nrows, uint64_t *next,
+                     kb_error *e) {
     *rows = NULL;
     *nrows = 0;
+    *next = UINT64_MAX;
     size_t cap_rows = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -164,20 +189,47 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
     size_t cap = SCAN_CHUNK;
     uint8_t *buf = malloc(cap);
     kb_buf scratch = {0};
-    uint64_t base = 0; /* file position of buf[0] */
+    uint64_t base = start; /* file position of buf[0] */
     size_t filled = 0, pos = 0;
-    int eof = 0, rc = -1;
+    int eof = start >= fsize, rc = -1;
     if (!buf) {
         kb_error_set(e, KB_ENOMEM, -1, "out of memory");
         goto done;
     }
+    if (start > 0 && lseek(fd, (off_t)start, SEEK_SET) < 0) {
+        kb_error_set(e, KB_EIO, -1, "seek %s: %s", path, strerror(errno));
+        goto done;
+    }
     for (;;) {
+        if (max_rows && *nrows >= max_rows) {
+            *next = base + pos; /* the caller continues here */
+            break;
+        }
         /* make sure the next batch is wholly in the buffer, or we are at EOF */
         size_t left = filled - pos;
         size_t need = HEADER_SIZE_UP_TO_MAGIC;
         if (left >= HEADER_SIZE_UP_TO_MAGIC) {
             int32_t sz = (int32_t)kb_rd32(buf + pos + 8);
             need = sz >= RECORD_OVERHEAD_V0 ? (size_t)sz + KB_LOG_OVERHEAD : HEADER_SIZE_UP_TO_MAGIC;
+            if (need > KB_SEG_MAX_BATCH) { /* checked against the bound and the file before any of it is read */
+                if (push_row(rows, nrows, &cap_rows) < 0) {
+                    kb_error_set(e, KB_ENOMEM, -1, "out of memory");
+                    goto done;
+                }
+                uint64_t at = base + pos;
+                int more = oversize_row(buf + pos, at, need, fsize, &(*rows)[*nrows]);
+                (*nrows)++;
+                if (!more)
+                    break;
+                base = at + need;
+                pos = filled = 0;
+                eof = base >= fsize;
+                if (lseek(fd, (off_t)base, SEEK_SET) < 0) {
+                    kb_error_set(e, KB_EIO, -1, "seek %s: %s", path, strerror(errno));
+                    goto done;
+                }
+                continue;
+            }
         }
         if (left < need && !eof) {
             memmove(buf, buf + pos, left);
@@ -220,15 +272,22 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
         kb_seg_reader r;
         kb_seg_reader_init(&r, buf + pos, left);
         r.base = base + pos;
-        /* consume every batch wholly present, then refill */
+        /* consume every batch wholly present (up to max_rows), then refill */
         for (;;) {
             size_t l2 = r.n - r.pos;
+            if (max_rows && *nrows >= max_rows)
+                break;
             if (!eof) {
                 if (l2 < HEADER_SIZE_UP_TO_MAGIC)
                     break;
                 int32_t sz = (int32_t)kb_rd32(r.buf + r.pos + 8);
                 if (sz >= RECORD_OVERHEAD_V0 && (size_t)sz + KB_LOG_OVERHEAD > l2)
                     break;
+            }
+            if (l2 >= HEADER_SIZE_UP_TO_MAGIC) {
+                int32_t sz = (int32_t)kb_rd32(r.buf + r.pos + 8);
+                if (sz >= RECORD_OVERHEAD_V0 && (size_t)sz + KB_LOG_OVERHEAD > KB_SEG_MAX_BATCH)
+                    break; /* the outer loop's bound */
             }
             if (push_row(rows, nrows, &cap_rows) < 0) {
                 kb_error_set(e, KB_ENOMEM, -1, "out of memory");
@@ -243,7 +302,7 @@ int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int de
         pos += r.pos;
         if (r.done || (eof && pos >= filled))
             break;
-        if (r.pos == 0 && eof)
+        if (r.pos == 0 && eof && !(max_rows && *nrows >= max_rows))
             break;
     }
     rc = 0;

@@ -26,6 +26,9 @@ typedef enum {
 
 extern const char *const kb_seg_status_names[];
 
+/** Largest batch a scan reads (bytes); Kafka's message.max.bytes defaults to 1 MiB. */
+#define KB_SEG_MAX_BATCH (128u << 20)
+
 typedef struct {
     uint64_t position;
     int64_t base_offset, last_offset;
@@ -77,12 +80,17 @@ int kb_seg_writer_open(kb_seg_writer *w, const char *path, int64_t base_offset, 
  */
 int kb_seg_writer_append(kb_seg_writer *w, uint8_t *batch, size_t n, uint64_t *position, kb_error *e);
 /**
- * Scan a whole .log file with buffered reads (no mmap page faults), one row per
- * batch into *rows (malloc'd, *nrows of them).  0, or -1 with e set when the
- * file cannot be read (rows describe the content, never fail on it).
+ * Scan a .log file with buffered reads (no mmap page faults) from file position
+ * start, one row per batch into *rows (malloc'd, *nrows of them), at most
+ * max_rows rows (0: no limit).  *next is where to continue (UINT64_MAX: the
+ * scan reached the end).  Memory is bounded by max_rows rows and the largest
+ * batch read, at most KB_SEG_MAX_BATCH: a batch declaring more is checked
+ * against the file size and reported without being read.  0, or -1 with e set
+ * when the file cannot be read (rows describe the content, never fail on it).
  */
 int kb_seg_scan_file(const char *path, kb_codec_ctx *ctx, int verify_crc, int decompress, size_t max_uncompressed,
-                     kb_seg_batch **rows, size_t *nrows, kb_error *e);
+                     uint64_t start, size_t max_rows, kb_seg_batch **rows, size_t *nrows, uint64_t *next,
+                     kb_error *e);
 
 /** Flush and close; 0 or -1 with e set. */
 int kb_seg_writer_close(kb_seg_writer *w, kb_error *e);

@@ -377,21 +377,25 @@ static PyObject *rows_to_list(const kb_seg_batch *rows, size_t n) {
 }
 
 PyDoc_STRVAR(segment_scan_file_doc,
-             "segment_scan_file(path, decompress=True, verify_crc=True, max_uncompressed=256MiB) -> list[tuple]\n\n"
-             "segment_scan over a file read in 8 MiB chunks (no mmap page faults); rows as segment_scan.");
+             "segment_scan_file(path, decompress=True, verify_crc=True, max_uncompressed=256MiB, start=0, max_rows=0)\n"
+             "-> (list[tuple], next)\n\n"
+             "segment_scan over a file read in 8 MiB chunks (no mmap page faults) from file position start, at most\n"
+             "max_rows rows (0: all); rows as segment_scan; next is where to continue, None at the end.");
 
 static PyObject *py_segment_scan_file(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"path", "decompress", "verify_crc", "max_uncompressed", NULL};
+    static char *kwlist[] = {"path", "decompress", "verify_crc", "max_uncompressed", "start", "max_rows", NULL};
     PyObject *pathobj;
     int decompress = 1, verify = 1;
-    Py_ssize_t maxu = 256 << 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ppn:segment_scan_file", kwlist, PyUnicode_FSConverter, &pathobj,
-                                     &decompress, &verify, &maxu))
+    Py_ssize_t maxu = 256 << 20, max_rows = 0;
+    unsigned long long start = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ppnKn:segment_scan_file", kwlist, PyUnicode_FSConverter, &pathobj,
+                                     &decompress, &verify, &maxu, &start, &max_rows))
         return NULL;
-    PyObject *list = NULL;
+    PyObject *list = NULL, *result = NULL;
     kb_seg_batch *rows = NULL;
     size_t n = 0;
+    uint64_t next = UINT64_MAX;
     kb_error e = KB_ERROR_INIT;
     int rc = -1;
     kb_codec_ctx *ctx = kb_codec_ctx_new();
@@ -401,18 +405,27 @@ static PyObject *py_segment_scan_file(PyObject *self, PyObject *args, PyObject *
     }
     const char *path = PyBytes_AS_STRING(pathobj);
     Py_BEGIN_ALLOW_THREADS
-    rc = kb_seg_scan_file(path, ctx, verify, decompress, (size_t)(maxu < 0 ? 0 : maxu), &rows, &n, &e);
+    rc = kb_seg_scan_file(path, ctx, verify, decompress, (size_t)(maxu < 0 ? 0 : maxu), (uint64_t)start,
+                          (size_t)(max_rows < 0 ? 0 : max_rows), &rows, &n, &next, &e);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         kb_py_raise(PyExc_OSError, &e);
         goto done;
     }
     list = rows_to_list(rows, n);
+    if (list) {
+        if (next == UINT64_MAX)
+            result = Py_BuildValue("(NO)", list, Py_None);
+        else
+            result = Py_BuildValue("(NK)", list, (unsigned long long)next);
+        list = NULL;
+    }
 done:
+    Py_XDECREF(list);
     free(rows);
     kb_codec_ctx_free(ctx);
     Py_DECREF(pathobj);
-    return list;
+    return result;
 }
 
 typedef struct {

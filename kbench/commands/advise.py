@@ -29,9 +29,10 @@ from typing import Any
 from kbench.commands.args import SIZE_HELP, add_corpus, add_json, add_list, add_output, sizes
 from kbench.install import pip_install
 from kbench.kafka import clients
+from kbench.kafka.address import check_bootstrap
 from kbench.kafka.drivers import client_level_range
 from kbench.model import advise as adv
-from kbench.model import advise_matrix
+from kbench.model import advise_matrix, limits
 from kbench.model.paths import check_output_file
 
 NAME = "advise"
@@ -124,7 +125,9 @@ def _lingers(items: list[str] | None) -> list[float]:
     out = []
     for t in items:
         try:
-            out.append(float(t))
+            out.append(float(limits.check("--linger-ms", float(t), "linger_ms")))
+        except limits.LimitError:
+            raise
         except ValueError:
             raise adv.CostError(
                 f"--linger-ms: '{t}' is not a number of milliseconds; write e.g. --linger-ms 0,5,20"
@@ -166,6 +169,10 @@ def main(args: argparse.Namespace) -> int:
         p99_budget_ms=args.p99_budget_ms,
     )
     work.validate()
+    limits.check("--top", args.top, "rows")
+    limits.check("--seed", args.seed, "seed")
+    if args.bootstrap is not None:
+        check_bootstrap("--bootstrap", args.bootstrap)
     if not (0 <= args.cost_tolerance <= 100):
         raise adv.CostError(f"--cost-tolerance: {args.cost_tolerance:g} is out of range; give 0 to 100 (percent)")
     prices = adv.load_prices(args.costs)

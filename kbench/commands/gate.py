@@ -12,7 +12,8 @@ from kbench.engine import plan as plan_mod
 from kbench.engine.machine import java_version, librdkafka_version
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
-from kbench.kafka import procstat
+from kbench.kafka import metrics, procstat
+from kbench.kafka.address import check_bootstrap
 from kbench.model import limits
 
 
@@ -30,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     limits.check("--sample-s", args.sample_s, "gate_sample_s")
+    if args.bootstrap is not None:
+        check_bootstrap("--bootstrap", args.bootstrap)
+    metrics.parse_urls(args.broker_metrics or ())  # before anything connects
     kind = "bootstrap" if args.bootstrap else "local"
     ctx = gate_mod.GateContext(transport_kind=kind, disk_paths=[Path(args.dir)], sample_s=args.sample_s)
     ctx.steal_source = procstat.injected_steal()  # tests only: a steal figure instead of /proc/stat

@@ -13,11 +13,13 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import IO
 
 from kbench.commands.args import add_csv, add_json, add_output, emit_json, output_file, ready
 from kbench.model import segment
-from kbench.model.paths import atomic_write
+from kbench.model.csvcell import safe_row
+from kbench.model.paths import atomic_stream
+from kbench.model.text import terminal_safe
 
 NAME = "inspect"
 
@@ -51,20 +53,80 @@ def _shown(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "replace")
 
 
+def _row_line(r: segment.BatchRow) -> str:
+    ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+    unc = str(r.uncompressed_bytes) if r.uncompressed_bytes is not None else "-"
+    crc = "-" if r.crc_valid is None else ("ok" if r.crc_valid else "BAD")
+    name = terminal_safe(_shown(Path(r.file).parent.name + "/" + Path(r.file).name[-12:]))
+    status = r.status if r.status == "ok" else f"{r.status.upper()}: {r.message}"
+    return (
+        f"{name:<28} {r.position:>10} {r.base_offset:>11} {r.records:>7} {r.stored_bytes:>8} "
+        f"{r.codec or '?':<6} {unc:>8} {ratio:>6} {crc:<5} {status}"
+    )
+
+
+def _scan(
+    args: argparse.Namespace, files: list[Path], sink: IO[bytes] | None, keep: list[dict[str, object]] | None
+) -> segment.Summary:
+    """Stream every batch of ``files``: printed (text, without --summary-only), written to ``sink``
+    (the CSV), counted; no row is kept unless ``keep`` asks for them (``--json`` with the batches),
+    so memory does not grow with the number of batches."""
+    summ = segment.Summarizer()
+    writer = None
+    text = None
+    if sink is not None:
+        # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
+        text = io.TextIOWrapper(sink, encoding="utf-8", errors="surrogateescape", newline="")
+        writer = csv.DictWriter(text, fieldnames=list(segment.BatchRow.CSV_FIELDS))
+        writer.writeheader()
+    show = not args.summary_only and not args.json
+    if show:
+        print(
+            f"{'file':<28} {'position':>10} {'baseOffset':>11} {'records':>7} {'stored':>8} {'codec':<6} "
+            f"{'uncompr':>8} {'ratio':>6} {'crc':<5} status"
+        )
+    for f in files:
+        for r in segment.iter_file(f, decompress=not args.no_decompress):
+            summ.add(r)
+            if show:
+                print(_row_line(r))
+            if writer is not None:
+                writer.writerow(safe_row(r.csv_row()))
+            if keep is not None:
+                keep.append(_shown_row(r.csv_row()))
+    if text is not None:
+        text.flush()
+        text.detach()
+    return summ.summary()
+
+
+class _Empty(Exception):
+    """No batch at all: the CSV is not written."""
+
+
 def main(args: argparse.Namespace) -> int:
     out = output_file(args, "batches.csv", "--csv")
+    keep: list[dict[str, object]] | None = [] if args.json and not args.summary_only else None
     try:
         files = segment.log_files(args.paths)
-        rows = [r for f in files for r in segment.scan_file(f, decompress=not args.no_decompress)]
+        if out is not None:
+            with atomic_stream(ready(out[1])) as sink:
+                s = _scan(args, files, sink, keep)
+                if not s.batches and not s.problems:
+                    raise _Empty
+        else:
+            s = _scan(args, files, None, keep)
     except segment.SegmentError as e:
-        raise ValueError(_shown(str(e))) from None
-    if not rows:
-        names = ", ".join(_shown(str(f)) for f in files)
+        raise ValueError(terminal_safe(_shown(str(e)), 1000)) from None
+    except _Empty:
+        s = segment.summarize([])
+    if not s.batches and not s.problems:
+        names = ", ".join(terminal_safe(_shown(str(f))) for f in files)
         print(f"kbench: no batches in {names} (empty segment); nothing to inspect", file=sys.stderr)
         return 1
-    s = segment.summarize(rows)
     if args.json:
-        _write(out, rows, sys.stderr)
+        if out is not None:
+            print(f"wrote {_shown(str(out[1]))}", file=sys.stderr)
         emit_json(
             {
                 "files": [_shown(str(f)) for f in files],
@@ -78,26 +140,11 @@ def main(args: argparse.Namespace) -> int:
                     "codecs": dict(s.codecs),
                     "problems": dict(s.problems),
                 },
-                "batches": None if args.summary_only else [_shown_row(r.csv_row()) for r in rows],
+                "batches": keep,
                 "csv": None if out is None else _shown(str(out[1])),
             }
         )
         return 1 if s.problems else 0
-    if not args.summary_only:
-        print(
-            f"{'file':<28} {'position':>10} {'baseOffset':>11} {'records':>7} {'stored':>8} {'codec':<6} "
-            f"{'uncompr':>8} {'ratio':>6} {'crc':<5} status"
-        )
-        for r in rows:
-            ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
-            unc = str(r.uncompressed_bytes) if r.uncompressed_bytes is not None else "-"
-            crc = "-" if r.crc_valid is None else ("ok" if r.crc_valid else "BAD")
-            name = _shown(Path(r.file).parent.name + "/" + Path(r.file).name[-12:])
-            status = r.status if r.status == "ok" else f"{r.status.upper()}: {r.message}"
-            print(
-                f"{name:<28} {r.position:>10} {r.base_offset:>11} {r.records:>7} {r.stored_bytes:>8} "
-                f"{r.codec or '?':<6} {unc:>8} {ratio:>6} {crc:<5} {status}"
-            )
     if s.ratio is not None:
         ratio = f"{s.ratio:.3f}"
     elif args.no_decompress:
@@ -114,21 +161,10 @@ def main(args: argparse.Namespace) -> int:
     print(f"  codecs: {', '.join(f'{k} {v}' for k, v in sorted(s.codecs.items())) or 'none'}")
     if s.problems:
         print(f"  problems: {', '.join(f'{k} {v}' for k, v in sorted(s.problems.items()))}")
-    _write(out, rows, sys.stdout)
+    if out is not None:
+        print(f"wrote {terminal_safe(_shown(str(out[1])), 1000)}")
     return 1 if s.problems else 0
 
 
 def _shown_row(row: dict[str, object]) -> dict[str, object]:
     return {k: _shown(v) if isinstance(v, str) else v for k, v in row.items()}
-
-
-def _write(out: tuple[str, Path] | None, rows: list[segment.BatchRow], status: TextIO) -> None:
-    if out is None:
-        return
-    buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=list(segment.BatchRow.CSV_FIELDS))
-    w.writeheader()
-    w.writerows(r.csv_row() for r in rows)
-    # surrogateescape: a file name that is not UTF-8 is written back as its own bytes
-    atomic_write(ready(out[1]), buf.getvalue().encode("utf-8", "surrogateescape"))
-    print(f"wrote {_shown(str(out[1]))}", file=status)

@@ -26,6 +26,7 @@ from kbench.commands.args import (
 )
 from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
+from kbench.kafka.address import check_bootstrap
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import (
     DEFAULT_HEADER_SAMPLE,
@@ -278,7 +279,10 @@ def _check_bounds(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_bounds(args)
     try:
-        bs = args.bootstrap or read_state(args.cluster_dir or default_dir()).bootstrap_servers
+        if args.bootstrap is not None:
+            bs = check_bootstrap("--bootstrap", args.bootstrap)
+        else:
+            bs = read_state(args.cluster_dir or default_dir()).bootstrap_servers
     except ClusterError as e:
         print(f"kbench: error: {e}; or give --bootstrap", file=sys.stderr)
         return 2

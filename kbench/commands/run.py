@@ -26,13 +26,13 @@ from kbench.commands.args import add_client_props, add_json, add_list
 from kbench.commands.live_run import LiveRun
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
-from kbench.engine import runlock
-from kbench.engine import topology
+from kbench.engine import runlock, signals, topology
 from kbench.engine.redact import Scrubber
 from kbench.engine.runner import GateRefused, RunOptions, execute, short_cells, tables
 from kbench.engine.transports import make
 from kbench.engine.transports.base import TransportError
 from kbench.kafka import clients, metrics, procstat
+from kbench.kafka.address import check_bootstrap
 from kbench.model import limits
 
 #: ``kbench run``'s exit status when the run completed but a cell has fewer OK repetitions than its verdict needs.
@@ -136,6 +136,12 @@ def _check_resume_dir(run_dir: Path) -> None:
         raise plan_mod.PlanError(
             f"--resume {run_dir}: no {manifest_mod.MANIFEST} in it; give a run directory made by kbench run"
         )
+    link = next((p for p in [*run_dir.iterdir(), *run_dir.glob("histograms/*")] if p.is_symlink()), None)
+    if link is not None:  # a run appends to its own files only, never through a link to another place
+        raise plan_mod.PlanError(
+            f"--resume {run_dir}: {link.name} is a symbolic link; a run directory's files are its own, "
+            "replace the link by the file it points to"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -164,8 +170,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = dict(prior.get("overrides", {})) if args.resume else {}
     if args.transport:
         overrides["kind"] = args.transport
-    if args.bootstrap:
-        overrides.update(kind="bootstrap", bootstrap=args.bootstrap)
+    if args.bootstrap is not None:
+        overrides.update(kind="bootstrap", bootstrap=check_bootstrap("--bootstrap", args.bootstrap))
     if args.workers:
         overrides["workers"] = args.workers
     if args.broker_pid:
@@ -238,7 +244,8 @@ def _execute(
     made: list[bool] = []
     try:
         try:
-            with runlock.holding(Path(run_dir), new=not args.resume) as created:  # one writer per run directory
+            # one writer per run directory; SIGTERM and SIGHUP stop the run as Ctrl-C does
+            with runlock.holding(Path(run_dir), new=not args.resume) as created, signals.as_interrupt():
                 made.append(created)
                 outcome = execute(opts, transport)
         except BaseException:

@@ -30,6 +30,7 @@ from kbench.model import corpus as corpus_mod
 from kbench.model import limits
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec, batch_codec, parse_spec
+from kbench.model.paths import run_directory_of
 
 NAME = "sim"
 
@@ -87,6 +88,16 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
     if args.segments is not None and args.segments.exists() and not args.segments.is_dir():
         raise ValueError(f"--segments {args.segments}: exists and is not a directory; give a directory")
+    if args.segments is not None and args.segments.is_dir():
+        run = run_directory_of(args.segments / "x")
+        old = next(iter(args.segments.glob("kbench-sim-*")), None) or next(
+            iter(args.segments.glob("run*/kbench-sim-*")), None
+        )
+        if run is not None and old is not None:  # the paths.py rule: a run directory's files are never replaced
+            raise ValueError(
+                f"--segments {args.segments}: inside the run directory {run}, and {old.name} there would be "
+                "replaced; give a new directory"
+            )
 
 
 def _ms(text: str) -> float:

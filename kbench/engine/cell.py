@@ -6,16 +6,62 @@ read cells — transports, the experiments' row rules — do not depend on plan 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kbench.model import codecs
 from kbench.model.codecs import CodecSpec
 
-__all__ = ["Cell", "KEY_POLICY_SPELLINGS"]
+__all__ = ["AXES", "Cell", "KEY_POLICY_SPELLINGS", "MAX_CELLS", "MAX_SWEEP_NAME", "cell_count", "sweep_name_problem"]
 
 KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
+
+#: A sweep's axes: its cells are their product (kbench.engine.plan.expand).
+AXES = (
+    "codec",
+    "corpus",
+    "batch_size",
+    "linger_ms",
+    "partitions",
+    "acks",
+    "rate",
+    "topic_compression",
+    "client",
+    "consumers",
+    "fetch_max_bytes",
+    "max_partition_fetch_bytes",
+    "fetch_min_bytes",
+)
+#: Most cells a plan may have: each is a topic on the brokers, a line of every table and a group
+#: of rows; 10^4 cells of one minute is a week of runs (the plan time limit).
+MAX_CELLS = 10_000
+
+
+#: Longest sweep name: a sweep's name is part of every topic name of its cells
+#: (``kbench-<run id>-<sweep>-<cell>-r<rep>a<attempt>``), and Kafka refuses topic names over 249
+#: characters; kbench's own parts take at most 49 of them.
+MAX_SWEEP_NAME = 200
+_SWEEP_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def sweep_name_problem(name: object) -> str | None:
+    """None when ``name`` can be a sweep's name (a part of Kafka topic names: ASCII letters,
+    digits, ``-``, ``_``; at most :data:`MAX_SWEEP_NAME` characters), else why not."""
+    if not isinstance(name, str):
+        return f'{name!r} is not a string; write e.g. name = "codecs"'
+    if not _SWEEP_NAME.fullmatch(name):
+        return f"{name[:60]!r} must be ASCII letters, digits, - or _ (it is part of Kafka topic names)"
+    if len(name) > MAX_SWEEP_NAME:
+        return f"{len(name)} characters, over {MAX_SWEEP_NAME} (Kafka topic names, which hold it, are at most 249)"
+    return None
+
+
+def cell_count(sweeps: Sequence[Any]) -> int:
+    """How many cells ``sweeps`` expand to, counted without expanding them."""
+    return sum(math.prod(len(getattr(s, a)) for a in AXES) for s in sweeps)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.status import MISSING
+from kbench.model.csvcell import read_cell
 
 __all__ = [
     "DRIFT",
@@ -203,4 +204,4 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     if not rows:
         return []
     header = rows[0]
-    return [dict(zip(header, r, strict=True)) for r in rows[1:] if len(r) == len(header)]
+    return [dict(zip(header, map(read_cell, r), strict=True)) for r in rows[1:] if len(r) == len(header)]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine.redact import Scrubber
+from kbench.model import textfile
 from kbench.model.paths import atomic_write
 
 __all__ = ["MANIFEST", "read", "write"]
@@ -33,9 +34,9 @@ def write(run_dir: Path, data: Mapping[str, Any], scrub: Scrubber) -> Path:
 
 def read(run_dir: Path) -> dict[str, Any]:
     path = run_dir / MANIFEST
-    try:
-        return dict(json.loads(path.read_text()))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} not found; --resume needs a run directory made by kbench run") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON ({e}); the run directory is damaged") from None
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; --resume needs a run directory made by kbench run")
+    try:  # bounded, an object, nested a few levels: anything else is one line
+        return dict(textfile.loads_json(textfile.read_text(path, "manifest"), str(path)))
+    except textfile.TextFileError as e:
+        raise ValueError(f"{e}; the run directory is damaged" if "damaged" not in str(e) else str(e)) from None

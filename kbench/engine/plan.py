@@ -24,15 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from kbench.engine import control, premises
-from kbench.engine.cell import KEY_POLICY_SPELLINGS, Cell
+from kbench.engine.cell import KEY_POLICY_SPELLINGS, MAX_CELLS, Cell, cell_count, sweep_name_problem
 from kbench.engine.judge import rule_from_plan
 from kbench.engine.series import DEFAULT_DRIFT_P99_PCT, DEFAULT_DRIFT_RATE_PCT
 from kbench.experiments import registry
 from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
+from kbench.kafka.address import check_bootstrap
 from kbench.kafka.clients import GO_CLIENTS, cell_refusal, check_properties, client_problem, family
 from kbench.kafka.drivers import DEFAULT_HEADER_SAMPLE, KEY_POLICIES, client_level_range, client_version
+from kbench.kafka.metrics import parse_urls
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
-from kbench.model import codecs, limits
+from kbench.model import codecs, limits, textfile
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import BUILTIN as BUILTIN_CORPORA
 from kbench.model.corpus import DEFAULT_SIZE as DEFAULT_CORPUS_SIZE
@@ -280,16 +282,9 @@ def load(spec: str | Path, base_dir: Path | None = None) -> Plan:
             )
         if why is not None:
             raise PlanError(f"plan {p} {why}; give a .toml file")
-        try:
-            text = p.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise PlanError(f"plan file {p} is not UTF-8 text (byte {e.start}); is it really a .toml plan?") from None
+        text = textfile.read_text(p, "plan")  # bounded; one line for a binary or huge file
         source, base = str(p.resolve()), p.resolve().parent
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise PlanError(f"{source}: not valid TOML ({e}); fix the syntax") from None
-    return parse(data, source=source, base_dir=base_dir or base)
+    return parse(textfile.loads_toml(text, source), source=source, base_dir=base_dir or base)
 
 
 def _unknown(where: str, key: str, known: Mapping[str, str]) -> PlanError:
@@ -315,7 +310,7 @@ def _number(
         raise PlanError(f"{where}: {v!r} is not a number; write a {'whole ' if integer else ''}number")
     if isinstance(v, float) and not math.isfinite(v):
         raise PlanError(f"{where}: {v} is not a finite number; give a finite value")
-    if integer and not float(v).is_integer():
+    if integer and isinstance(v, float) and not v.is_integer():
         raise PlanError(f"{where}: {v!r} must be a whole number")
     if positive and (v < 0 or (v == 0 and not allow_zero)):
         bound = ">= 0" if allow_zero else "> 0"
@@ -411,16 +406,21 @@ MANAGED_CLIENT_KEYS = frozenset(
 
 def check_client(where: str, props: Mapping[str, Any]) -> None:
     """Refuse client properties kbench sets per cell (``where``: "client" or "-X")."""
-    for k in props:
+    for k, v in props.items():
+        if isinstance(v, (list, dict)):
+            raise PlanError(
+                f"{where}.{k}: a {type(v).__name__} is not a client property value; give a string or number"
+            )
         if k in MANAGED_CLIENT_KEYS:
             sep = " " if where == "-X" else "."
             raise PlanError(f"{where}{sep}{k}: kbench sets this per cell; put it in a [[sweep]] axis instead")
 
 
-def _check_name(name: str) -> str:
+def _check_name(name: object) -> str:
     """A plan name becomes a directory under runs/: one path component, no traversal."""
     if (
-        not name
+        not isinstance(name, str)
+        or not name
         or name in (".", "..")
         or "/" in name
         or "\\" in name
@@ -436,7 +436,9 @@ def _check_name(name: str) -> str:
 
 def check_budget(plan: Plan) -> None:
     """Refuse a plan whose planned time exceeds limits.MAX_PLAN_S, or whose fixed-rate cells
-    would send less than one message per repetition."""
+    would send less than one message per repetition; the cells are counted before they are made."""
+    if (n := cell_count(plan.sweeps)) > MAX_CELLS:
+        raise PlanError(f"plan: {n} cells, above the limit of {MAX_CELLS} cells; split it or shorten its sweeps")
     cells = expand(plan)
     for c in cells:
         if isinstance(c.rate, float) and c.rate * plan.duration_s < 1:
@@ -528,9 +530,9 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     if not isinstance(tbl, dict):
         raise PlanError(f"sweep[{i}]: must be a [[sweep]] table")
     _check_keys(w, tbl, SWEEP_KEYS)
-    name = str(tbl.get("name", f"s{i}"))
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise PlanError(f"{w}name: '{name}' must be letters, digits, - or _")
+    name = tbl.get("name", f"s{i}")
+    if (why := sweep_name_problem(name)) is not None:
+        raise PlanError(f"{w}name: {why}")
     exps = [str(e).upper() for e in _as_list(tbl.get("experiments", []))]
     if not exps:
         raise PlanError(f'{w}experiments: missing; list what the sweep feeds, e.g. experiments = ["A", "C"]')
@@ -612,7 +614,7 @@ def _sweep(i: int, tbl: Mapping[str, Any], corpora: dict[str, CorpusDef], base_d
     }
     if any(v < 1000 for v in catch["fetch_max_bytes"]):
         raise PlanError(f"{w}fetch_max_bytes: must be >= 1000 (librdkafka's smallest message.max.bytes)")
-    backlog = int(_number(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), integer=True, allow_zero=True))
+    backlog = int(_bounded(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), "backlog_bytes"))
     if not backlog and any(k in tbl for k in catch):
         raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
     if backlog and not {family(c) for c in clients} <= set(GROUP_CLIENTS):
@@ -711,7 +713,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     max_steal = float(_number("max_steal_pct", data.get("max_steal_pct", STEAL_LIMIT_PCT)))
     if max_steal > 100:
         raise PlanError(f"max_steal_pct: {max_steal} must be in (0, 100]; the method's default is 1")
-    retries = int(_number("retries", data.get("retries", reps), integer=True, allow_zero=True))
+    retries = int(_bounded("retries", data.get("retries", reps), "retries"))
     sat_bound = float(_number("saturation_bound_ms", data.get("saturation_bound_ms", DEFAULT_SATURATION_BOUND_MS)))
     if sat_bound > MAX_SATURATION_BOUND_MS:
         raise PlanError(
@@ -748,8 +750,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     kind = str(t.get("kind", "bootstrap" if "bootstrap" in t else "local"))
     if kind not in TRANSPORT_KINDS:
         raise PlanError(f"transport.kind: unknown transport '{kind}'; use one of {', '.join(TRANSPORT_KINDS)}")
-    if kind == "bootstrap" and not t.get("bootstrap"):
-        raise PlanError('transport.bootstrap: missing; give bootstrap = "host:port" or use kind = "local"')
+    if kind == "bootstrap":
+        check_bootstrap("transport.bootstrap", t.get("bootstrap"))
     brokers = int(_bounded("transport.brokers", t.get("brokers", 1), "brokers"))
     rf = int(_bounded("transport.replication_factor", t.get("replication_factor", 1), "replication_factor"))
     if kind in ("local", "testbed") and rf > brokers:
@@ -765,6 +767,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             )
     pids = tuple(int(_bounded("transport.broker_pids", p, "pid")) for p in _as_list(t.get("broker_pids", [])))
     endpoints = tuple(str(u) for u in _as_list(t.get("broker_metrics", [])))
+    parse_urls(endpoints)  # a URL that is not http(s) with a host and a port: refused at load
     bver = t.get("broker_version")
     workers = t.get("workers")
     if workers is not None and (not isinstance(workers, str) or not workers):
@@ -860,7 +863,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             "add one or give messages/s"
         )
     plan = Plan(
-        name=_check_name(str(data.get("name", Path(source).stem))),
+        name=_check_name(data.get("name", Path(source).stem)),
         description=str(data.get("description", "")),
         repetitions=reps,
         warmup=warmup,

@@ -3,8 +3,9 @@
 Which keys are secret is decided by the one secret rule, :func:`kbench.kafka.secret.is_secret_property`
 (defined in C and shared with the librdkafka config path); the value of a secret key is replaced by
 :data:`REDACTED`.  :class:`Scrubber` also removes the secret *values* from any text (error messages,
-logs, the saved command line) in case a library echoes them: only where the whole value appears, and
-only for values of at least :data:`~kbench.kafka.secret.MIN_SCRUB_LEN` characters.
+logs, the saved command line) in case a library echoes them: as the value of its key
+(``sasl.password=v``) or of a URL at any length, elsewhere only as a whole word of at least
+:data:`~kbench.kafka.secret.MIN_SCRUB_LEN` characters.
 
 Credentials in URLs (``--broker-metrics http://user:pw@host:port/metrics``, a plan's
 ``[transport] broker_metrics``, a URL quoted in a log line) are the same kind of secret, by the one
@@ -16,6 +17,7 @@ scrubbed from free text like the values of secret properties.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -96,9 +98,23 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
     return out
 
 
+#: ``key=value`` and ``"key": "value"`` in free text (a library echoing its config, a JSON text):
+#: the value is redacted when the key is secret, whatever the value's length.
+_KEY_VALUE = re.compile(r"(?P<key>[A-Za-z0-9_.\-]+)(?P<sep>=|\"\s*:\s*\")(?P<value>[^\s\"',;&]+)")
+
+
+def _redact_key_values(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        return f"{m['key']}{m['sep']}{REDACTED}" if is_secret_property(m["key"]) else m[0]
+
+    return _KEY_VALUE.sub(one, text) if "=" in text or '":' in text else text
+
+
 @dataclass(frozen=True)
 class Scrubber:
-    """Removes known secret values (of at least ``MIN_SCRUB_LEN`` characters) from text."""
+    """Removes known secret values from text: as values of their keys and of URLs always, and as
+    whole words elsewhere when at least ``MIN_SCRUB_LEN`` characters long (never as a substring
+    of an unrelated word: a password ``json`` leaves the corpus ``json`` alone)."""
 
     values: frozenset[str] = frozenset()
 
@@ -112,9 +128,10 @@ class Scrubber:
         return cls(frozenset(v for v in forms if len(v) >= MIN_SCRUB_LEN))
 
     def __call__(self, text: str) -> str:
-        text = redact_url_credentials(text)
+        text = _redact_key_values(redact_url_credentials(text))
         for v in sorted(self.values, key=len, reverse=True):
-            text = text.replace(v, REDACTED)
+            if v in text:
+                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(v)}(?![A-Za-z0-9])", REDACTED, text)
         return text
 
     def deep(self, obj: Any) -> Any:

@@ -38,7 +38,20 @@ def is_empty(run_dir: Path) -> bool:
 
 
 def _holder(path: Path) -> str:
+    """Who holds ``path``'s lock: the pid the kernel lists for it in /proc/locks (the holder may
+    not have written its pid into the file yet), else the pid in the file."""
     try:
+        ino = os.stat(path).st_ino
+        with open("/proc/locks") as f:
+            for line in f:
+                parts = line.split()
+                if (
+                    "FLOCK" in parts
+                    and "->" not in parts
+                    and len(parts) > 5
+                    and parts[5].rsplit(":", 1)[-1] == str(ino)
+                ):
+                    return f"kbench pid {parts[4]}"
         text = path.read_text(errors="replace")[:32].strip()
     except OSError:
         return "another process"
@@ -63,8 +76,11 @@ def _acquire(run_dir: Path, flag: str) -> int:
         except FileNotFoundError:
             same = False
         if same:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            try:  # the holder's pid, for the refusal of a second writer (a full disk leaves it out)
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+            except OSError:
+                pass
             return fd
         os.close(fd)  # the holder removed the file after we opened it: take the new one
     raise RunDirBusy(f"{flag} {run_dir}: its lock keeps changing hands; try again")

@@ -24,6 +24,7 @@ from typing import Any
 from kbench.engine import series
 from kbench.engine.csvio import format_value, read_rows
 from kbench.experiments import registry
+from kbench.model.csvcell import safe_cell
 
 __all__ = [
     "JOURNAL",
@@ -44,7 +45,9 @@ SERIES = "series.csv"
 
 
 def _fsync_append(path: Path, data: bytes) -> None:
-    with path.open("ab") as f:
+    # O_NOFOLLOW: a run appends to its own files, never through a symbolic link out of its directory
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "ab") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -53,7 +56,9 @@ def _fsync_append(path: Path, data: bytes) -> None:
 def _csv_line(values: Sequence[str]) -> bytes:
     # One row is one line (the crash-safety rules are line-based): no newline inside a field.
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([v.replace("\r", " ").replace("\n", " ") for v in values])
+    csv.writer(buf, lineterminator="\n").writerow(
+        [safe_cell(v.replace("\r", " ").replace("\n", " ")) for v in values]  # formula-looking text quoted
+    )
     return buf.getvalue().encode()
 
 

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import base64
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from kbench.kafka import httpget
+from kbench.kafka.secret import redact_url_credentials
+from kbench.model.text import terminal_safe
 
 __all__ = [
     "BrokerMetrics",
@@ -51,6 +53,10 @@ MAX_SCRAPE_BYTES = 64 << 20
 
 class MetricsError(RuntimeError):
     """An endpoint could not be read or parsed; the message names it (without credentials)."""
+
+
+class MetricsURLError(MetricsError, ValueError):
+    """An endpoint that is not a usable http(s) URL: bad input, refused before anything runs."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,16 @@ def parse_urls(spec: str | Iterable[str]) -> tuple[str, ...]:
             continue
         if "://" not in u:
             u = f"http://{u}"
-        p = urllib.parse.urlsplit(u)
-        if p.scheme not in ("http", "https") or not p.hostname:
-            raise MetricsError(
-                f"broker metrics endpoint '{display_url(raw.strip())}' is not an http(s) URL; give e.g. http://broker-1:7071/metrics"
+        try:
+            p = urllib.parse.urlsplit(u)
+            port_ok = p.port is None or p.port > 0
+        except ValueError:  # "broker-1:metrics": a port that is not a number; a bracket without IPv6
+            p, port_ok = urllib.parse.urlsplit(""), False
+        host_ok = bool(p.hostname) and all(c.isascii() and (c.isalnum() or c in ".-_:[]") for c in p.hostname or "")
+        if p.scheme not in ("http", "https") or not host_ok or not port_ok:
+            raise MetricsURLError(
+                f"broker metrics endpoint '{terminal_safe(redact_url_credentials(raw.strip()))}' is not an http(s) URL "
+                "with a host and a numeric port; give e.g. http://broker-1:7071/metrics"
             )
         if not p.path:
             u = urllib.parse.urlunsplit((p.scheme, p.netloc, "/metrics", p.query, p.fragment))
@@ -185,31 +197,31 @@ def parse(text: str, url: str, at: float | None = None) -> BrokerMetrics:
 
 
 def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> BrokerMetrics:
-    """Read and parse one endpoint; :class:`MetricsError` (one line, no credentials) on failure.
+    """Read and parse one endpoint within ``timeout`` seconds overall (connect, headers and body);
+    :class:`MetricsError` (one line, no credentials) on failure.
 
-    ``http://user:password@host:port/metrics`` sends HTTP basic authentication.
+    ``http://user:password@host:port/metrics`` sends HTTP basic authentication, to that origin
+    only: a redirect to another origin is followed without it (kbench.kafka.httpget).
     """
     p = urllib.parse.urlsplit(url)
     shown = display_url(url)
-    req = urllib.request.Request(display_url(url), headers={"Accept": "text/plain;version=0.0.4"})
+    auth = None
     if p.username is not None:
         cred = f"{urllib.parse.unquote(p.username)}:{urllib.parse.unquote(p.password or '')}"
-        req.add_header("Authorization", "Basic " + base64.b64encode(cred.encode()).decode())
+        auth = "Basic " + base64.b64encode(cred.encode()).decode()
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            body = resp.read(MAX_SCRAPE_BYTES + 1)
-    except urllib.error.HTTPError as e:
-        raise MetricsError(f"broker metrics {shown}: HTTP {e.code} {e.reason}") from None
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
+        resp = httpget.get(shown, {"Accept": "text/plain;version=0.0.4"}, timeout, MAX_SCRAPE_BYTES, auth=auth)
+    except httpget.HttpError as e:
+        if "MiB" in str(e):
+            raise MetricsError(
+                f"broker metrics {shown}: answer over {MAX_SCRAPE_BYTES >> 20} MiB; export fewer MBeans (includeObjectNames)"
+            ) from None
         raise MetricsError(
-            f"broker metrics {shown} unreachable ({reason}); check --broker-metrics and that the exporter listens there"
+            f"broker metrics {shown} unreachable ({e}); check --broker-metrics and that the exporter listens there"
         ) from None
-    if len(body) > MAX_SCRAPE_BYTES:
-        raise MetricsError(
-            f"broker metrics {shown}: answer over {MAX_SCRAPE_BYTES >> 20} MiB; export fewer MBeans (includeObjectNames)"
-        )
-    return parse(body.decode("utf-8", errors="replace"), url)
+    if resp.status != 200:
+        raise MetricsError(f"broker metrics {shown}: HTTP {resp.status} {resp.reason}")
+    return parse(resp.body.decode("utf-8", errors="replace"), url)
 
 
 def scrape_all(urls: Sequence[str], timeout: float = SCRAPE_TIMEOUT_S) -> list[BrokerMetrics | MetricsError]:

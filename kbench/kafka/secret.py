@@ -11,13 +11,15 @@ A property (case-insensitive) is secret when its name contains one of :data:`SEC
 assertion).  Public material (``ssl.certificate.pem``, ``ssl.ca.location``,
 ``ssl.truststore.location``) is not secret.
 
-Credentials in a URL (``http://user:password@host:port/metrics``: everything before the last
-``@`` of the authority, as :func:`urllib.parse.urlsplit` reads it) are secret too, wherever the
-URL appears: :func:`redact_url_credentials` replaces them with :data:`REDACTED` in any text.
+Credentials in a URL (``http://user:password@host:port/metrics``, ``SASL_SSL://user:pw@h:9``:
+everything before the last ``@`` of the authority, as :func:`urllib.parse.urlsplit` reads it) or
+in an address without a scheme (``user:pw@host:9``) are secret too, wherever the string appears:
+:func:`redact_url_credentials` replaces them with :data:`REDACTED` in any text.
 
-Inside free text a secret value is replaced only where the whole value appears and only when
-it has at least :data:`MIN_SCRUB_LEN` characters; shorter values are still redacted under
-their own key, but a one-character secret never blanks every matching character of a text.
+Inside free text a secret value is replaced as the value of its key (``sasl.password=v``,
+``"sasl.password": "v"``) and of a URL, and elsewhere only where it is a whole word of at least
+:data:`MIN_SCRUB_LEN` characters: a password ``json`` never turns every corpus named ``json``
+into ``<redacted>`` (results damaged, and the password revealed by its context).
 """
 
 from __future__ import annotations
@@ -47,27 +49,37 @@ SECRET_WORDS: tuple[str, ...] = _native.SECRET_WORDS
 
 #: A URL's scheme and the user information of its authority: up to the last ``@`` before the
 #: path, query or fragment (the ``@`` a password may hold unencoded is inside it, as urlsplit reads it).
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/?#\"'<>\\]*)@")
+#: Schemes such as ``SASL_SSL://`` (a bootstrap's listener name) count too.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-_]*://)(?P<userinfo>[^\s/?#\"'<>\\]*)@")
+#: The same without a scheme (``user:password@host:9`` as a bootstrap or metrics address): a word
+#: that starts at a boundary, holds ``:`` and ends at its last ``@`` before a host.
+_BARE_USERINFO = re.compile(
+    r"(?:(?<=^)|(?<=[\s,=\"'(\[;]))(?P<userinfo>[^\s/?#\"'<>\\,@:=]+:[^\s/?#\"'<>\\,]*)@(?=[A-Za-z0-9\[])"
+)
 
 
 def redact_url_credentials(text: str) -> str:
-    """``text`` with the credentials of every URL in it replaced: ``http://u:pw@h:1/m`` becomes
-    ``http://<redacted>@h:1/m`` (it shows that credentials were given, not which)."""
-    if "://" not in text:
+    """``text`` with the credentials of every URL or address in it replaced: ``http://u:pw@h:1/m``
+    becomes ``http://<redacted>@h:1/m``, ``u:pw@h:9`` becomes ``<redacted>@h:9`` (it shows that
+    credentials were given, not which)."""
+    if "@" not in text:
         return text
-    return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+    return _BARE_USERINFO.sub(f"{REDACTED}@", text)
 
 
 def url_credentials(text: str) -> set[str]:
-    """The passwords in the URLs of ``text``, as written and percent-decoded (user names are redacted
-    inside their URLs but not scrubbed from other text: a user name such as "admin" is a common word)."""
+    """The passwords in the URLs and addresses of ``text``, as written and percent-decoded (user names
+    are redacted inside their URLs but not scrubbed from other text: a user name such as "admin" is a
+    common word)."""
     out: set[str] = set()
-    if "://" not in text:
+    if "@" not in text:
         return out
-    for m in _URL_USERINFO.finditer(text):
-        password = m["userinfo"].partition(":")[2]
-        if password and password != REDACTED:
-            out |= {password, urllib.parse.unquote(password)}
+    for rx in (_URL_USERINFO, _BARE_USERINFO):
+        for m in rx.finditer(text):
+            password = m["userinfo"].partition(":")[2]
+            if password and password != REDACTED:
+                out |= {password, urllib.parse.unquote(password)}
     return out
 
 

@@ -19,17 +19,17 @@ import math
 import os
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from kbench.model import codecs as codecs_mod
 from kbench.model import corpus as corpus_mod
-from kbench.model import limits
+from kbench.model import limits, textfile
 from kbench.model import simulator as sim
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import Corpus
+from kbench.model.csvcell import safe_row
 from kbench.model.mtable import M_BLOCKS, MTable, measure_m
 from kbench.model.paths import atomic_write
 
@@ -147,6 +147,8 @@ class Prices:
 
 
 PRICE_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Prices) if f.name != "source")
+#: Largest price (or count) a cost file may give: above it, sums of a month's costs lose meaning.
+MAX_PRICE = 1e9
 
 
 def load_prices(path: Path | str | None, **overrides: float) -> Prices:
@@ -155,17 +157,22 @@ def load_prices(path: Path | str | None, **overrides: float) -> Prices:
     source = "defaults"
     if path is not None:
         p = Path(path)
+        if not p.exists():
+            raise CostError(f"cost file not found: {p}; give an existing TOML file")
         try:
-            data = tomllib.loads(p.read_text())
-        except FileNotFoundError:
-            raise CostError(f"cost file not found: {p}; give an existing TOML file") from None
-        except tomllib.TOMLDecodeError as e:
-            raise CostError(f"cost file {p}: {e}; fix the TOML syntax") from None
+            data = textfile.loads_toml(textfile.read_text(p, "cost file"), f"cost file {p}")
+        except textfile.TextFileError as e:
+            raise CostError(str(e)) from None
         for k, v in data.items():
             if k not in PRICE_KEYS:
                 raise CostError(f"cost file {p}: unknown key '{k}'; use one of {', '.join(PRICE_KEYS)}")
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-                raise CostError(f"cost file {p}: {k} must be a number >= 0, got {v!r}")
+            top = 1.0 if k.startswith("cross_zone_") else MAX_PRICE  # a share of the bytes
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= top
+            if k == "consumer_groups" and ok:
+                ok = float(v).is_integer()
+            if not ok:
+                what = "a whole number" if k == "consumer_groups" else "a number"
+                raise CostError(f"cost file {p}: {k} must be {what} from 0 to {top:g}, got {v!r}")
             values[k] = float(v) if k != "consumer_groups" else int(v)
         source = str(p)
     for k, v in overrides.items():
@@ -687,5 +694,5 @@ def write_csv(cands: Sequence[Candidate], path: Path, advice: Advice | None = No
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))
     w.writeheader()
     for r in rows:
-        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+        w.writerow(safe_row({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()}))
     return atomic_write(path, buf.getvalue().encode())

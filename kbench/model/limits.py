@@ -62,7 +62,10 @@ BOUNDS: dict[str, Bound] = {
         1, 1_000_000_000, True, "librdkafka caps message.max.bytes at 1000000000: no batch can be bigger"
     ),
     "block_size": Bound(
-        1, 1_000_000_000, True, "a block stands for a batch; librdkafka caps a batch at 1000000000 bytes"
+        64,
+        1_000_000_000,
+        True,
+        "a block stands for a batch: at least its 61-byte header and a record, at most librdkafka's 1000000000 bytes",
     ),
     "linger_ms": Bound(0, 900_000, False, "librdkafka's linger.ms range is 0..900000"),
     "partitions": Bound(1, 4096, True, "each partition costs every local broker open files and the producer a buffer"),
@@ -89,6 +92,11 @@ BOUNDS: dict[str, Bound] = {
         low_open=True,
     ),
     "retention_h": Bound(0, 876_000, False, "hours of retention: above 100 years is a mistake", low_open=True),
+    "rows": Bound(0, 1_000_000, True, "rows of a table to print"),
+    "retries": Bound(0, 1000, True, "extra attempts per cell, each a full repetition: 1000 is days of work"),
+    "backlog_bytes": Bound(
+        0, 100_000_000_000, True, "a catch-up backlog is produced before the drain and written to the brokers' disks"
+    ),
     "p99_budget_ms": Bound(0, 3_600_000, False, "milliseconds kbench may add at p99: at most an hour", low_open=True),
 }
 
@@ -126,7 +134,7 @@ def corpus_bytes_limit() -> int:
 
 def _fmt(v: float) -> str:
     if isinstance(v, int):
-        return str(v)
+        return str(v) if abs(v) < 10**40 else f"a {len(str(abs(v)))}-digit number"
     return f"{int(v)}" if v.is_integer() and abs(v) < 1e18 else f"{v:g}"
 
 
@@ -139,7 +147,7 @@ def check(where: str, value: object, kind: str, high: float | None = None, reaso
         raise LimitError(f"{where}: {value!r} is not a number; write a {'whole ' if b.integer else ''}number")
     if isinstance(value, float) and not math.isfinite(value):
         raise LimitError(f"{where}: {value} is not a finite number; give a value between {_fmt(b.low)} and {_fmt(top)}")
-    if b.integer and not float(value).is_integer():
+    if b.integer and isinstance(value, float) and not value.is_integer():
         raise LimitError(f"{where}: {value!r} must be a whole number")
     too_low = value <= b.low if b.low_open else value < b.low
     if too_low or value > top:

@@ -20,6 +20,7 @@ from pathlib import Path
 from kbench import _native
 from kbench.model.codecs import CodecSpec
 from kbench.model.corpus import Corpus
+from kbench.model.csvcell import safe_row
 
 __all__ = ["MRow", "MSummary", "bench_cell", "format_table", "run", "summarize", "write_csv"]
 
@@ -227,7 +228,7 @@ class RowWriter:
         for r in rows:
             d = asdict(r)
             d["level"] = "" if r.level is None else r.level
-            self._w.writerow(d)
+            self._w.writerow(safe_row(d))
         self._f.flush()
         os.fsync(self._f.fileno())
 

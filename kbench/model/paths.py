@@ -18,9 +18,19 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["atomic_write", "check_output_file", "not_a_regular_file", "output_file_problem", "run_directory_of"]
+__all__ = [
+    "atomic_stream",
+    "atomic_write",
+    "check_output_file",
+    "not_a_regular_file",
+    "output_file_problem",
+    "run_directory_of",
+]
 
 #: The file that makes a directory a run directory (kbench.engine.manifest.MANIFEST).
 RUN_MANIFEST = "manifest.json"
@@ -146,6 +156,28 @@ def atomic_write(path: Path | str, data: bytes) -> Path:
     finally:
         os.close(dfd)
     return p
+
+
+@contextmanager
+def atomic_stream(path: Path | str) -> Iterator[BinaryIO]:
+    """:func:`atomic_write` for data written piece by piece: a temporary file beside ``path``,
+    renamed over it when the ``with`` block ends normally, removed otherwise."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(p)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise OSError(e.errno, os.strerror(e.errno), str(p)) from None
+        raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def cache_dir() -> Path:

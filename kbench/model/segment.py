@@ -8,19 +8,30 @@ CRC or an undecodable batch becomes a row whose ``status`` says what is wrong.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from kbench import _native
 from kbench.model.paths import not_a_regular_file
-from kbench.model.stats import distribution
+from kbench.model.stats import counted_distribution
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["BatchRow", "SegmentError", "Summary", "log_files", "scan_bytes", "scan_file", "scan_paths", "summarize"]
+__all__ = [
+    "BatchRow",
+    "SegmentError",
+    "Summarizer",
+    "Summary",
+    "iter_file",
+    "log_files",
+    "scan_bytes",
+    "scan_file",
+    "scan_paths",
+    "summarize",
+]
 
 BATCH_OVERHEAD = 61
 
@@ -166,15 +177,32 @@ def _rows(raw: list[tuple], name: str) -> list[BatchRow]:
     return [_check_count(r) for r in rows]
 
 
-def scan_file(
+#: Batches read from a file per call into C: the rows a scan holds at once.
+SCAN_ROWS = 4096
+
+
+def iter_file(
     path: Path | str, *, decompress: bool = True, verify_crc: bool = True, max_uncompressed: int = 256 << 20
-) -> list[BatchRow]:
-    """Rows for every batch of one ``.log`` file (read in 8 MiB chunks, parsed in C without the GIL)."""
+) -> Iterator[BatchRow]:
+    """Rows for every batch of one ``.log`` file, :data:`SCAN_ROWS` at a time (read in 8 MiB chunks,
+    parsed in C without the GIL): memory is bounded whatever the number of batches."""
     p = Path(path)
     why = not_a_regular_file(p)
     if why is not None:
         raise SegmentError(f"{p}: {why}, not a segment file; give .log files or a topic-partition directory")
-    return _rows(_native.segment_scan_file(str(p), decompress, verify_crc, max_uncompressed), str(p))
+    start: int | None = 0
+    while start is not None:
+        raw, start = _native.segment_scan_file(
+            str(p), decompress, verify_crc, max_uncompressed, start=start, max_rows=SCAN_ROWS
+        )
+        yield from _rows(raw, str(p))
+
+
+def scan_file(
+    path: Path | str, *, decompress: bool = True, verify_crc: bool = True, max_uncompressed: int = 256 << 20
+) -> list[BatchRow]:
+    """Rows for every batch of one ``.log`` file, as a list (:func:`iter_file` streams them)."""
+    return list(iter_file(path, decompress=decompress, verify_crc=verify_crc, max_uncompressed=max_uncompressed))
 
 
 def log_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -217,23 +245,56 @@ class Summary:
     problems: dict[str, int] = field(default_factory=dict)
 
 
-def summarize(rows: Sequence[BatchRow]) -> Summary:
-    good = [r for r in rows if r.status in ("ok", "bad_crc")]
-    known = [r for r in good if r.uncompressed_bytes is not None]
-    unc = sum(r.uncompressed_batch_bytes or 0 for r in known)
-    stored_known = sum(r.stored_bytes for r in known)
-    return Summary(
-        files=len({r.file for r in rows}),
-        batches=len(good),
-        records=sum(r.records for r in good),
-        stored_bytes=sum(r.stored_bytes for r in good),
-        uncompressed_batch_bytes=unc,
-        ratio=(unc / stored_known) if stored_known else None,
-        stored_size=distribution([r.stored_bytes for r in good]),
-        records_per_batch=distribution([r.records for r in good]),
-        codecs=dict(Counter(r.codec or "?" for r in good)),
-        problems=dict(Counter(r.status for r in rows if r.status != "ok")),
-    )
+class Summarizer:
+    """A :class:`Summary` built batch by batch (:meth:`add`), holding counts, not rows: the
+    distributions are exact (a count per distinct size; distinct sizes are few, at most about
+    sqrt(2 x bytes) of them)."""
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.batches = self.records = self.stored = self.unc = self.stored_known = 0
+        self.sizes: Counter[int] = Counter()
+        self.counts: Counter[int] = Counter()
+        self.codecs: Counter[str] = Counter()
+        self.problems: Counter[str] = Counter()
+
+    def add(self, r: BatchRow) -> BatchRow:
+        self.files.add(r.file)
+        if r.status != "ok":
+            self.problems[r.status] += 1
+        if r.status not in ("ok", "bad_crc"):
+            return r
+        self.batches += 1
+        self.records += r.records
+        self.stored += r.stored_bytes
+        self.sizes[r.stored_bytes] += 1
+        self.counts[r.records] += 1
+        self.codecs[r.codec or "?"] += 1
+        if r.uncompressed_bytes is not None:
+            self.unc += r.uncompressed_batch_bytes or 0
+            self.stored_known += r.stored_bytes
+        return r
+
+    def summary(self) -> Summary:
+        return Summary(
+            files=len(self.files),
+            batches=self.batches,
+            records=self.records,
+            stored_bytes=self.stored,
+            uncompressed_batch_bytes=self.unc,
+            ratio=(self.unc / self.stored_known) if self.stored_known else None,
+            stored_size=counted_distribution(self.sizes),
+            records_per_batch=counted_distribution(self.counts),
+            codecs=dict(self.codecs),
+            problems=dict(self.problems),
+        )
+
+
+def summarize(rows: Iterable[BatchRow]) -> Summary:
+    s = Summarizer()
+    for r in rows:
+        s.add(r)
+    return s.summary()
 
 
 def write_segment(path: Path | str, batches: Iterable[bytes], *, base_offset: int = 0, leader_epoch: int = 0) -> Path:

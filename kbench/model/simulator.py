@@ -21,6 +21,7 @@ from kbench import _native
 from kbench.model import codecs
 from kbench.model.batch import Record
 from kbench.model.corpus import Corpus
+from kbench.model.csvcell import safe_row
 from kbench.model.paths import atomic_write
 from kbench.model.stats import distribution
 
@@ -272,7 +273,7 @@ def write_csv(results: Sequence[SimResult], path: Path | str) -> Path:
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))
     w.writeheader()
-    w.writerows(rows)
+    w.writerows(safe_row(r) for r in rows)
     return atomic_write(p, buf.getvalue().encode())  # no temporary file left, even when the rename fails
 
 

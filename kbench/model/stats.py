@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["LATENCY_PERCENTILES", "distribution", "histogram_us", "percentile"]
+__all__ = ["LATENCY_PERCENTILES", "counted_distribution", "distribution", "histogram_us", "percentile"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -27,6 +27,23 @@ def distribution(values: Sequence[float]) -> dict[str, float]:
         "p99": percentile(s, 99),
         "max": float(s[-1]) if s else math.nan,
     }
+
+
+def counted_distribution(counts: Mapping[int, int]) -> dict[str, float]:
+    """:func:`distribution` of values given as ``value -> how many times`` (nearest rank, the same figures)."""
+    n = sum(counts.values())
+    if n == 0:
+        return {"p50": math.nan, "p90": math.nan, "p99": math.nan, "max": math.nan}
+    ranks = {k: min(n, max(1, math.ceil(q / 100 * n))) for k, q in (("p50", 50), ("p90", 90), ("p99", 99))}
+    out: dict[str, float] = {}
+    seen = 0
+    for v in sorted(counts):
+        seen += counts[v]
+        for k, rank in ranks.items():
+            if k not in out and seen >= rank:
+                out[k] = float(v)
+    out["max"] = float(max(counts))
+    return {k: out[k] for k in ("p50", "p90", "p99", "max")}
 
 
 #: The latency percentiles every report gives: (key, percentile).

@@ -16,7 +16,9 @@ __all__ = ["figure", "write_png"]
 
 
 def write_png(advice: Advice, path: Path) -> Path:
-    figure(advice).savefig(path)
+    from kbench.reporting.plots import plain_text
+
+    plain_text(figure(advice)).savefig(path)
     return path
 
 

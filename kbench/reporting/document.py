@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import base64
 import html
+import re
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Block", "Heading", "Para", "Table", "Image", "Items", "to_markdown", "to_html"]
+__all__ = ["Block", "Heading", "Para", "Table", "Image", "Items", "md_text", "to_markdown", "to_html"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,27 @@ class Items:
 Block = Heading | Para | Table | Image | Items
 
 
+#: What Markdown (CommonMark) would read as markup inside a line: a backslash, a code span, emphasis,
+#: a table's cell separator, an HTML tag or autolink (``<`` before a letter, ``/``, ``!`` or ``?``), a
+#: link or image target (``](``) and a character reference (``&name;``).  Each is backslash-escaped.
+_MD_INLINE = re.compile(r"[\\`*|]|<(?=[A-Za-z/!?])|\](?=\()|&(?=#?\w+;)")
+#: What starts a block at the beginning of a line: a heading, a quote, a list item, a setext line.
+_MD_LINE_START = re.compile(r"^(\s*)([#>]|[-+*=](?=\s|$)|\d+[.)](?=\s|$))")
+
+
+def md_text(s: str) -> str:
+    """Text as Markdown that renders as that text and nothing else: every input label (plan, corpus,
+    run-directory names, ``--label``) is plain text in a report, never markup, HTML or a link; a
+    line break (which would start a heading or a list) is a space.  The one escaping rule of
+    ``report.md``; :mod:`kbench.reporting.provenance` finds labels in it by the same rule."""
+    if "\n" in s or "\r" in s:
+        s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    s = _MD_INLINE.sub(lambda m: "\\" + m[0], s)
+    return _MD_LINE_START.sub(lambda m: f"{m[1]}{m[2][:-1]}\\{m[2][-1]}", s)
+
+
 def _md_cell(s: str) -> str:
-    if "\\" not in s and "|" not in s and "\n" not in s:
-        return s
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return md_text(s)
 
 
 def _esc(s: str) -> str:
@@ -69,15 +88,15 @@ def to_markdown(blocks: Sequence[Block], plots_dir: str = "plots") -> str:
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
-            out.append(f"{'#' * b.level} {b.text}\n")
+            out.append(f"{'#' * b.level} {md_text(b.text)}\n")
         elif isinstance(b, Para):
             prefix = {"note": "> ", "warn": "> **Warning:** "}.get(b.kind, "")
-            out.append(f"{prefix}{b.text}\n")
+            out.append(f"{prefix}{md_text(b.text)}\n")
         elif isinstance(b, Items):
-            out.append("\n".join(f"- {i}" for i in b.items) + "\n")
+            out.append("\n".join(f"- {md_text(i)}" for i in b.items) + "\n")
         elif isinstance(b, Table):
             if b.caption:
-                out.append(f"*{b.caption}*\n")
+                out.append(f"*{md_text(b.caption)}*\n")
             lines = ["| " + " | ".join(_md_cell(h) for h in b.headers) + " |", "|" + "---|" * len(b.headers)]
             for i, r in enumerate(b.rows):
                 cells = [_md_cell(c) for c in r]
@@ -86,7 +105,8 @@ def to_markdown(blocks: Sequence[Block], plots_dir: str = "plots") -> str:
                 lines.append("| " + " | ".join(cells) + " |")
             out.append("\n".join(lines) + "\n")
         elif isinstance(b, Image):
-            out.append(f"![{b.caption}]({plots_dir}/{b.name})\n\n*{b.caption}*\n")
+            cap = md_text(b.caption)
+            out.append(f"![{cap}]({plots_dir}/{urllib.parse.quote(b.name)})\n\n*{cap}*\n")
     return "\n".join(out)
 
 

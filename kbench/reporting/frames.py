@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
@@ -33,6 +32,8 @@ from kbench.engine.csvio import (
 from kbench.engine.status import MISSING, Status
 from kbench.experiments import registry
 from kbench.experiments.spec import CONTROL_COLUMN
+from kbench.model import textfile
+from kbench.model.csvcell import read_cell
 from kbench.reporting.runs import LoadError, Run, machine_label
 
 if TYPE_CHECKING:  # pandas is imported lazily: kbench run does not need it
@@ -58,12 +59,10 @@ def read_run(path: Path | str, index: int = 0) -> Run:
     mpath = p / "manifest.json"
     if not mpath.is_file():
         raise LoadError(f"{p}: no manifest.json; give a run directory made by kbench run (or add its manifest)")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise LoadError(f"{mpath}: not valid JSON ({e}); restore the run's manifest.json") from None
-    if not isinstance(manifest, dict):
-        raise LoadError(f"{mpath}: not a JSON object; restore the run's manifest.json")
+    try:  # bounded, an object, nested a few levels (kbench.model.textfile)
+        manifest = textfile.loads_json(textfile.read_text(mpath, "manifest"), str(mpath))
+    except textfile.TextFileError as e:
+        raise LoadError(f"{e}; restore the run's manifest.json") from None
     csvs = {e: p / f"{e}.csv" for e in registry.ids() if (p / f"{e}.csv").is_file()}
     if not csvs:
         raise LoadError(f"{p}: holds no experiment CSV (A.csv … F.csv, M.csv); did the run collect anything?")
@@ -245,9 +244,9 @@ def _read_csv(run: Run, exp: str) -> pd.DataFrame:
     _exclude_drift(df, run)
     for c in df.columns:
         if c in TEXT_COLUMNS:
-            df[c] = df[c].fillna("NA")
+            df[c] = df[c].fillna("NA").map(read_cell)  # a formula-looking text was written quoted
         elif df[c].dtype == object:  # a numeric column holding text: keep it as text
-            df[c] = df[c].fillna("NA").astype(str)
+            df[c] = df[c].fillna("NA").astype(str).map(read_cell)
     df["_run"] = run.index
     df["_row"] = range(len(df))
     m = run.machine

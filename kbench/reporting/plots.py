@@ -25,6 +25,7 @@ __all__ = [
     "latency_knee",
     "latency_percentiles",
     "pareto",
+    "plain_text",
     "png",
     "ratio_vs_entropy",
     "throughput",
@@ -61,10 +62,20 @@ def _plain_log(ax: object) -> None:
     y.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 
 
+def plain_text(fig: Figure) -> Figure:
+    """Every text of ``fig`` drawn as written: no mathtext, so a label such as a corpus named
+    ``$\\undefinedmacro{x$`` is shown, never parsed as TeX (which would fail the whole report)."""
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        t.set_parse_math(False)
+    return fig
+
+
 def png(fig: Figure) -> bytes:
-    """The figure as PNG bytes."""
+    """The figure as PNG bytes (its texts plain: :func:`plain_text`)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    plain_text(fig).savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 

@@ -40,6 +40,8 @@ from kbench.engine.csvio import (
     number,
 )
 from kbench.experiments.spec import LABELS, M_LABELS
+from kbench.model.csvcell import read_cell
+from kbench.reporting.document import md_text
 from kbench.reporting.formats import FORMATS, UNITS, fmt
 from kbench.reporting.runs import machine_label
 
@@ -284,7 +286,7 @@ class _Tables:
                 bad = bad_values(raw, p.name)  # the loader's rule: stray text excludes its row
                 drift = drifted(self.manifest(i)) if (d / "manifest.json").is_file() else {}
                 for j, r in enumerate(raw):
-                    row = {k: ("NA" if v is None else v) for k, v in r.items() if k is not None}
+                    row = {k: ("NA" if v is None else read_cell(v)) for k, v in r.items() if k is not None}
                     if j in bad:
                         row.update(status="INVALID", reason=bad[j])
                     line = drift.get((row.get("cell_id", ""), row.get("rep", "")))
@@ -390,7 +392,7 @@ def _untraceable(md: str, prov: Mapping[str, Any], tables: _Tables) -> list[str]
     literals, numeric = _literals(tables)
     text = md
     for lit in literals:
-        text = text.replace(lit.replace("|", "\\|"), " ")
+        text = text.replace(md_text(lit), " ")
 
     def norm(tok: str) -> str:  # a unit sign after a figure is text, not part of the number
         return tok.rstrip("%×").lstrip("+-−")

@@ -31,6 +31,10 @@ def make(defn: TransportDef) -> Transport:
         return TestbedTransport(defn)
     if defn.kind in ("local", "bootstrap"):
         from kbench.engine.transports.kafka import KafkaTransport
+        from kbench.kafka.address import check_bootstrap
+
+        if defn.kind == "bootstrap":
+            check_bootstrap("--bootstrap", defn.bootstrap)  # before anything connects or is written
 
         return KafkaTransport(defn)
     raise TransportError(f"unknown transport '{defn.kind}'; use local, bootstrap, testbed, sim or dry")

@@ -171,7 +171,11 @@ class KafkaTransport:
 
     # ------------------------------------------------------------------ helpers
     def _admin_props(self, client: Mapping[str, str]) -> dict[str, str]:
-        return {**client, "bootstrap.servers": self.bootstrap}
+        """kbench's own admin client is librdkafka: it takes the client properties librdkafka knows
+        (security, timeouts), never another client's (a Java plan's ``sasl.jaas.config``)."""
+        known = set(clients.librdkafka_property_names())
+        own = {k: v for k, v in client.items() if k in known}
+        return {**own, "bootstrap.servers": self.bootstrap}
 
     def _producer_props(self, req: RunRequest) -> dict[str, str]:
         spec, c = req.cell.spec, req.cell
