@@ -391,6 +391,81 @@ def _evil(w: dict[str, Path], tmp: Path) -> None:
     assert not (tmp / "runs").exists() and not (tmp.parent / "evil").exists()
 
 
+# ----------------------------------------------------------------------------- issue 32: hostile families
+
+HOSTILE_PW = "KbSeCrEt32q7"
+
+
+def _no_password_anywhere(w: dict[str, Path], tmp: Path) -> None:
+    for f in tmp.rglob("*"):
+        if f.is_file() and f.name != "plan.toml":  # the user's own plan holds it
+            assert HOSTILE_PW.encode() not in f.read_bytes(), f
+
+
+def _write(name: str, data: bytes | str) -> Callable[[dict[str, Path], Path], None]:
+    def make(w: dict[str, Path], tmp: Path) -> None:
+        (tmp / name).write_bytes(data.encode() if isinstance(data, str) else data)
+
+    return make
+
+
+def _manifest(text: str) -> Callable[[dict[str, Path], Path], None]:
+    def make(w: dict[str, Path], tmp: Path) -> None:
+        (copy_run(w, tmp) / "manifest.json").write_text(text)
+
+    return make
+
+
+def _copy_unchanged_but_manifest(w: dict[str, Path], tmp: Path) -> None:
+    assert csv_bytes(tmp / "copy") == csv_bytes(w["run"])
+    assert not (tmp / "copy" / ".kbench.lock").exists()
+
+
+def _short_password_left_results(w: dict[str, Path], tmp: Path) -> None:
+    """``sasl.password = "json"``: redacted under its key, the corpus ``json`` kept everywhere."""
+    m = json.loads((tmp / "out" / "manifest.json").read_text())
+    assert m["plan"]["client"]["sasl.password"] == "<redacted>"
+    text = (tmp / "out" / "manifest.json").read_text()
+    assert text.count("<redacted>") == json.dumps(m).count("<redacted>")
+    assert "json" in {r["corpus"] for r in csv.DictReader((tmp / "out" / "C.csv").open())}
+    rest = dict(m, plan=dict(m["plan"], client=None), client_properties=None, argv=None)
+    assert "<redacted>" not in json.dumps(rest)
+
+
+def _symlinked_c(w: dict[str, Path], tmp: Path) -> None:
+    _make_interrupted(w, tmp)
+    c = tmp / "copy" / "C.csv"
+    outside = tmp / "outside.csv"
+    outside.write_bytes(c.read_bytes())
+    c.unlink()
+    c.symlink_to(outside)
+
+
+def _outside_untouched(w: dict[str, Path], tmp: Path) -> None:
+    assert (tmp / "outside.csv").read_text().count("\n") == 2
+    assert (tmp / "copy" / "C.csv").is_symlink()
+
+
+def _segments_in_run(w: dict[str, Path], tmp: Path) -> None:
+    c = copy_run(w, tmp)
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "sim", "--segments", str(c), "--corpus-size", "20000"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert p.returncode == 0, p.stderr  # the first time adds new files beside the run's
+    (tmp / "first").write_bytes(next(c.glob("kbench-sim-*/*.log")).read_bytes())
+
+
+def _segments_kept(w: dict[str, Path], tmp: Path) -> None:
+    assert next((tmp / "copy").glob("kbench-sim-*/*.log")).read_bytes() == (tmp / "first").read_bytes()
+
+
+ADVISE = ["advise", "--rate", "1000", "--partitions", "4"]
+
+
 CASES: list[Case] = [
     # --- plan bounds: counts, sizes, rates, durations (nothing created)
     plan_case("plan-repetitions-1e12", "repetitions: 1000000000000 is out of range", {"repetitions": "1000000000000"}),
@@ -888,6 +963,181 @@ CASES: list[Case] = [
         after=_foreign_header_untouched,
         must_not_exist=(),
     ),
+    # --- issue 32: secrets in every address form
+    Case(
+        "produce-bootstrap-sasl-url-password",
+        [
+            "produce",
+            "--bootstrap",
+            f"SASL_SSL://user:{HOSTILE_PW}@127.0.0.1:9",
+            "--topic",
+            "t",
+            "--mode",
+            "saturated",
+            "--count",
+            "1",
+        ],
+        2,
+        "SASL_SSL://<redacted>@127.0.0.1:9' holds credentials",
+        after=_no_password_anywhere,
+    ),
+    Case(
+        "run-bootstrap-userinfo-password",
+        [*RUN, "--transport", "bootstrap", "--bootstrap", f"user:{HOSTILE_PW}@host:9"],
+        2,
+        "--bootstrap: '<redacted>@host:9' holds credentials",
+        plan=plan_text(),
+        after=_no_password_anywhere,
+    ),
+    Case("run-bootstrap-empty", [*RUN, "--bootstrap", ""], 2, "--bootstrap: empty", plan=plan_text()),
+    Case("run-bootstrap-no-port", [*RUN, "--bootstrap", "broker-1"], 2, "is not host:port", plan=plan_text()),
+    Case(
+        "plan-bootstrap-password",
+        RUN,
+        2,
+        "transport.bootstrap: '<redacted>@h:9' holds credentials",
+        plan=plan_text().replace('kind = "dry"', f'kind = "bootstrap"\nbootstrap = "u:{HOSTILE_PW}@h:9"'),
+        after=_no_password_anywhere,
+    ),
+    Case(
+        "plan-short-password-keeps-results",
+        RUN,
+        0,
+        "run directory",
+        plan=plan_text(extra='[client]\n"sasl.password" = "json"\n"sasl.username" = "bob"'),
+        after=_short_password_left_results,
+    ),
+    # --- issue 32: URLs that are not http(s) endpoints
+    Case("run-metrics-no-port", [*RUN, "--broker-metrics", "broker-1:metrics"], 2, "numeric port", plan=plan_text()),
+    Case(
+        "run-metrics-data-url",
+        [*RUN, "--broker-metrics", "data:text/plain,x"],
+        2,
+        "not an http(s) URL",
+        plan=plan_text(),
+    ),
+    Case(
+        "run-metrics-javascript",
+        [*RUN, "--broker-metrics", "javascript:alert(1)"],
+        2,
+        "not an http(s) URL",
+        plan=plan_text(),
+    ),
+    plan_case("plan-metrics-ftp", "not an http(s) URL", extra='broker_metrics = ["ftp://h/x"]'),
+    # --- issue 32: parsers: nesting, huge numbers, wrong shapes (one line each)
+    Case("plan-deep-arrays", RUN, 2, "nested too deep", plan="a = " + "[" * 5000 + "]" * 5000 + "\n"),
+    Case("plan-deep-tables", RUN, 2, "nested too deep", plan="a = " + "{b=" * 3000 + "1" + "}" * 3000 + "\n"),
+    Case("plan-nested-40", RUN, 2, "nested more than 32 levels", plan="a = " + "[" * 40 + "]" * 40 + "\n"),
+    plan_case(
+        "plan-repetitions-401-digits",
+        "repetitions: a 401-digit number is out of range",
+        {"repetitions": "1" + "0" * 400},
+    ),
+    plan_case("plan-huge-file", "over the limit of 1048576 for a plan", extra="# " + "x" * (1 << 20)),
+    Case(
+        "resume-manifest-list",
+        ["run", "--resume", "{tmp}/copy", "--gate-sample-s", "0"],
+        2,
+        "its top level is a list, not an object",
+        setup=_manifest("[1, 2]"),
+        after=_copy_unchanged_but_manifest,
+        must_not_exist=(),
+    ),
+    Case(
+        "resume-manifest-deep",
+        ["run", "--resume", "{tmp}/copy", "--gate-sample-s", "0"],
+        2,
+        "nested too deep to parse",
+        setup=_manifest("[" * 100_000 + "]" * 100_000),
+        after=_copy_unchanged_but_manifest,
+        must_not_exist=(),
+    ),
+    Case(
+        "report-manifest-deep",
+        ["report", "{tmp}/copy", "-o", "{out}", "--no-plots"],
+        2,
+        "nested too deep to parse",
+        setup=_manifest("[" * 100_000 + "]" * 100_000),
+    ),
+    Case("advise-linger-1e308", [*ADVISE, "--linger-ms", "1e308"], 2, "--linger-ms: 1e+308 is out of range"),
+    Case("advise-linger-nan", [*ADVISE, "--linger-ms", "nan"], 2, "--linger-ms: nan is not a finite number"),
+    Case("advise-top-minus-1", [*ADVISE, "--top", "-1"], 2, "--top: -1 is out of range"),
+    Case("advise-seed-2-64", [*ADVISE, "--seed", str(2**64)], 2, "--seed: 18446744073709551616 is out of range"),
+    Case("advise-bootstrap-empty", [*ADVISE, "--verify", "--bootstrap", ""], 2, "--bootstrap: empty"),
+    Case("advise-costs-dev-zero", [*ADVISE, "--costs", "/dev/zero"], 2, "cost file /dev/zero is a character device"),
+    Case(
+        "advise-costs-nan",
+        [*ADVISE, "--costs", "{tmp}/c.toml"],
+        2,
+        "core_hour must be a number",
+        setup=_write("c.toml", "core_hour = nan\n"),
+    ),
+    Case(
+        "advise-costs-cross-zone-2",
+        [*ADVISE, "--costs", "{tmp}/c.toml"],
+        2,
+        "cross_zone_produce must be a number from 0 to 1",
+        setup=_write("c.toml", "cross_zone_produce = 2\n"),
+    ),
+    Case(
+        "advise-costs-2MiB",
+        [*ADVISE, "--costs", "{tmp}/c.toml"],
+        2,
+        "over the limit of 1048576 for a cost file",
+        setup=_write("c.toml", "# " + "x" * (2 << 20)),
+    ),
+    Case(
+        "advise-costs-deep",
+        [*ADVISE, "--costs", "{tmp}/c.toml"],
+        2,
+        "nested too deep",
+        setup=_write("c.toml", "a = " + "[" * 5000 + "]" * 5000),
+    ),
+    Case("bench-block-1", ["codecs", "bench", "--block-sizes", "1"], 2, "--block-sizes: 1 is out of range"),
+    # --- issue 32: bounds checked at load, before anything is expanded or written
+    Case(
+        "plans-million-cells",
+        ["plans", "{plan}"],
+        2,
+        "plan: 2000000 cells, above the limit of 10000 cells",
+        plan=plan_text(
+            {"duration_s": "0.01"},
+            {"batch_size": str(list(range(1000, 2000))), "linger_ms": str(list(range(1000)))},
+        ),
+    ),
+    plan_case("plan-name-list", "name: ['a', 'b'] is not a usable run-directory name", {"name": '["a", "b"]'}),
+    plan_case("plan-sweep-name-fullwidth", "must be ASCII letters, digits", sweep={"name": '"ｃｏｄｅｃｓ"'}),
+    plan_case("plan-sweep-name-300", "300 characters, over 200", sweep={"name": '"' + "s" * 300 + '"'}),
+    plan_case("plan-sweep-name-list", "is not a string", sweep={"name": '["a"]'}),
+    plan_case(
+        "plan-client-array", "client.acks: a list is not a client property value", extra='[client]\nacks = ["all"]'
+    ),
+    plan_case("plan-client-table", "client.x: a dict is not a client property value", extra="[client]\nx = { y = 1 }"),
+    plan_case("plan-retries-1e9", "retries: 1000000000 is out of range", {"retries": "1000000000"}),
+    plan_case(
+        "plan-backlog-1e15",
+        "backlog_bytes: 1000000000000000 is out of range",
+        sweep={"backlog_bytes": "1000000000000000"},
+    ),
+    # --- issue 32: no symlink followed out of a run directory, no run file replaced
+    Case(
+        "resume-c-csv-symlink",
+        ["run", "--resume", "{tmp}/copy", "--gate-sample-s", "0"],
+        2,
+        "C.csv is a symbolic link",
+        setup=_symlinked_c,
+        after=_outside_untouched,
+        must_not_exist=(),
+    ),
+    Case(
+        "sim-segments-run-twice",
+        ["sim", "--segments", "{tmp}/copy", "--corpus-size", "20000"],
+        2,
+        "would be replaced; give a new directory",
+        setup=_segments_in_run,
+        after=_segments_kept,
+        must_not_exist=(),
+    ),
 ]
 
 
@@ -1107,3 +1357,152 @@ def test_a_reason_phrase_is_printed_without_control_characters_and_short() -> No
         assert "HTTP 500" in msg and "\x1b" not in msg and "\x07" not in msg and len(msg) < 400, msg
     finally:
         s.close()
+
+
+# ----------------------------------------------------------------------------- memory bounded by a constant
+
+
+def _peak_rss_mb(argv: list[str], cwd: Path) -> tuple[int, str, float]:
+    """Exit status, output and peak RSS (MB) of ``kbench argv`` run by a fresh interpreter."""
+    probe = (
+        "import resource, subprocess, sys; "
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True, errors='replace'); "
+        "print(p.returncode); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024); "
+        "print(p.stdout[-2000:] + p.stderr[-2000:])"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", probe, sys.executable, "-m", "kbench", *argv],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    rc, rss, out = p.stdout.split("\n", 2)
+    return int(rc), out, float(rss)
+
+
+def test_inspect_memory_does_not_grow_with_batches(tmp_path: Path) -> None:
+    """40 MB of 26-byte legacy messages peaked at 1.47 GB RSS before inspect streamed its rows."""
+    msg = struct.pack(">qi", 0, 14) + bytes(4) + b"\0\0" + struct.pack(">ii", -1, 0)
+    (tmp_path / "legacy.log").write_bytes(msg * (12_000_000 // len(msg)))
+    rc, out, rss = _peak_rss_mb(["inspect", "legacy.log", "--summary-only", "-o", "rows.csv"], tmp_path)
+    assert rc == 1 and "legacy 461538" in out and "Traceback" not in out, out
+    assert rss < 150, f"{rss:.0f} MB"
+    assert sum(1 for _ in (tmp_path / "rows.csv").open()) == 461538 + 1
+
+
+def test_inspect_never_reads_a_batch_claiming_gigabytes(tmp_path: Path) -> None:
+    with (tmp_path / "sparse.log").open("wb") as f:
+        f.write(struct.pack(">qi", 0, 2**31 - 13) + b"\0\0\0\0\x02")
+        f.truncate(2**31 + 100)
+    rc, out, rss = _peak_rss_mb(["inspect", "sparse.log", "--summary-only"], tmp_path)
+    assert rc == 1 and "Traceback" not in out, out
+    assert rss < 150, f"{rss:.0f} MB"
+    rows = segment.scan_file(tmp_path / "sparse.log")
+    assert rows[0].status == "corrupt" and "skipped unread" in rows[0].message
+
+
+def test_streamed_scan_equals_one_scan(tmp_path: Path) -> None:
+    """Rows read SCAN_ROWS at a time (each call resuming at the next batch) are the rows of one scan."""
+    recs = [Record(value=b"v" * (i % 50), timestamp=i) for i in range(3)]
+    batches = [batch.encode(recs, "lz4" if i % 2 else "none") for i in range(segment.SCAN_ROWS * 2 + 17)]
+    f = segment.write_segment(tmp_path / "s.log", batches)
+    whole, nxt = _native.segment_scan_file(str(f))
+    assert nxt is None
+    streamed = [r for r in segment.iter_file(f)]
+    assert [(r.position, r.stored_bytes, r.status) for r in streamed] == [(t[0], t[4], t[13]) for t in whole]
+    assert segment.summarize(streamed) == segment.summarize(segment.scan_bytes(f.read_bytes(), str(f)))
+
+
+def test_cell_count_is_the_expansion_length() -> None:
+    from kbench.engine import plan as plan_mod
+    from kbench.engine.cell import cell_count
+
+    for name in plan_mod.builtin_plans():
+        p = plan_mod.load(name)
+        assert cell_count(p.sweeps) == len(plan_mod.expand(p)), name
+
+
+# ----------------------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_end_a_run_like_ctrl_c(sig: str, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(plan_text({"repetitions": "20", "duration_s": "0.5"}))
+    out = tmp_path / "run"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--gate-sample-s", "0"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + TIMEOUT
+    while not (out / "done.jsonl").exists():  # the run is under way: a repetition is journaled
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=TIMEOUT)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and f"continue with: kbench run --resume {out}" in err, err
+    assert json.loads((out / "manifest.json").read_text())["state"] == "interrupted"
+    assert not (out / ".kbench.lock").exists()
+
+
+# ----------------------------------------------------------------------------- outputs safe for their readers
+
+HOSTILE_CORPORA = {
+    "formula": '=HYPERLINK("http://x","y")',
+    "tex": "$\\undefinedmacro{x$",
+    "html": "<img src=x onerror=alert(1)>",
+    "slash": "orders/v2",
+    "esc": "bad\x1b[31mred",
+}
+
+
+def test_report_and_csvs_are_safe_for_their_readers(tmp_path: Path) -> None:
+    """Corpus names a spreadsheet would evaluate, that are invalid TeX, HTML, a path, a terminal
+    escape; a --label with a newline and a heading: the run, report (with plots) and --verify-only
+    pass, report.md holds no markup from them, C.csv quotes the formula, kbench reads it back."""
+    names = list(HOSTILE_CORPORA.values())
+    corpora = "\n".join(f'[corpora.{json.dumps(n)}]\nsource = "json"' for n in names)
+    plan = tmp_path / "plan.toml"
+    text = plan_text(sweep={"corpus": json.dumps(names), "codec": '["none"]'}) + corpora + "\n"
+    plan.write_text(text)
+    label = "lab\n# injected <script>alert(1)</script> [x](javascript:alert(1))"
+    run = kbench(["run", str(plan), "-o", str(tmp_path / "run"), "--gate-sample-s", "0", "--label", label], tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "\x1b" not in run.stdout + run.stderr
+    rows = list(csv.DictReader((tmp_path / "run" / "C.csv").open()))
+    assert "'" + HOSTILE_CORPORA["formula"] in {r["corpus"] for r in rows}  # quoted as OWASP says
+    assert all(not r["corpus"].startswith("=") for r in rows)
+    rep = kbench(["report", str(tmp_path / "run"), "-o", str(tmp_path / "rep"), "--verify"], tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    # escaped, so they render as text: no raw tag, no link target
+    assert not re.search(r"(?<!\\)<(script|img)|(?<!\\)\]\(javascript", md), md
+    assert "\\<script>" in md and "\\<img" in md
+    assert "\n# injected" not in md
+    assert HOSTILE_CORPORA["formula"] in md and "'=HYPERLINK" not in md  # read back without its quote
+    assert list((tmp_path / "rep" / "plots").glob("*.png"))
+    again = kbench(["report", str(tmp_path / "run"), "-o", str(tmp_path / "rep"), "--verify-only"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    html = tmp_path / "rep" / "report.html"
+    html.write_text(html.read_text().replace("<td>1</td>", "<td>2</td>", 1))
+    edited = kbench(["report", str(tmp_path / "run"), "-o", str(tmp_path / "rep"), "--verify-only"], tmp_path)
+    assert edited.returncode == 1 and "report.html: reads" in edited.stderr, edited.stderr
+
+
+def test_csv_cells_that_a_spreadsheet_would_evaluate_are_quoted_text_only() -> None:
+    from kbench.model.csvcell import read_cell, safe_cell
+
+    for text in ["=1+1", "+cmd", "-cmd|' /C calc'!A0", "@SUM(A1)", "\tx", "\rx", "'quoted"]:
+        assert str(safe_cell(text)).startswith("'") and read_cell(str(safe_cell(text))) == text
+    for number in ["-3.2", "-1e-05", "+4", "12", "0.5"]:
+        assert safe_cell(number) == number

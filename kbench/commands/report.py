@@ -37,12 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path], quiet: bool = False) -> int:
+    from kbench.model import textfile
     from kbench.reporting import provenance, report
     from kbench.reporting.frames import unique_dirs
+    from kbench.reporting.verify_html import html_problems
 
     md = markdown_path.read_text()
-    problems = provenance.verify(json.loads(provenance_path.read_text()), unique_dirs(run_dirs), md)
+    prov = textfile.loads_json(textfile.read_text(provenance_path, "provenance"), str(provenance_path))
+    problems = provenance.verify(prov, unique_dirs(run_dirs), md)
     problems += report.placement_problems(run_dirs, md)
+    html = markdown_path.with_name("report.html")  # every artefact the report wrote, the page too
+    problems += html_problems(run_dirs, html.read_text(), markdown_path.parent)
     if problems:
         for p in problems[:20]:
             print(f"kbench: provenance: {p}", file=sys.stderr)
@@ -51,7 +56,7 @@ def _check(provenance_path: Path, markdown_path: Path, run_dirs: list[Path], qui
         return 1
     print(
         "verified: every figure is the OK rows of its cell and recomputes from the run directories;"
-        " every number in report.md is a figure or an input label, in the place the runs give it",
+        " every number in report.md and report.html is a figure or an input label, in the place the runs give it",
         file=sys.stderr if quiet else sys.stdout,
     )
     return 0
@@ -71,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.verify_only:
         prov, md = args.output / "provenance.json", args.output / "report.md"
-        missing = [p.name for p in (prov, md) if not p.is_file()]
+        missing = [p.name for p in (prov, md, args.output / "report.html") if not p.is_file()]
         if missing:
             raise ValueError(
                 f"{args.output}: no {' or '.join(missing)}; write the report first (kbench report … -o OUT)"

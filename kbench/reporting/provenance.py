@@ -45,7 +45,7 @@ from kbench.reporting.document import md_text
 from kbench.reporting.formats import FORMATS, UNITS, fmt
 from kbench.reporting.runs import machine_label
 
-__all__ = ["Fig", "Ledger", "FORMATS", "fmt", "manifest_value", "untraceable_numbers", "verify"]
+__all__ = ["Fig", "Ledger", "FORMATS", "fmt", "manifest_path", "manifest_value", "untraceable_numbers", "verify"]
 
 
 class Fig(NamedTuple):
@@ -191,9 +191,16 @@ class Ledger:
         return {f[2] for f in self.figs}
 
 
+def manifest_path(*parts: str) -> str:
+    """A path into a manifest from its keys, as a JSON Pointer writes them (``/`` in a key is
+    ``~1``, ``~`` is ``~0``): a corpus named ``orders/v2`` is one key, not two."""
+    return "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
 def manifest_value(man: Mapping[str, Any], path: str) -> Any:
     cur: Any = man
-    for part in path.split("/"):
+    for raw in path.split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(cur, str) and cur.startswith("{"):  # a JSON object kept as text (transport extras)
             try:
                 cur = json.loads(cur)

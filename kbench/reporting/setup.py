@@ -14,7 +14,7 @@ from typing import Any
 
 from kbench.reporting import document as doc
 from kbench.reporting.context import ReportContext, sort_key
-from kbench.reporting.provenance import manifest_value
+from kbench.reporting.provenance import manifest_path, manifest_value
 from kbench.reporting.summary import label_text
 
 __all__ = ["setup_blocks"]
@@ -138,7 +138,7 @@ def _corpora(ctx: ReportContext) -> list[list[str]]:
         for name, c in sorted(_mapping(r.manifest.get("corpora")).items()):
             if not isinstance(c, Mapping):
                 continue
-            base = f"corpora/{name}"
+            base = manifest_path("corpora", name)
             recs = L.manifest(c.get("records"), r.index, f"{base}/records", "int")
             size = L.manifest(c.get("bytes"), r.index, f"{base}/bytes", "int")
             rows.append(
