@@ -1386,7 +1386,7 @@ def test_inspect_memory_does_not_grow_with_batches(tmp_path: Path) -> None:
     """40 MB of 26-byte legacy messages peaked at 1.47 GB RSS before inspect streamed its rows."""
     msg = struct.pack(">qi", 0, 14) + bytes(4) + b"\0\0" + struct.pack(">ii", -1, 0)
     (tmp_path / "legacy.log").write_bytes(msg * (12_000_000 // len(msg)))
-    rc, out, rss = _peak_rss_mb(["inspect", "legacy.log", "--summary-only", "-o", "rows.csv"], tmp_path)
+    rc, out, rss = _peak_rss_mb(["inspect", "legacy.log", "--summary-only", "--csv", "rows.csv"], tmp_path)
     assert rc == 1 and "legacy 461538" in out and "Traceback" not in out, out
     assert rss < 150, f"{rss:.0f} MB"
     assert sum(1 for _ in (tmp_path / "rows.csv").open()) == 461538 + 1
