@@ -1506,3 +1506,20 @@ def test_csv_cells_that_a_spreadsheet_would_evaluate_are_quoted_text_only() -> N
         assert str(safe_cell(text)).startswith("'") and read_cell(str(safe_cell(text))) == text
     for number in ["-3.2", "-1e-05", "+4", "12", "0.5"]:
         assert safe_cell(number) == number
+
+
+def test_kbench_admin_client_takes_only_librdkafka_properties() -> None:
+    """A Java plan's ``sasl.jaas.config`` is the Java client's; kbench's own admin client is
+    librdkafka, which refuses the name: it is never handed to it (every repetition failed before)."""
+    from kbench.engine.plan import TransportDef
+    from kbench.engine.transports.kafka import KafkaTransport
+
+    t = KafkaTransport(TransportDef(kind="bootstrap", bootstrap="127.0.0.1:9"))
+    t.bootstrap = "127.0.0.1:9"
+    props = t._admin_props(
+        {
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required;",
+            "security.protocol": "SASL_SSL",
+        }
+    )
+    assert props == {"security.protocol": "SASL_SSL", "bootstrap.servers": "127.0.0.1:9"}

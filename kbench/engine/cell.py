@@ -60,8 +60,10 @@ def sweep_name_problem(name: object) -> str | None:
 
 
 def cell_count(sweeps: Sequence[Any]) -> int:
-    """How many cells ``sweeps`` expand to, counted without expanding them."""
-    return sum(math.prod(len(getattr(s, a)) for a in AXES) for s in sweeps)
+    """How many cells ``sweeps`` expand to, counted without expanding them (a sweep with an A/A
+    ``control`` has one more: kbench.engine.control)."""
+    counts = [(math.prod(len(getattr(s, a)) for a in AXES), getattr(s, "control", "")) for s in sweeps]
+    return sum(n + (1 if control and n else 0) for n, control in counts)
 
 
 @dataclass(frozen=True)

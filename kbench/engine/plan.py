@@ -436,9 +436,7 @@ def _check_name(name: object) -> str:
 
 def check_budget(plan: Plan) -> None:
     """Refuse a plan whose planned time exceeds limits.MAX_PLAN_S, or whose fixed-rate cells
-    would send less than one message per repetition; the cells are counted before they are made."""
-    if (n := cell_count(plan.sweeps)) > MAX_CELLS:
-        raise PlanError(f"plan: {n} cells, above the limit of {MAX_CELLS} cells; split it or shorten its sweeps")
+    would send less than one message per repetition (the cell count is checked before, in parse)."""
     cells = expand(plan)
     for c in cells:
         if isinstance(c.rate, float) and c.rate * plan.duration_s < 1:
@@ -887,6 +885,8 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         knee_probe_s=probe_s,
         premises=prem,
     )
+    if (n := cell_count(plan.sweeps)) > MAX_CELLS:  # counted before anything expands them
+        raise PlanError(f"plan: {n} cells, above the limit of {MAX_CELLS} cells; split it or shorten its sweeps")
     try:
         control.check(plan.sweeps, expand(plan))
     except control.ControlError as e:
