@@ -138,12 +138,12 @@ def _run(argv: Sequence[str] | None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)  # no control character reaches a terminal
     try:
-        return _run(args)
+        return _call(args)
     finally:
         sys.stdout, sys.stderr = out, err
 
 
-def _run(args: argparse.Namespace) -> int:
+def _call(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
