@@ -97,7 +97,8 @@ def test_driver_env_drops_the_dask_nannys_allocator_settings() -> None:
 def test_every_driver_process_starts_with_the_driver_env(
     where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Both places that start a driver (the local runner, a Dask worker) pass the driver env."""
+    """Both places that start a driver (the local runner, a Dask worker) pass the driver env to
+    the one driver client."""
     import subprocess
 
     from kbench.engine import dask_tasks
@@ -119,5 +120,5 @@ def test_every_driver_process_starts_with_the_driver_env(
         if where == "local":
             transport.spawn("producer", {}, tmp_path / "err")
         else:
-            dask_tasks._Driver({}, abort=None)
+            dask_tasks.start_driver({"role": "producer"}, tmp_path / "err", abort=None)
     assert len(seen) == 1 and not set(DASK_ENV) & set(seen[0]), sorted(set(DASK_ENV) & set(seen[0]))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from kbench.experiments.spec import SATURATED_FLAG
 from kbench.kafka import admin, clients
 from kbench.kafka.address import check_bootstrap
 from kbench.kafka.cluster import ClusterError, default_dir, read_state
+from kbench.kafka.driver_client import DriverClient
 from kbench.kafka.drivers import (
     DEFAULT_HEADER_SAMPLE,
     KafkaError,
@@ -40,6 +40,9 @@ from kbench.kafka.drivers import (
 from kbench.model import corpus, limits
 from kbench.model.paths import atomic_write
 from kbench.model.stats import histogram_us
+
+#: Seconds a driver may take to start (a JVM, the corpus) and a consumer to be assigned.
+START_TIMEOUT = 60.0
 
 #: The results file ``-o DIR`` holds.
 RESULT_FILE = "produce.json"
@@ -139,38 +142,12 @@ def _summary(r: ProducerResult) -> dict[str, Any]:
     }
 
 
-def _driver_line(p: subprocess.Popen[str], role: str) -> str:
-    assert p.stdout is not None
-    line = p.stdout.readline()
-    if line.startswith("ERROR "):
-        raise KafkaError(f"{role}: {json.loads(line[6:])}")
-    if not line:
-        raise KafkaError(f"{role} driver exited with status {p.wait()} (its stderr is above)")
-    return line.rstrip("\n")
-
-
 def _client(text: str) -> str:
     """``--client``: a client kbench can run (kbench.kafka.clients.client_problem)."""
     why = clients.client_problem(text)
     if why is not None:
         raise argparse.ArgumentTypeError(why)
     return text
-
-
-def _start_driver(client: str, job: dict[str, Any]) -> subprocess.Popen[str]:
-    p = subprocess.Popen(clients.driver_command(client), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert p.stdin is not None
-    p.stdin.write(json.dumps({**job, "protocol": clients.PROTOCOL}) + "\n")  # secrets on a pipe, never argv
-    p.stdin.close()
-    return p
-
-
-def _result(p: subprocess.Popen[str], role: str) -> dict[str, Any]:
-    line = _driver_line(p, role)
-    p.wait()
-    if not line.startswith("RESULT "):
-        raise KafkaError(f"{role} driver: unexpected line {line[:200]!r}")
-    return dict(json.loads(line[7:]))
 
 
 def _hist_pcts(h: dict[str, Any] | None) -> dict[str, float | None]:
@@ -198,23 +175,21 @@ def _run_driver(
             raise KafkaError(
                 f"--consume with --client {args.client} needs --count (the consumer checks every sequence number)"
             )
-        cons = _start_driver(
-            args.client,
+        cons = DriverClient.start(
+            "consumer",
             {
                 **base,
-                "role": "consumer",
                 "props": props,
                 "expected": args.count,
                 "timeout": 60.0 + (args.count / args.rate if args.rate else args.duration),
             },
+            client=args.client,
         )
-        if _driver_line(cons, "consumer") != "READY":
-            raise KafkaError("consumer driver did not report READY")
-    prod = _start_driver(
-        args.client,
+        cons.expect("READY", START_TIMEOUT)
+    prod = DriverClient.start(
+        "producer",
         {
             **base,
-            "role": "producer",
             "props": props,
             "corpus_file": str(f),
             "corpus_format": "lenprefixed",
@@ -225,11 +200,16 @@ def _run_driver(
             "keys": args.keys,
             "nkeys": args.nkeys,
         },
+        client=args.client,
     )
-    if _driver_line(prod, "producer") != "STARTED":
-        raise KafkaError("producer driver did not report STARTED")
-    pres = _result(prod, "producer")
-    cres = _result(cons, "consumer") if cons is not None else None
+    try:
+        prod.expect("STARTED", START_TIMEOUT)
+        pres = prod.result(None)  # the producer ends by its count or duration
+        cres = cons.result(None) if cons is not None else None
+    finally:
+        prod.kill()
+        if cons is not None:
+            cons.kill()
     fixed = args.mode == "fixed-rate"
     summary = {
         "mode": args.mode,

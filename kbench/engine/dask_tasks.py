@@ -8,21 +8,19 @@ Functions here are sent to workers by :mod:`kbench.engine.transports.distributed
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import select
-import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kbench.engine.machine import describe
 from kbench.kafka import clients, procstat, rdstats
+from kbench.kafka.driver_client import DriverClient
 
-__all__ = ["clock_now", "host_facts", "run_driver"]
+__all__ = ["clock_now", "host_facts", "run_driver", "start_driver"]
 
 #: Seconds a driver process may take to start (imports, corpus) and a consumer to be assigned.
 START_TIMEOUT = 60.0
@@ -62,67 +60,17 @@ def _corpus_path(sha: str, blob: bytes) -> Path:
     return p
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """SIGTERM the driver when its Dask worker dies: a lost worker leaves no client behind."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class _Driver:
-    """One ``kbench.kafka.worker`` process and its line protocol, abortable by an event."""
-
-    def __init__(self, job: Mapping[str, Any], abort: Any) -> None:
-        self.abort = abort
-        self.err = tempfile.NamedTemporaryFile(prefix="kbench-driver-", suffix=".err", delete=False)
-        self.proc = subprocess.Popen(
-            clients.driver_command(str(job.get("client", "librdkafka"))),  # librdkafka or librdkafka@V
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.err,
-            text=True,
-            env=clients.driver_env(os.environ),  # without the Dask nanny's allocator settings
-            preexec_fn=_die_with_parent,
-        )
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(dict(job)) + "\n")  # secrets on a pipe, never argv
-        self.proc.stdin.close()
-
-    def line(self, timeout: float) -> str:
-        out = self.proc.stdout
-        assert out is not None
-        deadline = time.monotonic() + timeout
-        while True:
-            ready, _, _ = select.select([out], [], [], 0.2)
-            if ready:
-                return out.readline()
-            if self.abort is not None and self.abort.is_set():
-                self.kill()
-                raise RuntimeError("aborted by the coordinator")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"driver did not answer within {timeout:.0f} s")
-
-    def fail(self, line: str) -> RuntimeError:
-        if line.startswith("ERROR "):
-            try:
-                return RuntimeError(str(json.loads(line[6:])))
-            except ValueError:
-                return RuntimeError(line[6:].strip())
-        self.kill()
-        tail = Path(self.err.name).read_text(errors="replace").strip().splitlines()[-1:]
-        return RuntimeError(line.strip() or (tail[0] if tail else f"driver exited with status {self.proc.poll()}"))
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def close(self) -> None:
-        self.kill()
-        self.err.close()
-        Path(self.err.name).unlink(missing_ok=True)
+def start_driver(job: Mapping[str, Any], stderr_path: Path, abort: Callable[[], bool] | None) -> DriverClient:
+    """The job's driver on this worker, through the one driver client."""
+    return DriverClient.start(
+        str(job["role"]),
+        job,
+        client=str(job.get("client", "librdkafka")),  # librdkafka or librdkafka@V
+        name="driver",  # the coordinator names role, number and worker
+        stderr_path=stderr_path,
+        env=clients.driver_env(os.environ),  # without the Dask nanny's allocator settings
+        abort=abort,
+    )
 
 
 def run_driver(
@@ -151,22 +99,21 @@ def run_driver(
         job["stats_path"] = str(stats)
     wall_minus_mono = time.time_ns() - time.monotonic_ns()
     s0 = procstat.snapshot([])
-    d = _Driver(job, abort)
+    err = tempfile.NamedTemporaryFile(prefix="kbench-driver-", suffix=".err", delete=False)
+    err.close()
+    d = start_driver(job, Path(err.name), abort.is_set)
     try:
-        word = "READY" if job["role"] == "consumer" else "STARTED"
-        line = d.line(START_TIMEOUT + max(0.0, float(job.get("start_at_unix") or 0.0) - time.time()))
-        if line.strip() != word:
-            raise d.fail(line)
+        d.expect(
+            "READY" if job["role"] == "consumer" else "STARTED",
+            START_TIMEOUT + max(0.0, float(job.get("start_at_unix") or 0.0) - time.time()),
+        )
         started = time.time()
         if ready_name:
             Event(ready_name).set()
-        line = d.line(timeout)
-        if not line.startswith("RESULT "):
-            raise d.fail(line)
-        result = dict(json.loads(line[7:]))
-        d.proc.wait(timeout=30)
+        result = d.result(timeout)
     finally:
-        d.close()
+        d.kill()
+        Path(err.name).unlink(missing_ok=True)
     s1 = procstat.snapshot([])
     out: dict[str, Any] = {
         "role": job["role"],

@@ -10,12 +10,9 @@ producer's librdkafka statistics file (another client: its driver's client_stats
 
 from __future__ import annotations
 
-import json
 import os
-import select
-import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import clients, merge
 from kbench.kafka import rdstats as stats_mod
+from kbench.kafka.driver_client import DriverClient, DriverError, Launcher, launch_here, results
 from kbench.model.corpus import Corpus, write_lenprefixed
 
 __all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "drain_summary", "schedule_fields", "spawn"]
@@ -41,120 +39,21 @@ WORKER_START_TIMEOUT = 60.0
 JAVA_PARITY = {"socket.nagle.disable": "true"}  # the Java client sends with TCP_NODELAY
 
 
-@dataclass
-class _Worker:
-    proc: subprocess.Popen[str]
-    role: str
-    stderr_path: Path
-
-    def expect(self, word: str, timeout: float) -> None:
-        line = self._line(timeout)
-        if line.strip() != word:
-            self.proc.kill()
-            raise TransportError(f"{self.role} worker: {self._error(line)}")
-
-    def _line(self, timeout: float) -> str:
-        out = self.proc.stdout
-        assert out is not None
-        ready, _, _ = select.select([out], [], [], timeout)
-        if not ready:
-            self.proc.kill()
-            raise TransportError(f"{self.role} worker did not answer within {timeout:.0f} s")
-        return out.readline()
-
-    def _error(self, line: str) -> str:
-        if line.startswith("ERROR "):
-            try:
-                return str(json.loads(line[6:]))
-            except ValueError:
-                return line[6:].strip()
-        if line.strip():
-            return line.strip()
-        try:
-            self.proc.wait(timeout=10)
-            tail = self.stderr_path.read_text(errors="replace").strip().splitlines()[-1:]
-        except (OSError, subprocess.TimeoutExpired):
-            tail = []
-        return tail[0] if tail else f"exited with status {self.proc.poll()}"
-
-    def result(self, timeout: float) -> dict[str, Any]:
-        return self.parse(self._line(timeout))
-
-    def parse(self, line: str) -> dict[str, Any]:
-        """The RESULT in ``line`` (the worker's last), or TransportError naming the worker."""
-        self.proc.wait(timeout=30)
-        if not line.startswith("RESULT "):
-            raise TransportError(f"{self.role} worker: {self._error(line)}")
-        return dict(json.loads(line[7:]))
-
-
-def results(workers: Sequence[_Worker], timeout: float) -> list[dict[str, Any]]:
-    """Every worker's RESULT, in order, read as each arrives: the first worker that dies or fails
-    fails the lot at once (the others are killed), named in the TransportError."""
-    out: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
-    try:
-        while len(out) < len(workers):
-            waiting = {w.proc.stdout: i for i, w in enumerate(workers) if i not in out and w.proc.stdout is not None}
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select(list(waiting), [], [], max(0.0, left)) if left > 0 else ([], [], [])
-            if not ready:
-                late = ", ".join(workers[i].role for i in waiting.values())
-                raise TransportError(f"{late} worker did not answer within {timeout:.0f} s")
-            for f in ready:
-                i = waiting[f]
-                out[i] = workers[i].parse(f.readline())
-    except BaseException:
-        _kill(workers)
-        raise
-    return [out[i] for i in range(len(workers))]
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """SIGTERM this worker when kbench dies (even by SIGKILL): no orphaned clients."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-#: Starts a driver process: (role, argv, Popen keyword arguments) -> the process.  The default runs
-#: it on this machine; the testbed runs it on the role's emulated host.
-Launcher = Callable[[str, Sequence[str], dict[str, Any]], "subprocess.Popen[str]"]
-
-
-def _here(role: str, argv: Sequence[str], kwargs: dict[str, Any]) -> subprocess.Popen[str]:
-    return subprocess.Popen(list(argv), **kwargs)
-
-
 def spawn(
-    role: str, job: Mapping[str, Any], stderr_path: Path, client: str = "librdkafka", launch: Launcher = _here
-) -> _Worker:
-    """Start the driver process of ``client`` for ``role`` and send it its job (docs/drivers.md)."""
-    try:
-        argv = clients.driver_command(client)
-    except Exception as e:  # noqa: BLE001 - KafkaDistError: Maven/Java missing or the build failed
-        raise TransportError(f"{client} driver: {e}") from None
+    role: str,
+    job: Mapping[str, Any],
+    stderr_path: Path,
+    client: str = "librdkafka",
+    launch: Launcher = launch_here,
+    label: str | None = None,
+) -> DriverClient:
+    """Start the driver process of ``client`` for ``role`` and send it its job (docs/drivers.md):
+    the one driver client (kbench.kafka.driver_client), named "{label or role} worker" in errors."""
     env = clients.driver_env(os.environ, str(Path(__file__).resolve().parents[3]))
-    with stderr_path.open("w") as err:  # a file, not a pipe: a chatty client never blocks on it
-        p = launch(
-            role,
-            argv,
-            dict(
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                text=True,
-                env=env,
-                preexec_fn=_die_with_parent,
-            ),
-        )
-    assert p.stdin is not None
-    p.stdin.write(
-        json.dumps(dict(job, role=role, protocol=clients.PROTOCOL)) + "\n"
-    )  # secrets travel on a pipe, never argv
-    p.stdin.close()
-    return _Worker(p, role, stderr_path)
+    w = DriverClient.start(role, job, client=client, stderr_path=stderr_path, env=env, launch=launch)
+    w.role = label or role
+    w.name = f"{w.role} worker"
+    return w
 
 
 def schedule_fields(res: dict[str, Any]) -> dict[str, Any]:
@@ -218,10 +117,9 @@ def drain_summary(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any])
     }
 
 
-def _kill(workers: Sequence[_Worker]) -> None:
+def _kill(workers: Sequence[DriverClient]) -> None:
     for w in workers:
-        if w.proc.poll() is None:
-            w.proc.kill()
+        w.kill()
 
 
 def _sum_cpu(cpus: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -274,7 +172,7 @@ class LocalPool:
 
     tmp: Path
     header_sample: int
-    launch: Launcher = _here
+    launch: Launcher = launch_here
     _corpus_files: dict[str, Path] = field(default_factory=dict)
 
     def corpus_file(self, corpus: Corpus) -> Path:
@@ -285,13 +183,13 @@ class LocalPool:
 
     def _spawn_consumers(
         self, req: RunRequest, jobs: Jobs, timeout: float, sampler: PerSecond | None = None
-    ) -> list[_Worker]:
+    ) -> list[DriverClient]:
         """The repetition's consumers, each assigned (READY) before this returns.  Several are the
         members of one consumer group, named consumer-1, consumer-2, ... in errors and in the
         per-second sampler's roles."""
         assert jobs.consumer is not None
         cprops = {**(JAVA_PARITY if clients.family(req.cell.client) == "librdkafka" else {}), **jobs.consumer["props"]}
-        out: list[_Worker] = []
+        out: list[DriverClient] = []
         try:
             for i in range(jobs.consumers):
                 w = spawn(
@@ -301,9 +199,8 @@ class LocalPool:
                     / (f"{req.topic}.consumer-{i + 1}.err" if jobs.consumers > 1 else f"{req.topic}.consumer.err"),
                     req.cell.client,
                     self.launch,
+                    label=f"consumer-{i + 1}" if jobs.consumers > 1 else None,
                 )
-                if jobs.consumers > 1:
-                    w.role = f"consumer-{i + 1}"
                 out.append(w)
                 if sampler is not None:
                     sampler.add(w.role, w.proc.pid)
@@ -314,7 +211,9 @@ class LocalPool:
             raise
         return out
 
-    def _consumer_results(self, consumers: Sequence[_Worker], timeout: float, expected: int) -> dict[str, Any] | None:
+    def _consumer_results(
+        self, consumers: Sequence[DriverClient], timeout: float, expected: int
+    ) -> dict[str, Any] | None:
         """Every consumer's RESULT (one missing fails the repetition, naming the consumer), merged
         when there are several (merge.merge_consumers: a group's counts per partition)."""
         if not consumers:
@@ -381,6 +280,12 @@ class LocalPool:
         )
 
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+        try:
+            return self._run_or_catch_up(req, jobs, window)
+        except DriverError as e:  # a driver failed, timed out or could not start: the repetition fails
+            raise TransportError(str(e)) from None
+
+    def _run_or_catch_up(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
         if jobs.catch_up:
             return self._catch_up(req, jobs, window)
         stats = self.tmp / f"{req.topic}.stats.jsonl"
