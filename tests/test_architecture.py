@@ -141,3 +141,76 @@ def test_no_experiment_id_tested_outside_the_experiment_modules() -> None:
                 ):
                     found.append(f"{p.relative_to(ROOT.parent)}:{node.lineno} builds a set of experiment ids")
     assert not found, "\n".join(found)
+
+
+#: The documented layer order (docs/architecture.md), lowest first: a module imports only from its
+#: own layer and the layers before it.  The experiments sit above engine and reporting (they use
+#: both); engine and reporting reach them only through their interface, :data:`EXPERIMENTS_INTERFACE`.
+LAYERS = ("model", "kafka", "testbed", "engine", "reporting", "experiments", "commands")
+#: What of kbench/experiments/ the layers below it may import: the registry and the spec (no
+#: concrete experiment module, no shared row helper).
+EXPERIMENTS_INTERFACE = frozenset({"kbench.experiments", "kbench.experiments.registry", "kbench.experiments.spec"})
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def _upward(mods: dict[str, Path]) -> list[str]:
+    found = []
+    for m, p in mods.items():
+        if m in EXTENSIONS or _layer(m) is None:
+            continue
+        for target, _, line in _imports(p, mods):
+            lt, lm = _layer(target), _layer(m)
+            if target not in mods or lt is None or lm is None or lt <= lm:
+                continue
+            if target in EXPERIMENTS_INTERFACE and lm < LAYERS.index("experiments"):
+                continue
+            found.append(f"{p.relative_to(ROOT.parent)}:{line} imports {target} ({LAYERS[lm]} -> {LAYERS[lt]})")
+    return found
+
+
+def test_imports_follow_the_documented_layer_order() -> None:
+    found = _upward(_modules())
+    assert not found, "imports against the layer order:\n" + "\n".join(found)
+
+
+def test_only_the_experiments_import_a_concrete_experiment_module() -> None:
+    """The registry-only rule: outside kbench/experiments/ (commands included) no module imports
+    an experiment module; the engine and reporting ask kbench.experiments.registry / spec."""
+    mods = _modules()
+    found = []
+    for m, p in mods.items():
+        if m in EXTENSIONS or m.startswith("kbench.experiments"):
+            continue
+        for target, _, line in _imports(p, mods):
+            if target.startswith("kbench.experiments.") and target not in EXPERIMENTS_INTERFACE:
+                found.append(f"{p.relative_to(ROOT.parent)}:{line} imports {target}")
+    assert not found, "\n".join(found)
+
+
+def test_the_layer_check_finds_an_upward_import(tmp_path: Path) -> None:
+    # the check can fail: an engine module importing a concrete experiment or reporting is reported
+    mods = {}
+    for m, text in (
+        ("kbench.engine.x", "from kbench.experiments import a_latency, registry\nfrom kbench.reporting import report\n"),
+        ("kbench.experiments.a_latency", ""),
+        ("kbench.experiments.registry", ""),
+        ("kbench.reporting.report", ""),
+    ):
+        f = tmp_path / Path(*m.split(".")).with_suffix(".py")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+        mods[m] = f
+    global ROOT
+    saved, ROOT = ROOT, tmp_path / "kbench"
+    try:
+        found = _upward(mods)
+    finally:
+        ROOT = saved
+    assert [f.split(" imports ")[1] for f in found] == [
+        "kbench.experiments.a_latency (engine -> experiments)",
+        "kbench.reporting.report (engine -> reporting)",
+    ]

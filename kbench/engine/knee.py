@@ -29,7 +29,7 @@ from kbench.engine import rules
 from kbench.engine.cell import Cell
 from kbench.engine.status import Status
 from kbench.engine.transports.base import RunResult, TransportError
-from kbench.experiments.a_latency import saturation_reasons
+from kbench.experiments import registry
 
 __all__ = ["FLOOR_FRACTION", "PROBE_FRACTIONS", "derive", "floor_of", "passes", "pipeline_key", "probe_cells"]
 
@@ -49,7 +49,7 @@ def passes(cell: Cell, res: RunResult, bound_ms: float) -> tuple[bool, str]:
     above ``bound_ms``; with the reasons when it did not."""
     if res.latency_delay is None:
         return False, "send delay not measured: the saturation check cannot pass"
-    why = saturation_reasons(res, float(cell.linger_ms), bound_ms)
+    why = registry.premise_reasons(res, float(cell.linger_ms), bound_ms)  # A's saturation signals
     v = rules.judge(cell, res, steal_limit_pct=float("inf"))  # steal is the machine's, not the load's
     if v.status in (Status.REJECTED, Status.FAILED_LOSS, Status.FAILED_TOPIC_CONFIG):
         why.append(v.reason)

@@ -24,8 +24,7 @@ from kbench.engine.cell import Cell
 from kbench.engine.status import RETRY_STATUSES, Status, Verdict, worst
 from kbench.engine.transports.base import RunResult
 from kbench.experiments import registry
-from kbench.experiments.rowkit import base
-from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS, SATURATED_FLAG, RowInput
+from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS, SATURATED_FLAG, RowInput, row_columns
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.model.codecs import topic_compression
 from kbench.model.corpus import Corpus
@@ -122,7 +121,7 @@ def failed_rows(
     columns, e.g. D's role, read ``all``)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for exp in cell.experiments:
-        row = base(cell, rep, None, target, attempt)
+        row = row_columns(cell, rep, None, target, attempt)
         for k in registry.get(exp).row_key:
             row[k] = "all"
         row["status"] = Status.FAILED_RUN

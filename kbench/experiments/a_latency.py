@@ -470,4 +470,5 @@ EXPERIMENT = Experiment(
             11,
         ),
     ),
+    premise_check=saturation_reasons,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kbench.engine.transports.base import RunResult
 from kbench.experiments import (
     a_latency,
     b_throughput,
@@ -30,6 +31,7 @@ __all__ = [
     "ids",
     "needs_stored",
     "plots",
+    "premise_reasons",
     "run_experiments",
     "saturated",
 ]
@@ -72,6 +74,17 @@ def fixed_rate() -> frozenset[str]:
 def saturated() -> frozenset[str]:
     """Experiments that need a saturated producer."""
     return frozenset(k for k, e in EXPERIMENTS.items() if e.rate == "saturated")
+
+
+def premise_reasons(res: RunResult, linger_ms: float, bound_ms: float) -> list[str]:
+    """Why a fixed-rate repetition broke an experiment's premise (every experiment's
+    ``premise_check``, in report order; [] when none did): what a knee probe must pass."""
+    return [
+        r
+        for e in EXPERIMENTS.values()
+        if e.premise_check is not None
+        for r in e.premise_check(res, linger_ms, bound_ms)
+    ]
 
 
 def needs_stored(experiments: Iterable[str]) -> bool:

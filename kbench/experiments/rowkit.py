@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbench.engine.cell import Cell
 from kbench.engine.status import Status, Verdict
 from kbench.engine.transports.base import CpuSample, LatencySummary, RunResult
-from kbench.experiments.spec import Experiment, RowInput
+from kbench.experiments.spec import Experiment, RowInput, row_columns
 
 __all__ = [
     "GB",
@@ -30,22 +29,8 @@ __all__ = [
 GB = 1e9
 
 
-def rate_error_pct(res: RunResult) -> float | None:
-    if res.target_rate:
-        return (res.achieved_rate - res.target_rate) / res.target_rate * 100
-    return None
-
-
-def base(cell: Cell, rep: int, res: RunResult | None, target: float | None, attempt: int = 1) -> dict[str, Any]:
-    row = cell.params()
-    row["rep"] = rep
-    row["attempt"] = attempt
-    row["target_rate_msgs"] = target
-    if res is not None:
-        row["achieved_rate_msgs"] = res.achieved_rate
-        row["rate_error_pct"] = rate_error_pct(res)
-        row["messages"] = res.messages_acked
-    return row
+#: The cell columns of a row (kbench.experiments.spec: the engine writes failed rows with them too).
+base = row_columns
 
 
 def lat(prefix: str, lat: LatencySummary | None, which: tuple[str, ...]) -> dict[str, Any]:

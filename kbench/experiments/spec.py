@@ -34,6 +34,8 @@ __all__ = [
     "RowInput",
     "SATURATED_FLAG",
     "TAIL_COLUMNS",
+    "rate_error_pct",
+    "row_columns",
 ]
 
 #: A's unsaturated check (docs/methodology.md): the producer's send delay p99, the queue wait
@@ -183,6 +185,10 @@ class Experiment:
     console_note: str = ""
     #: A sweep's axes (name -> values) -> what this experiment cannot measure in them ("" when fine).
     sweep_check: Callable[[Mapping[str, Sequence[Any]]], str] | None = None
+    #: Why a fixed-rate repetition broke this experiment's premise ([] when it did not): (result,
+    #: the cell's linger.ms, the plan's saturation_bound_ms) -> reasons.  The knee's probes must
+    #: pass every experiment's check (kbench.engine.knee via the registry).
+    premise_check: Callable[[RunResult, float, float], list[str]] | None = None
 
     @property
     def csv(self) -> str:
@@ -213,3 +219,24 @@ def head(lower_is_better: bool, *columns: tuple[str, str]) -> tuple[Metric, ...]
 
 
 LATENCY_PERCENTILES = ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")
+
+
+def rate_error_pct(res: RunResult) -> float | None:
+    """How far the achieved rate was off the target, in % (None without a target)."""
+    if res.target_rate:
+        return (res.achieved_rate - res.target_rate) / res.target_rate * 100
+    return None
+
+
+def row_columns(cell: Cell, rep: int, res: RunResult | None, target: float | None, attempt: int = 1) -> dict[str, Any]:
+    """The columns every row of a repetition starts with: the cell's, the repetition, the attempt,
+    the target and (with a result) the achieved rate, its error and the messages acknowledged."""
+    row = cell.params()
+    row["rep"] = rep
+    row["attempt"] = attempt
+    row["target_rate_msgs"] = target
+    if res is not None:
+        row["achieved_rate_msgs"] = res.achieved_rate
+        row["rate_error_pct"] = rate_error_pct(res)
+        row["messages"] = res.messages_acked
+    return row
