@@ -195,7 +195,10 @@ def test_the_layer_check_finds_an_upward_import(tmp_path: Path) -> None:
     # the check can fail: an engine module importing a concrete experiment or reporting is reported
     mods = {}
     for m, text in (
-        ("kbench.engine.x", "from kbench.experiments import a_latency, registry\nfrom kbench.reporting import report\n"),
+        (
+            "kbench.engine.x",
+            "from kbench.experiments import a_latency, registry\nfrom kbench.reporting import report\n",
+        ),
         ("kbench.experiments.a_latency", ""),
         ("kbench.experiments.registry", ""),
         ("kbench.reporting.report", ""),
