@@ -225,18 +225,22 @@ class LocalPool:
         out["cpu"] = _sum_cpu([p["cpu"] for p in parts])
         return out
 
-    def _catch_up(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
-        """Produce the backlog (saturated, not timed), then drain it with the consumer group; the
-        broker window and the NIC counters span the drain: from every member assigned its start
-        offsets (READY, before it joins the group) to the last member's result."""
-        stats = self.tmp / f"{req.topic}.stats.jsonl"
-        producer = spawn(
+    def _spawn_producer(self, req: RunRequest, jobs: Jobs, stats: Path) -> DriverClient:
+        """The repetition's producer, started (its corpus as a length-prefixed file, its statistics to ``stats``)."""
+        return spawn(
             "producer",
             {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
             self.tmp / f"{req.topic}.producer.err",
             req.cell.client,
             self.launch,
         )
+
+    def _catch_up(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+        """Produce the backlog (saturated, not timed), then drain it with the consumer group; the
+        broker window and the NIC counters span the drain: from every member assigned its start
+        offsets (READY, before it joins the group) to the last member's result."""
+        stats = self.tmp / f"{req.topic}.stats.jsonl"
+        producer = self._spawn_producer(req, jobs, stats)
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             pres = schedule_fields(producer.result(req.duration_s + 300.0))
@@ -306,13 +310,7 @@ class LocalPool:
         consumers = (
             self._spawn_consumers(req, jobs, req.duration_s + 60.0, sampler) if jobs.consumer is not None else []
         )
-        producer = spawn(
-            "producer",
-            {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
-            self.tmp / f"{req.topic}.producer.err",
-            req.cell.client,
-            self.launch,
-        )
+        producer = self._spawn_producer(req, jobs, stats)
         sampler.add("producer", producer.proc.pid)
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
