@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from test_engine_runner import opts
 
+from kbench.cli import main as cli_main
 from kbench.engine import plan as plan_mod
 from kbench.engine import store
 from kbench.engine.cell import Cell
@@ -36,6 +37,30 @@ def _part(p: int, start: int, end: int, runs: Sequence[tuple[int, int]]) -> dict
         "bytes": 0,
         "runs": [list(r) for r in runs],
     }
+
+
+def test_a_catch_up_sweep_on_dask_workers_is_refused_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DaskPool runs timed repetitions only: the plan refuses a catch-up drain there before anything runs
+    p = tmp_path / "p.toml"
+    sweep = '[[sweep]]\nexperiments = ["G"]\nrate = "saturated"\nbacklog_bytes = 1000000\nconsumers = [2]\n'
+    p.write_text('name = "x"\n[transport]\nkind = "local"\nconsumer_group = true\n' + sweep)
+    assert plan_mod.load(str(p)).sweeps[0].backlog_bytes == 1000000  # on this machine: accepted
+    p.write_text('name = "x"\n[transport]\nkind = "local"\nworkers = "tcp://127.0.0.1:8786"\n' + sweep)
+    with pytest.raises(PlanError) as e:
+        plan_mod.load(str(p))
+    assert str(e.value) == (
+        "sweep[0].backlog_bytes: a catch-up drain runs on this machine's driver pool, not on Dask workers; "
+        "drop transport.workers (--workers) or run this sweep in a plan of its own"
+    )
+    # kbench run --workers on a local plan: the same line, before anything is written
+    p.write_text('name = "x"\n[transport]\nkind = "local"\nconsumer_group = true\n' + sweep)
+    capsys.readouterr()
+    rc = cli_main(["run", str(p), "-o", str(tmp_path / "run"), "--workers", "tcp://127.0.0.1:8786"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and not (tmp_path / "run").exists()
+    assert err == [f"kbench: error: {e.value}"], err
 
 
 def test_group_counts_are_exact_per_partition() -> None:

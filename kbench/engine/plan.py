@@ -17,7 +17,7 @@ import itertools
 import json
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -53,6 +53,7 @@ __all__ = [
     "TransportDef",
     "MANAGED_CLIENT_KEYS",
     "builtin_plans",
+    "check_catch_up_pool",
     "check_client",
     "expand",
     "is_derived_rate",
@@ -830,6 +831,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
+    check_catch_up_pool(sweeps, workers)
     for i, s in enumerate(sweeps):
         if group and not {family(c) for c in s.client} <= set(GROUP_CLIENTS):
             raise PlanError(
@@ -893,6 +895,17 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
         raise PlanError(str(e)) from None
     check_budget(plan)
     return plan
+
+
+def check_catch_up_pool(sweeps: Sequence[Sweep], workers: str | None) -> None:
+    """A catch-up drain (G's backlog_bytes) runs on this machine's driver pool: DaskPool runs timed
+    repetitions only, so a plan (or ``--workers``) putting one on Dask workers is refused."""
+    for i, s in enumerate(sweeps):
+        if workers is not None and s.backlog_bytes > 0:
+            raise PlanError(
+                f"sweep[{i}].backlog_bytes: a catch-up drain runs on this machine's driver pool, not on Dask "
+                "workers; drop transport.workers (--workers) or run this sweep in a plan of its own"
+            )
 
 
 def expand(plan: Plan) -> list[Cell]:
