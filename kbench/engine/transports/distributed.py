@@ -221,6 +221,8 @@ class DaskPool:
         try:
             cons = [(w, i) for i, (r, w) in enumerate(x for x in placement if x[0] == "consumer")]
             prods = [(w, i) for i, (r, w) in enumerate(x for x in placement if x[0] == "producer")]
+            # the per-producer split of the request's rate: here only (the jobs and the merge read it)
+            prate = (rate / len(prods)) if rate and prods else None
             clocks = self.clocks([w for _, w in placement])
             readies = []
             for w, i in cons:
@@ -239,7 +241,7 @@ class DaskPool:
                     "producer",
                     w,
                     i,
-                    dict(producer_job, rate=(rate or 0.0) / len(prods), count=n, seq_base=base, start_at_unix=start_at),
+                    dict(producer_job, rate=prate or 0.0, count=n, seq_base=base, start_at_unix=start_at),
                     None,
                 )
             if not count:  # saturated: each for the duration, sequence ranges far apart
@@ -256,7 +258,6 @@ class DaskPool:
         finally:
             abort.set()  # every driver of this cell has finished or is told to stop
         sizes = [len(r) for r in corpus[1]]
-        prate = (rate / len(prods)) if rate and prods else None
         return self._merge(outs, clocks, start_at, t_collected - t_done, t_done - t_order, sizes, prate, count)
 
     def _wait(
