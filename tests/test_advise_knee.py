@@ -105,6 +105,7 @@ def test_status_on_stderr_results_on_stdout_and_json(
     assert doc["workload"]["rate"] == 50000 and doc["workload"]["partitions"] == 24
 
 
+@pytest.mark.slow  # advise sweeps 12 candidates: about 13 s of CPU
 def test_the_default_keeps_a_stated_latency_budget(tmp_path: Path) -> None:
     """Without --p99-budget-ms the recommendation adds at most the default budget at p99, and the
     answer says so; the cheaper candidates over it are marked and not chosen."""
