@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kbenv import KBENCH_PATH
+
 from kbench.commands.run import EXIT_SHORT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +32,7 @@ def best_transport() -> str:
 
 def _env(steal: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = KBENCH_PATH + os.pathsep + env.get("PYTHONPATH", "")
     if steal is not None:  # the steal figure every run sees (kbench.kafka.procstat.INJECT_ENV)
         env["KBENCH_INJECT_STEAL_PCT"] = steal
     return env

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench.model.advise import DEFAULT_COST_TOLERANCE_PCT
 
@@ -27,7 +28,7 @@ NO_BUDGET = ["--p99-budget-ms", "1000"]
 
 
 def _kbench(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run(
         [sys.executable, "-m", "kbench", *args], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
     )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench import _native
 from kbench.model import batch, limits, segment
@@ -68,7 +69,7 @@ def kbench(
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     wrap = [] if full_disk is None else ["unshare", "-rm", "sh", "-c", FULL_DISK, "sh", *map(str, full_disk)]
     return subprocess.run(
         [*wrap, sys.executable, "-m", "kbench", *args],
@@ -450,7 +451,7 @@ def _segments_in_run(w: dict[str, Path], tmp: Path) -> None:
     c = copy_run(w, tmp)
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "sim", "--segments", str(c), "--corpus-size", "20000"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH},
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -1373,7 +1374,7 @@ def _peak_rss_mb(argv: list[str], cwd: Path) -> tuple[int, str, float]:
     p = subprocess.run(
         [sys.executable, "-c", probe, sys.executable, "-m", "kbench", *argv],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH},
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -1438,7 +1439,7 @@ def test_sigterm_and_sighup_end_a_run_like_ctrl_c(sig: str, tmp_path: Path) -> N
     p = subprocess.Popen(
         [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--gate-sample-s", "0"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

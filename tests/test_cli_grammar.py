@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 import kbench
 from kbench.cli import build_parser
@@ -251,7 +252,7 @@ rate = 2000
 
 
 def _kbench(*args: str, cwd: Path, steal: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop(procstat.INJECT_ENV, None)
     if steal is not None:
         env[procstat.INJECT_ENV] = steal

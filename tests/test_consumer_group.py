@@ -387,7 +387,9 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
     assert {(r["consumers"], float(r["consumer_cpu_s_per_gb"])) for r in rows} == {("1", 1.5), ("2", 3.0)}
     md = report.write([out.run_dir], tmp_path / "rep", with_plots=False).markdown.read_text()
     section = md.split("Experiment G · catch-up", 1)[1].split("\n## ", 1)[0]
-    table = [ln for ln in section.splitlines() if ln.startswith("|")]
+    # the section's first table (its verdict table follows after a blank line)
+    first = section[section.index("| machine") :].split("\n\n", 1)[0]
+    table = [ln for ln in first.splitlines() if ln.startswith("|")]
     assert "records/s median [range]" in table[0] and len(table) == 2 + 4  # header, rule, 2 codecs x 2 groups
     assert sum(" 1,000 " in ln for ln in table) == 2 and sum(" 500 " in ln for ln in table) == 2
     # a broker's unreadable CPU leaves G's row OK, its broker columns NA, and says why

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from engine_fakes import plan_toml, sweep
+from kbenv import KBENCH_PATH
 
 from kbench.kafka.drivers import Histogram
 
@@ -52,7 +53,7 @@ def dask_plan(reps: int, duration: float, producers: int, rate: float) -> str:
 def dask_cluster() -> Iterator[Any]:
     saved = dict(os.environ)  # restored after: the workers' PYTHONPATH and what the Dask nanny sets here
     env = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), env]) if env else str(ROOT)
+    os.environ["PYTHONPATH"] = os.pathsep.join([KBENCH_PATH, env]) if env else KBENCH_PATH
     try:
         with distributed.LocalCluster(
             n_workers=3, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None
@@ -67,7 +68,7 @@ def _run(tmp: Path, plan: str, scheduler: str, wait: bool = True) -> subprocess.
     (tmp / "plan.toml").write_text(plan)
     cmd = [sys.executable, "-m", "kbench", "run", str(tmp / "plan.toml"), "-o", str(tmp / "run")]
     cmd += ["--force", "--gate-sample-s", "0.1", "--workers", scheduler]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench import _native
 from kbench.commands.run import EXIT_SHORT
@@ -66,7 +67,7 @@ def start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pope
         stderr=subprocess.PIPE,
         text=True,
         # steal injected at 0 %: the statuses must come from the fault, not from this host's hypervisor
-        env={**os.environ, "PYTHONPATH": str(ROOT), "KBENCH_INJECT_STEAL_PCT": "0", **(env or {})},
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH, "KBENCH_INJECT_STEAL_PCT": "0", **(env or {})},
     )
 
 
@@ -156,7 +157,7 @@ def test_broker_sigkill_mid_cell(tmp_path: Path) -> None:
         [sys.executable, "-m", "kbench", "report", str(run), "-o", str(rep), "--no-plots"],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH},
         timeout=300,
     )
     assert p.returncode == 0, p.stderr

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from engine_fakes import plan_toml, sweep
+from kbenv import KBENCH_PATH
 
 from kbench import _native
 from kbench.engine.plan import PlanError, parse
@@ -123,7 +124,7 @@ def test_plan_refuses_a_client_property_the_go_driver_does_not_map() -> None:
 
 
 def test_cli_produce_refuses_a_misspelled_go_property_before_connecting() -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", "kafka-go", "--bootstrap", "127.0.0.1:1"]
     cmd += ["--topic", "t", "--rate", "10", "--count", "10", "-X", "BatchByte=5"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
@@ -543,7 +544,7 @@ def test_dump_log_segments_agrees_with_kbench_on_go_segments(
         assert n == ROUND_TRIP_N, (client, codec)
     # kbench inspect (the CLI over the same scan) reads them all: exit 0, every batch's codec
     dirs = [str(Path(kafka1.log_dirs[0]) / f"{topic}-0") for _, _, topic in go_round_trips.values()]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     csv_out = tmp_path / "go-inspect.csv"
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "inspect", "--csv", str(csv_out), *dirs],
@@ -563,7 +564,7 @@ def test_dump_log_segments_agrees_with_kbench_on_go_segments(
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", GO)
 def test_cli_produce_with_a_go_client(kafka1: Any, tmp_path: Path, client: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", client, "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--topic", f"cli-{client}", "--create", "--rate", "500", "--count", "1000", "--codec", "gzip"]
@@ -597,7 +598,7 @@ def test_kbench_run_with_the_go_clients(tmp_path: Path) -> None:
     plan = tmp_path / "go.toml"
     plan.write_text(GO_PLAN)
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--force"],
         capture_output=True,

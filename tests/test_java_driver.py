@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from engine_fakes import plan_toml, sweep
+from kbenv import KBENCH_PATH
 
 from kbench import _native
 from kbench.engine.transports.local_pool import spawn
@@ -230,7 +231,7 @@ def test_kbench_run_with_both_clients(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # steal is injected at 0 %, so no row may be INVALID on a busy host; a fixed-rate repetition
     # that missed its rate is REJECTED and retried (retries = 2); nothing else is allowed
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), procstat.INJECT_ENV: "0"}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH, procstat.INJECT_ENV: "0"}
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out), "--force"],
         capture_output=True,
@@ -270,7 +271,7 @@ def test_kbench_run_with_both_clients(tmp_path: Path) -> None:
 
 @pytest.mark.kafka
 def test_cli_produce_with_the_java_client(kafka1: Any, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", "java", "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--topic", "cli-java", "--create", "--rate", "500", "--count", "1000", "--codec", "zstd"]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench.kafka import admin, procstat
 from kbench.kafka.cluster import ClusterError, LocalCluster, pid_alive, read_state
@@ -165,7 +166,7 @@ def test_delivery_errors_are_counted_by_code(kafka1: LocalCluster) -> None:
 
 @pytest.mark.kafka
 def test_cli_up_status_down(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     d = tmp_path / "c"
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -262,7 +263,7 @@ def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, 
 
 @pytest.mark.kafka
 def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     out = tmp_path / "r.json"
     p = subprocess.run(
         [
@@ -331,7 +332,7 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
 
 @pytest.mark.kafka
 def test_ctrl_c_stops_a_run_cleanly(kafka1: LocalCluster) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     admin.create_topic(kafka1.client_props(), "ctrlc", partitions=1)
     proc = subprocess.Popen(
         [

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench.kafka import rdstats as stats
 
@@ -92,7 +93,7 @@ def test_phases_in_a_csv_add_up_to_the_service_latency(tmp_path: Path) -> None:
     plan = tmp_path / "phases.toml"
     plan.write_text(PLAN)
     out = tmp_path / "run"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([KBENCH_PATH, os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run(
         [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(out)],
         capture_output=True,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench import _native
 from kbench.engine.plan import PlanError, parse
@@ -21,7 +22,7 @@ from kbench.kafka.rdk_launch import preload_env
 from kbench.versions import go_pins, lines, pom_kafka_version
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([KBENCH_PATH, os.environ.get("PYTHONPATH", "")])}
 WHEEL = "2.16.1"  # the pin of requirements-dev.txt and of the librdkafka-current extra
 
 

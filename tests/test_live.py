@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 from prometheus_client.parser import text_string_to_metric_families
 
 from kbench.engine.live import LiveBoard, LiveFigures, describe
@@ -57,7 +58,7 @@ def _free_port() -> int:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env[procstat.INJECT_ENV] = "0"
     return env
 

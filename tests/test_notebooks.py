@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -109,7 +110,7 @@ def test_notebooks_run_as_shipped_with_jupyter_execute(tmp_path: Path) -> None:
     shutil.copytree(src / "example-runs", dst / "example-runs")
     for nb in NOTEBOOKS:
         shutil.copy(nb, dst / nb.name)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.run(
         [jupyter, "--output={notebook_name}-executed", *(n.name for n in NOTEBOOKS)],
         cwd=dst,

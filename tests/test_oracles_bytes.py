@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 from oracles import (
     LogKeeper,
     cycled_bytes,
@@ -86,7 +87,7 @@ rate = 1500
 
 def _env() -> dict[str, str]:
     env = dict(os.environ, **{procstat.INJECT_ENV: "0"})
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = KBENCH_PATH + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 

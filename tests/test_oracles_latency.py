@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench.kafka import admin, kafka_dist
 
@@ -56,7 +57,7 @@ def kbench_p50_ms(bs: str, topic: str, corpus: Path, out: Path) -> float:
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH},
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     e2e = json.loads(out.read_text())["consumer"]["e2e"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 from oracles import dump_batches, dump_log_segments, keeping_cluster, partition_dirs, write_corpus
 
 from kbench.kafka import metrics, procstat
@@ -108,7 +109,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory, keeping_broker: object) -
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, procstat.INJECT_ENV: "0", "PYTHONPATH": str(ROOT)},
+        env={**os.environ, procstat.INJECT_ENV: "0", "PYTHONPATH": KBENCH_PATH},
         cwd=ROOT,
     )
     assert p.returncode == 0, p.stderr[-3000:]

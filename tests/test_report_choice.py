@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 pytest.importorskip("pandas")
 
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _report(tmp_path: Path, name: str) -> str:
     run = tmp_path / name
     shutil.copytree(ROOT / "benchmarks" / "results" / name, run, ignore=shutil.ignore_patterns("histograms"))
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "kbench", "report", str(run), "-o", str(tmp_path / "rep"), "--no-plots"]
     p = subprocess.run([*cmd, "--verify", "--json"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

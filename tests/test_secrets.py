@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench.engine.redact import Scrubber, redact_argv
 from kbench.kafka.clients import unknown_property
@@ -143,7 +144,7 @@ def _toml_str(s: str) -> str:
 
 
 def _kbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([KBENCH_PATH, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(
         [sys.executable, "-m", "kbench", *args], capture_output=True, text=True, timeout=600, cwd=cwd, env=env
     )

@@ -23,6 +23,7 @@ import pytest
 from engine_fakes import PLAN_TEXT, FakeTransport, engine_plan, write_plan
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
+from kbenv import KBENCH_PATH
 
 from kbench import _native
 from kbench.commands.run import EXIT_SHORT
@@ -323,7 +324,7 @@ rate = 2000
 def _real_run(tmp_path: Path, kafka1: Any, plan_text: str) -> Path:
     plan = write_plan(tmp_path, plan_text)
     run = tmp_path / "run"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), KBENCH_INJECT_STEAL_PCT="0")
+    env = dict(os.environ, PYTHONPATH=KBENCH_PATH, KBENCH_INJECT_STEAL_PCT="0")
     cmd = [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--broker-pid", str(kafka1.pids[0]), "--gate-sample-s", "0.1", "--force"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kbenv import KBENCH_PATH
 
 from kbench.kafka import metrics
 from kbench.testbed import (
@@ -37,7 +38,7 @@ from kbench.testbed.brokers import cluster_on
 from kbench.testbed.state import pid_start_time
 
 ROOT = Path(__file__).resolve().parent.parent
-PYENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+PYENV = {**os.environ, "PYTHONPATH": KBENCH_PATH}
 MBIT = 50.0
 PAYLOAD = 4 << 20
 
