@@ -39,7 +39,7 @@ def test_shape_of_steady_batches() -> None:
         payload=3600,  # 0.8 payload bytes per raw byte
         producer_records=7,
     )
-    s = adv._shape(res, rate=3.5)
+    s = adv.shape_of(res, rate=3.5)
     assert s.stored_per_payload == 1000 / 3200 and s.produced_per_payload == 1200 / 3200
     assert s.wait_ms == (0.5, 1.0, 1.5, 2.0, 2.0, 4.0)  # each record's wait: the batch's age when it joined
     assert s.batch_raw_by_record == (3000.0, 3000.0, 3000.0, 1000.0, 3000.0, 1000.0)
@@ -48,13 +48,13 @@ def test_shape_of_steady_batches() -> None:
 
 
 def test_shape_of_a_large_batch_and_of_flushes_only() -> None:
-    big = adv._shape(_res((_b(130, 1300, 650, 650, "linger", 2.0, 15.0),), 1300, 130), rate=130.0)
+    big = adv.shape_of(_res((_b(130, 1300, 650, 650, "linger", 2.0, 15.0),), 1300, 130), rate=130.0)
     assert len(big.wait_ms) == 130  # 65 points (every 2nd record), each weighted 2
     assert (
         big.wait_ms[:2] == pytest.approx((0.2, 0.2), abs=1e-12) and big.wait_ms[-1] == 13.0 and big.wait_ms[-2] == 13.0
     )
     assert big.stored_per_payload == 0.5 and big.batches_per_s == 1.0
-    fl = adv._shape(_res((_b(3, 300, 100, 100, "flush", 4.0, 1.0),), 600, 3), rate=0.0 + 1.0)
+    fl = adv.shape_of(_res((_b(3, 300, 100, 100, "flush", 4.0, 1.0),), 600, 3), rate=0.0 + 1.0)
     assert not fl.steady and fl.wait_ms == (0.0, 0.0, 0.0)  # a close before the open waits 0
     assert fl.stored_per_payload == 100 / 600 and fl.records_per_batch_p50 == 3.0 and fl.batches_per_s == 1 / 3
 
@@ -62,7 +62,13 @@ def test_shape_of_a_large_batch_and_of_flushes_only() -> None:
 def test_records_needed_and_sizes() -> None:
     w = adv.Workload(rate=1000, partitions=1)
     assert adv.records_needed(w, [0.0, 20.0, 5.0]) == 130 and adv.records_needed(w, []) == 50
-    assert [adv._size(n) for n in (2 << 20, 1 << 20, 16 << 10, 1536, 1000)] == ["2MiB", "1MiB", "16KiB", "1536", "1000"]
+    assert [adv.size_text(n) for n in (2 << 20, 1 << 20, 16 << 10, 1536, 1000)] == [
+        "2MiB",
+        "1MiB",
+        "16KiB",
+        "1536",
+        "1000",
+    ]
 
 
 def cand(spec: str, bs: int = 16384, linger: float = 5.0, **kw: object) -> adv.Candidate:
@@ -195,7 +201,7 @@ def test_cost_files_and_overrides(tmp_path: Path) -> None:
         adv.load_prices(tmp_path / "nope.toml")
 
 
-def _shape(stored: float, steady: bool = True, raw: float = 4096.0) -> adv.Shape:
+def shape_of(stored: float, steady: bool = True, raw: float = 4096.0) -> adv.Shape:
     return adv.Shape(stored, stored + 0.01, raw, 10.0, 100.0, (1.0, 2.0), (raw, raw), steady)
 
 
@@ -203,7 +209,7 @@ def test_advise_prices_given_shapes_and_recommends(tmp_path: Path) -> None:
     corpus = Corpus("c", (b"x" * 1000,) * 10)
     work = adv.Workload(rate=10_000, partitions=2, replication_factor=3, retention_hours=24.0)
     m = MTable(speeds={("zstd:3", 4096): (500.0, 1000.0)})
-    shapes = {("none", 16384, 5.0): (_shape(1.0), ()), ("zstd:3", 16384, 5.0): (_shape(0.25), (65536,))}
+    shapes = {("none", 16384, 5.0): (shape_of(1.0), ()), ("zstd:3", 16384, 5.0): (shape_of(0.25), (65536,))}
     a = adv.advise(corpus, work, adv.Prices(), specs=[CodecSpec("none"), parse_spec("zstd:3")], shapes=shapes, m=m)
     z = adv.price(parse_spec("zstd:3"), 16384, 5.0, shapes[("zstd:3", 16384, 5.0)][0], 1e7, work, adv.Prices(), m)
     assert a.best == dataclasses.replace(z, equivalent_batch_sizes=(65536,)) and a.best.ratio == 4.0
@@ -211,7 +217,7 @@ def test_advise_prices_given_shapes_and_recommends(tmp_path: Path) -> None:
     assert a.runner_up.codec == "none" and a.front == [a.best, a.runner_up] and a.m_measured == 0 and a.notes == []
     assert a.reason == adv.recommend(a.candidates).reason and a.workload is work and a.corpus is corpus
     assert a.prices == adv.Prices()
-    shapes[("none", 16384, 5.0)] = (_shape(1.0, steady=False), ())
+    shapes[("none", 16384, 5.0)] = (shape_of(1.0, steady=False), ())
     a = adv.advise(corpus, work, adv.Prices(), specs=[CodecSpec("none")], shapes=shapes, m=m)
     assert a.notes == [
         "some candidates saw only flush-closed batches (the corpus is shorter than their linger.ms "

@@ -111,7 +111,7 @@ def _table(cands: list[adv.Candidate], advice: adv.Advice) -> list[str]:
         mark = marks.get(advice.choice_of(c)) or ("!" if not c.within_budget else " ")
         cores = f"{c.producer_cores:.2f}/{c.broker_cores:.2f}/{c.consumer_cores:.2f}"
         out.append(
-            f"  {mark}{c.spec:<8} {adv._size(c.batch_size):>10} {c.linger_ms:>6g} {c.ratio:>6.2f} "
+            f"  {mark}{c.spec:<8} {adv.size_text(c.batch_size):>10} {c.linger_ms:>6g} {c.ratio:>6.2f} "
             f"{c.records_per_batch_p50:>6.0f} {c.added_p99_ms:>8.2f} {cores:>17} {c.network_gb_month / 1e3:>9.1f} "
             f"{c.stored_gb / 1e3:>9.2f} {c.cpu_usd_month:>10,.0f} {c.network_usd_month:>10,.0f} "
             f"{c.storage_usd_month:>10,.0f} {c.total_usd_month:>11,.0f}"
