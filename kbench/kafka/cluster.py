@@ -24,24 +24,44 @@ that node's ``server.properties`` (a recycled pid is never touched).
 
 from __future__ import annotations
 
-import base64
-import ctypes
-import ipaddress
-import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kbench.kafka import admin, kafka_dist
+from kbench.kafka.cluster_state import (
+    _LOG4J2,
+    DEFAULT_BROKER_CONFIG,
+    DEFAULT_HEAP,
+    DEFAULT_PORT_BASE,
+    JVM_OPTS,
+    LOOPBACK,
+    STATE_FILE,
+    BrokerInfo,
+    ClusterError,
+    ClusterState,
+    Launcher,
+    call_here,
+    default_dir,
+    die_with_parent,
+    down,
+    free_ports,
+    is_our_process,
+    new_cluster_id,
+    parse_heap,
+    parse_hosts,
+    pid_alive,
+    popen_here,
+    port_free,
+    read_state,
+    status,
+    tail_of,
+)
 
 __all__ = [
     "BrokerInfo",
@@ -53,241 +73,11 @@ __all__ = [
     "Launcher",
     "LocalCluster",
     "default_dir",
+    "pid_alive",
     "down",
     "read_state",
     "status",
 ]
-
-#: Broker JVM heap (-Xms = -Xmx): small, the page cache does the real work.
-DEFAULT_HEAP = "384m"
-#: Pinned ports for the CLI: node i listens on DEFAULT_PORT_BASE + i (clients) and
-#: DEFAULT_PORT_BASE + 100 + i (controller).  ``port_base=0`` picks free ports instead.
-DEFAULT_PORT_BASE = 19092
-STATE_FILE = "cluster.json"
-LOOPBACK = "127.0.0.1"
-
-_T = TypeVar("_T")
-#: Starts one node's process: (node id, argv, Popen keyword arguments) -> the process.
-Launcher = Callable[[int, list[str], dict[str, Any]], "subprocess.Popen[bytes]"]
-
-#: Broker settings kbench pins (any can be overridden with --broker-config k=v).
-DEFAULT_BROKER_CONFIG: dict[str, str] = {
-    "compression.type": "producer",
-    "auto.create.topics.enable": "false",
-    "num.network.threads": "2",
-    "num.io.threads": "2",
-    "background.threads": "2",
-    "num.replica.fetchers": "1",
-    "num.recovery.threads.per.data.dir": "1",
-    "log.cleaner.threads": "1",
-    "log.cleaner.dedupe.buffer.size": "8388608",
-    "offsets.topic.num.partitions": "3",
-    "group.initial.rebalance.delay.ms": "0",
-    "share.coordinator.state.topic.num.partitions": "1",
-    "log.retention.hours": "24",
-    "log.segment.bytes": "268435456",
-}
-
-_JVM_OPTS = (
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-Djava.awt.headless=true",
-)
-
-_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
-<!-- kbench: broker logs go to files under each node's logs/ directory, never to the console. -->
-<Configuration status="WARN">
-  <Appenders>
-    <RollingFile name="server" fileName="${sys:kafka.logs.dir}/server.log"
-                 filePattern="${sys:kafka.logs.dir}/server.log.%i">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-      <SizeBasedTriggeringPolicy size="50 MB"/>
-      <DefaultRolloverStrategy max="2"/>
-    </RollingFile>
-    <File name="controller" fileName="${sys:kafka.logs.dir}/controller.log">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-    </File>
-    <File name="stateChange" fileName="${sys:kafka.logs.dir}/state-change.log">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-    </File>
-  </Appenders>
-  <Loggers>
-    <Root level="INFO"><AppenderRef ref="server"/></Root>
-    <Logger name="kafka.controller" level="INFO" additivity="false"><AppenderRef ref="controller"/></Logger>
-    <Logger name="org.apache.kafka.controller" level="INFO" additivity="false"><AppenderRef ref="controller"/></Logger>
-    <Logger name="state.change.logger" level="INFO" additivity="false"><AppenderRef ref="stateChange"/></Logger>
-    <Logger name="kafka.request.logger" level="WARN"/>
-    <Logger name="kafka.network.RequestChannel$" level="WARN"/>
-    <Logger name="org.apache.kafka.clients" level="WARN"/>
-  </Loggers>
-</Configuration>
-"""
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started, reached or stopped; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    """One node of the cluster (broker and controller in one JVM)."""
-
-    node_id: int
-    pid: int
-    port: int
-    controller_port: int
-    config: str  # path of server.properties
-    data_dir: str  # Kafka's log.dirs: topic partitions' segments
-    log_dir: str  # the JVM's log files (server.log, ...)
-    metrics_port: int = 0  # the Prometheus JMX exporter's port on the node's host (0: not started with it)
-    host: str = LOOPBACK  # the address the node listens on and advertises
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def metrics_url(self) -> str | None:
-        """The broker's Prometheus metrics endpoint, when it runs the JMX exporter."""
-        return f"http://{self.host}:{self.metrics_port}/metrics" if self.metrics_port else None
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    """What ``cluster up`` wrote to ``cluster.json``."""
-
-    dir: str
-    cluster_id: str
-    kafka_version: str
-    bootstrap_servers: str
-    brokers: tuple[BrokerInfo, ...]
-    started_at: float
-    broker_config: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        d = asdict(self)
-        d["brokers"] = [asdict(b) for b in self.brokers]
-        return json.dumps(d, indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> ClusterState:
-        d = json.loads(text)
-        d["brokers"] = tuple(BrokerInfo(**b) for b in d["brokers"])
-        return cls(**d)
-
-    @property
-    def pids(self) -> list[int]:
-        return [b.pid for b in self.brokers]
-
-    @property
-    def metrics_urls(self) -> list[str]:
-        return [b.metrics_url for b in self.brokers if b.metrics_url]
-
-
-def default_dir() -> Path:
-    """Where ``kbench cluster`` keeps its cluster unless ``--dir`` says otherwise."""
-    return kafka_dist.cache_root() / "cluster"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _cluster_id() -> str:
-    """A random KRaft cluster id (22 url-safe base64 characters).  One starting with '-'
-    would be taken for an option by ``kafka-storage format``, so draw again."""
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cid.startswith("-"):
-            return cid
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie is dead for our purposes
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2] != "Z"
-    except (OSError, ValueError, IndexError):
-        return False
-
-
-def _is_our_process(pid: int, config: str) -> bool:
-    """True when pid is alive and its command line names this node's server.properties."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return config.encode() in cmdline and pid_alive(pid)
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    PR_SET_PDEATHSIG = 1
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])
-
-
-def _popen(node_id: int, argv: list[str], kwargs: dict[str, Any]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, **kwargs)
-
-
-def _here(fn: Callable[[], _T]) -> _T:
-    return fn()
-
-
-def _parse_hosts(hosts: Sequence[str] | None, n: int) -> list[str]:
-    if hosts is None:
-        return [LOOPBACK] * n
-    out = [str(h) for h in hosts]
-    if len(out) != n:
-        raise ClusterError(f"{len(out)} host addresses for {n} brokers; give one address per broker")
-    for h in out:
-        try:
-            ipaddress.IPv4Address(h)
-        except ValueError:
-            raise ClusterError(f"bad broker host address {h!r}; give an IPv4 address such as 198.18.0.1") from None
-    return out
-
-
-def _parse_heap(heap: str) -> str:
-    h = heap.strip().lower()
-    if not h or not h[:-1].isdigit() or h[-1] not in "mg":
-        raise ClusterError(f"bad heap size '{heap}'; use e.g. 384m or 1g")
-    return h
 
 
 class LocalCluster:
@@ -322,12 +112,12 @@ class LocalCluster:
     ) -> None:
         if brokers < 1 or brokers > 9:
             raise ClusterError(f"--brokers must be between 1 and 9, got {brokers}")
-        self.hosts = _parse_hosts(hosts, brokers)
-        self.launcher: Launcher = launcher or _popen
-        self.reach: Callable[[Callable[[], Any]], Any] = reach or _here
+        self.hosts = parse_hosts(hosts, brokers)
+        self.launcher: Launcher = launcher or popen_here
+        self.reach: Callable[[Callable[[], Any]], Any] = reach or call_here
         self.n = brokers
         self._own_dir = directory is None
-        self.heap = _parse_heap(heap)
+        self.heap = parse_heap(heap)
         self.port_base = port_base
         self.start_timeout = start_timeout
         self.die_with_parent = die_with_parent
@@ -362,14 +152,14 @@ class LocalCluster:
 
     def _ports(self) -> tuple[list[int], list[int]]:
         if self.port_base is None or self.port_base == 0:
-            ports = _free_ports(2 * self.n)
+            ports = free_ports(2 * self.n)
             return ports[: self.n], ports[self.n :]
         if not 1024 <= self.port_base <= 65535 - 300:
             raise ClusterError(f"port base {self.port_base} out of range; use 1024..65235, or 0 for free ports")
         client = [self.port_base + i for i in range(self.n)]
         ctrl = [self.port_base + 100 + i for i in range(self.n)]
         for p in client + ctrl:
-            if not _port_free(p):
+            if not port_free(p):
                 raise ClusterError(
                     f"port {p} on 127.0.0.1 is already in use; stop what listens there "
                     f"(kbench cluster down?) or choose other ports with --port-base N (0 = free ports)"
@@ -379,10 +169,10 @@ class LocalCluster:
     def _metrics_ports(self) -> list[int]:
         """The JMX exporter's port per node: BASE+200+i-1 with pinned ports, else free ones."""
         if not self.port_base:
-            return _free_ports(self.n)
+            return free_ports(self.n)
         ports = [self.port_base + 200 + i for i in range(self.n)]
         for p in ports:
-            if not _port_free(p):
+            if not port_free(p):
                 raise ClusterError(
                     f"port {p} on 127.0.0.1 (broker metrics) is already in use; choose other ports with --port-base N "
                     f"(0 = free ports) or start without the exporter (--no-metrics)"
@@ -421,7 +211,7 @@ class LocalCluster:
         if existing is not None and existing.exists():
             assert self.dir is not None  # existing is set only when dir is
             st = read_state(self.dir)
-            if any(_is_our_process(b.pid, b.config) for b in st.brokers):
+            if any(is_our_process(b.pid, b.config) for b in st.brokers):
                 raise ClusterError(
                     f"a cluster is already running in {self.dir}; stop it first with: kbench cluster down --dir {self.dir}"
                 )
@@ -442,7 +232,7 @@ class LocalCluster:
         exporter_conf = self.dir / "jmx-exporter.yaml"
         if agent is not None:
             exporter_conf.write_text(kafka_dist.jmx_exporter_config())
-        cid = _cluster_id()
+        cid = new_cluster_id()
         nodes = [self._write_node(i, client[i - 1], ctrl[i - 1], voters) for i in range(1, self.n + 1)]
 
         def jcmd(
@@ -453,7 +243,7 @@ class LocalCluster:
                 java,
                 f"-Xmx{heap}",
                 f"-Xms{heap}",
-                *_JVM_OPTS,
+                *JVM_OPTS,
                 *exporter,
                 f"-Dlog4j2.configurationFile={log4j}",
                 f"-Dkafka.logs.dir={logs}",
@@ -486,7 +276,7 @@ class LocalCluster:
                     f"kafka-storage format failed for {conf}: {out.decode(errors='replace').strip()[-400:]}"
                 )
 
-        preexec = _die_with_parent if self.die_with_parent else None
+        preexec = die_with_parent if self.die_with_parent else None
         brokers: list[BrokerInfo] = []
         try:
             for i, (conf, data, logs) in enumerate(nodes, start=1):
@@ -546,7 +336,7 @@ class LocalCluster:
                 if p.poll() is not None:
                     raise ClusterError(
                         f"broker {b.node_id} exited with status {p.returncode} during startup: "
-                        f"{_tail(Path(b.log_dir) / 'stdout.log') or _tail(Path(b.log_dir) / 'server.log')} "
+                        f"{tail_of(Path(b.log_dir) / 'stdout.log') or tail_of(Path(b.log_dir) / 'server.log')} "
                         f"(logs in {b.log_dir})"
                     )
             try:
@@ -620,37 +410,3 @@ class LocalCluster:
     def client_props(self, **extra: str) -> dict[str, str]:
         """librdkafka properties to reach this cluster, plus ``extra``."""
         return {"bootstrap.servers": self.bootstrap_servers, **extra}
-
-
-# ------------------------------------------------------------------- CLI side
-def read_state(directory: Path | str) -> ClusterState:
-    """The state file of the cluster in ``directory``; ClusterError when there is none."""
-    f = Path(directory) / STATE_FILE
-    if not f.exists():
-        raise ClusterError(f"no cluster state in {directory}; start one with: kbench cluster up --dir {directory}")
-    try:
-        return ClusterState.from_json(f.read_text())
-    except (ValueError, TypeError, KeyError) as e:
-        raise ClusterError(f"unreadable cluster state {f}: {e}; remove it and start again") from e
-
-
-def status(directory: Path | str) -> dict[int, bool]:
-    """Node id -> whether its process is alive (and still ours)."""
-    st = read_state(directory)
-    return {b.node_id: _is_our_process(b.pid, b.config) for b in st.brokers}
-
-
-def down(directory: Path | str, timeout: float = 15.0) -> list[int]:
-    """Stop the processes recorded in ``directory``'s state file; returns the pids signalled."""
-    st = read_state(directory)
-    ours = [b for b in st.brokers if _is_our_process(b.pid, b.config)]
-    for b in ours:
-        os.kill(b.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for b in ours:
-        while pid_alive(b.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)  # not our child: poll its liveness
-        if pid_alive(b.pid) and _is_our_process(b.pid, b.config):
-            os.kill(b.pid, signal.SIGKILL)
-    (Path(directory) / STATE_FILE).unlink(missing_ok=True)
-    return [b.pid for b in ours]
