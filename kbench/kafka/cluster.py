@@ -35,11 +35,11 @@ from typing import Any
 
 from kbench.kafka import admin, kafka_dist
 from kbench.kafka.cluster_state import (
-    _LOG4J2,
     DEFAULT_BROKER_CONFIG,
     DEFAULT_HEAP,
     DEFAULT_PORT_BASE,
     JVM_OPTS,
+    LOG4J2_CONFIG,
     LOOPBACK,
     STATE_FILE,
     BrokerInfo,
@@ -228,7 +228,7 @@ class LocalCluster:
             shutil.rmtree(old)
         voters = ",".join(f"{i}@{self.hosts[i - 1]}:{ctrl[i - 1]}" for i in range(1, self.n + 1))
         log4j = self.dir / "log4j2.xml"
-        log4j.write_text(_LOG4J2)
+        log4j.write_text(LOG4J2_CONFIG)
         exporter_conf = self.dir / "jmx-exporter.yaml"
         if agent is not None:
             exporter_conf.write_text(kafka_dist.jmx_exporter_config())

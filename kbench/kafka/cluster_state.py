@@ -32,7 +32,7 @@ __all__ = [
     "Launcher",
     "STATE_FILE",
     "T",
-    "_LOG4J2",
+    "LOG4J2_CONFIG",
     "call_here",
     "default_dir",
     "die_with_parent",
@@ -101,7 +101,7 @@ JVM_OPTS = (
 )
 
 
-_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+LOG4J2_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- kbench: broker logs go to files under each node's logs/ directory, never to the console. -->
 <Configuration status="WARN">
   <Appenders>
