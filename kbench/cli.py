@@ -14,7 +14,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from kbench.kafka.kafka_dist import KafkaDistError
 from kbench.model.text import SafeStream
 
 #: Subcommand modules, in the order ``kbench --help`` lists them.
@@ -128,6 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_READER_GONE
 
 
+def _dist_error(e: BaseException) -> bool:
+    """Java, Maven, Go or Kafka's jars missing (KafkaDistError: one line naming what and how to get
+    it); its module is not imported to ask: whoever raised one had imported it."""
+    dist = sys.modules.get("kbench.kafka.kafka_dist")
+    return dist is not None and isinstance(e, dist.KafkaDistError)
+
+
 def _run(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
@@ -149,7 +155,9 @@ def _call(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("kbench: interrupted", file=sys.stderr)
         return 130
-    except KafkaDistError as e:  # Java, Maven, Go or Kafka's jars missing: one line naming what and how to get it
+    except RuntimeError as e:
+        if not _dist_error(e):
+            raise
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
     except ValueError as e:

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from kbench.model.paths import cache_dir
@@ -91,6 +90,8 @@ def _from_maven() -> KafkaDist:
 
 def _maven_classpath(pom_name: str, stem: str, what: str) -> tuple[Path, str]:
     """Resolve the pom ``kbench/data/<pom_name>`` once; returns (cache dir, classpath)."""
+    from importlib import resources  # only here: a slow import every command would pay
+
     pom_text = resources.files("kbench").joinpath(f"data/{pom_name}").read_text()
     # the cache is keyed by the pom's content, so editing the pom re-resolves the jars
     d = cache_root() / f"{stem}-{hashlib.sha256(pom_text.encode()).hexdigest()[:10]}"
@@ -139,6 +140,8 @@ def jmx_exporter_agent() -> Path:
 
 def jmx_exporter_config() -> str:
     """kbench's exporter config (``kbench/data/jmx-exporter.yaml``): what kbench.kafka.metrics reads."""
+    from importlib import resources
+
     return resources.files("kbench").joinpath("data/jmx-exporter.yaml").read_text()
 
 

@@ -17,9 +17,7 @@ installed files, so ``kbench --version`` and plan checks stay fast.
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 __all__ = [
@@ -61,6 +59,8 @@ def split(client: str) -> tuple[str, str | None]:
 def wheel_libraries() -> dict[str, WheelLibrary]:
     """The librdkafka of the installed confluent-kafka wheel, by the wheel's version (empty when
     none is installed, or when it was built from source and carries no library of its own)."""
+    from importlib import metadata  # only here: a slow import every command would pay
+
     try:
         dist = metadata.distribution(WHEEL_DIST)
     except metadata.PackageNotFoundError:
@@ -101,6 +101,8 @@ def library_info(path: Path) -> tuple[str, str]:
     """(``rd_kafka_version_str()``, ``builtin.features``) of the librdkafka at ``path``, asked of
     the library itself, loaded on its own (RTLD_LOCAL: nothing else in this process binds to it).
     OSError when it cannot be loaded or is no librdkafka."""
+    import ctypes
+
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
     try:
         version_str, conf_new, conf_get, conf_destroy = (
