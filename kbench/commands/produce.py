@@ -25,7 +25,7 @@ from kbench.commands.args import (
 )
 from kbench.kafka import admin, clients
 from kbench.kafka.address import check_bootstrap
-from kbench.kafka.cluster import ClusterError, default_dir, read_state
+from kbench.kafka.cluster_state import ClusterError, default_dir, read_state
 from kbench.kafka.driver_client import DriverClient
 from kbench.kafka.drivers import (
     DEFAULT_HEADER_SAMPLE,
