@@ -90,7 +90,7 @@ def test_manifest_paths_and_label_keys() -> None:
     man = {"a": {"b": [10, {"c": 3}]}, "s": "x"}
     assert provenance.manifest_value(man, "a/b/0") == 10 and provenance.manifest_value(man, "a/b/1/c") == 3
     assert provenance.manifest_value(man, "s/t") is None and provenance.manifest_value(man, "q") is None
-    canon = provenance._canon
+    canon = provenance.canon
     assert canon(None) == canon("") == canon(" NA ") == canon("-") == canon("nan") == "NA"
     assert canon("5000") == canon("5000.0") == "5000.0" and canon(" zstd:3 ") == "zstd:3"
     assert provenance.NUMBER.findall("a 1,234.5× b +12% c −3 d x2 e 4.") == ["1,234.5×", "+12%", "−3", "4"]
@@ -527,11 +527,11 @@ def test_labels_a_report_may_copy_and_rows_without_their_usual_columns(tmp_path:
     assert provenance.untraceable_numbers("9|1", prov, [d]) == ["9"]  # 1 is a repetition: a label
     # a row without cell_id, rep or status is described by what it has
     (d / "C.csv").write_text("codec,ratio\r\nzstd:3,4.0\r\n")
-    t = provenance._Tables([d])
+    t = provenance.RunTables([d])
     t.table("C")
     assert t.describe("C", 0) == "r9/C.csv row 1 (zstd:3 rep ?, ?)"
     (d / "C.csv").write_text("ratio,status\r\n4.0,OK\r\n")
-    t = provenance._Tables([d])
+    t = provenance.RunTables([d])
     t.table("C")
     assert t.describe("C", 0) == "r9/C.csv row 1 (? rep ?, OK)"
 
