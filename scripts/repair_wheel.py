@@ -1,9 +1,10 @@
 """`auditwheel repair` that leaves nothing outside the wheel but the C library.
 
 auditwheel's manylinux policies let a wheel rely on the system's libstdc++, libgcc_s, libz and a
-few more; kbench's wheel carries those too (snappy's C++ runtime is linked into the extension by
-setup.py, libz is bundled here), so that `ldd` of the installed extension names only the C
-library (libc, libm, libpthread, libdl, librt) and the loader outside the wheel.  The platform tag
+few more; kbench's wheel carries those too (snappy is C++), so that `ldd` of the installed
+extension names only the C library (libc, libm, libpthread, libdl, librt) and the loader outside
+the wheel.  (Linking Debian's static libsnappy-shared.a instead was tried: its build of snappy
+compresses about a third slower than libsnappy.so's, benchmarks/README.md.)  The platform tag
 is still the manylinux one auditwheel derives from the symbol versions used.
 
     python scripts/repair_wheel.py --wheel-dir dist build/kafka_kbench-...-linux_x86_64.whl

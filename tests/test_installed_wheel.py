@@ -237,7 +237,17 @@ def test_the_extension_needs_nothing_outside_the_wheel_but_the_c_library(install
     bundled = sorted((installed.site / "kafka_kbench.libs").glob("*.so*"))
     assert len(ext) == 1
     names = {p.name.split("-")[0] for p in bundled}
-    assert {"librdkafka", "libzstd", "liblz4", "libz", "libssl", "libcrypto", "libsasl2"} <= names, names
+    assert {
+        "librdkafka",
+        "libzstd",
+        "liblz4",
+        "libsnappy",
+        "libz",
+        "libssl",
+        "libcrypto",
+        "libsasl2",
+        "libstdc++",
+    } <= names, names
     outside = []
     for lib in ext + bundled:
         for name, where in _ldd(lib):
