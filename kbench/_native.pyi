@@ -173,6 +173,9 @@ class Consumer:
         interval: float = 0,
         latency_skip: float = 0,
         latency_from_seq: int = 0,
+        start: str = "end",
+        start_value: int = 0,
+        cpu_window: bool = False,
     ) -> None: ...
     def run(self) -> dict[str, Any]: ...
     def stop(self) -> None: ...

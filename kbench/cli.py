@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kbench.commands.sim",
     "kbench.commands.inspect",
     "kbench.commands.produce",
+    "kbench.commands.consume",
     "kbench.commands.advise",
     "kbench.commands.corpus",
 )

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "wire.h"
@@ -45,20 +46,129 @@ static int watermarks(rd_kafka_t *rk, kb_consumer *c, int32_t pid, int tms, int6
     return 0;
 }
 
-/** One poll of at most 100 ms (less when the deadline is nearer); *now is the time after it, and the
- *  time series is advanced to it also when nothing arrived (a stall is a run of empty intervals). */
-static rd_kafka_message_t *poll_until(rd_kafka_t *rk, kb_consumer *c, int64_t deadline, int64_t *now) {
+/** One batch being served: the records the client had queued, handed to the loop's per-record function. */
+typedef struct kb_batch {
+    kb_consumer *c;
+    int64_t now;      /* the clock, read once per batch */
+    int rc;           /* < 0: the per-record function failed (err set); the rest of the batch is dropped */
+    kb_error *err;
+    uint8_t *seen;    /* assign mode: the sampled sequence numbers' bitmap */
+    int64_t *samples_seen;
+    int eof;          /* group mode: a partition reached its end in this batch */
+    int (*record)(struct kb_batch *b, rd_kafka_message_t *m);
+} kb_batch;
+
+/** One dequeued message of a batch into the loop's per-record function. */
+static void on_record(rd_kafka_message_t *m, kb_batch *b) {
+    kb_consumer *c = b->c;
+    if (b->rc < 0)
+        return;
+    if (m->err) {
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            b->eof = 1;
+        else
+            kb_errcount_add(&c->errors, m->err);
+        if (c->group && m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            b->record(b, m); /* marks the partition at its end */
+        return;
+    }
+    if (c->max_records > 0 && c->records >= c->max_records)
+        return; /* the rest of the batch is past the count: not read */
+    b->rc = b->record(b, m);
+}
+
+static int64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/** Records dequeued at most per batch. */
+#define KB_BATCH 1024
+
+/** One batch: wait at most 100 ms (less when the deadline is nearer) for the first message, then take
+ *  every message already queued, up to KB_BATCH, without waiting (rd_kafka_consume_batch_queue waits
+ *  for a full batch until its timeout: one call of 1 with the timeout, one of the rest with none, so
+ *  a record is never held back).  Callbacks (rebalance, statistics, errors) are served inside.  One
+ *  clock read for the batch: *now is the time after the dequeue, and the time series is advanced to
+ *  it also when nothing arrived (a stall is a run of empty intervals). */
+static int serve_batch(rd_kafka_queue_t *q, kb_batch *b, int64_t deadline, int64_t *now) {
+    kb_consumer *c = b->c;
+    rd_kafka_message_t *ms[KB_BATCH];
     int64_t left_ms = (deadline - *now) / 1000000;
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, left_ms < 100 ? (int)left_ms + 1 : 100);
+    int64_t before = c->records;
+    b->eof = 0;
+    ssize_t n = rd_kafka_consume_batch_queue(q, left_ms < 100 ? (int)left_ms + 1 : 100, ms, 1);
+    if (n == 1) {
+        ssize_t more = rd_kafka_consume_batch_queue(q, 0, ms + 1, KB_BATCH - 1);
+        if (more > 0)
+            n += more;
+    }
     *now = kb_now_ns();
     if (c->iv.width_ns)
         kb_iv_at(&c->iv, *now);
-    return m;
+    b->now = *now;
+    for (ssize_t i = 0; i < n; i++) {
+        on_record(ms[i], b);
+        rd_kafka_message_destroy(ms[i]);
+    }
+    if (c->cpu_window && c->records > before) {
+        int64_t *w = before == 0 ? c->w0 : c->w1;
+        w[0] = c->records;
+        w[1] = *now;
+        w[2] = process_cpu_ns();
+        w[3] = kb_thread_cpu_ns();
+    }
+    return b->rc;
 }
 
-/** Assign all partitions of c->topic at their high watermarks; 0 or < 0 with err set.  *out = the assignment. */
-static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out,
-                         kb_error *err) {
+/** The steady window's figures from its edges (see consumer.h). */
+static void window_close(kb_consumer *c) {
+    if (!c->cpu_window || c->w1[0] <= c->w0[0])
+        return;
+    c->win_records = c->w1[0] - c->w0[0];
+    c->win_ns = c->w1[1] - c->w0[1];
+    c->win_proc_cpu_ns = c->w1[2] - c->w0[2];
+    c->win_loop_cpu_ns = c->w1[3] - c->w0[3];
+}
+
+/** Partition pid's start offset by c->start_mode (lo, hi: its watermarks); 0 or KB_EKAFKA / KB_EINVAL with err set. */
+static int start_offset(rd_kafka_t *rk, const kb_consumer *c, int32_t pid, int64_t lo, int64_t hi, int tms,
+                        int64_t *out, kb_error *err) {
+    switch (c->start_mode) {
+    case KB_START_BEGINNING:
+        *out = lo;
+        return 0;
+    case KB_START_OFFSET:
+        if (c->start_value < lo || c->start_value > hi)
+            return kb_error_set(err, KB_EINVAL, -1,
+                                "offset %lld is outside %s [%d]'s records %lld..%lld; give an offset in that range",
+                                (long long)c->start_value, c->topic, pid, (long long)lo, (long long)hi);
+        *out = c->start_value;
+        return 0;
+    case KB_START_TIMESTAMP: {
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = c->start_value;
+        rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(rk, l, tms);
+        int64_t o = l->elems[0].offset;
+        if (!e)
+            e = l->elems[0].err;
+        rd_kafka_topic_partition_list_destroy(l);
+        if (e)
+            return kb_error_set(err, KB_EKAFKA, -1, "offset of timestamp %lld in %s [%d]: %s",
+                                (long long)c->start_value, c->topic, pid, rd_kafka_err2str(e));
+        *out = o < 0 ? hi : o; /* no record at or after it: the end */
+        return 0;
+    }
+    default:
+        *out = hi;
+        return 0;
+    }
+}
+
+/** Assign all partitions of c->topic at their start offsets (start_mode); 0 or < 0 with err set.  *out = the assignment. */
+static int assign_start(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out,
+                        kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
     if (topic_metadata(rk, c, tms, &md, err))
         return KB_EKAFKA;
@@ -67,10 +177,11 @@ static int assign_at_end(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic
     int rc = 0;
     for (int i = 0; i < np; i++) {
         int32_t pid = md->topics[0].partitions[i].id;
-        int64_t lo = 0, hi = 0;
-        if ((rc = watermarks(rk, c, pid, tms, &lo, &hi, err)) != 0)
+        int64_t lo = 0, hi = 0, o = 0;
+        if ((rc = watermarks(rk, c, pid, tms, &lo, &hi, err)) != 0 ||
+            (rc = start_offset(rk, c, pid, lo, hi, tms, &o, err)) != 0)
             break;
-        rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = hi;
+        rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = o;
     }
     rd_kafka_metadata_destroy(md);
     if (rc == 0) {
@@ -105,6 +216,23 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     (void)reason;
     kb_consumer *c = opaque;
     kb_errcount_add(&c->errors, err);
+}
+
+/** Keep the last statistics document (librdkafka frees json: return 0). */
+static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+    (void)rk;
+    kb_consumer *c = opaque;
+    c->stats_count++;
+    if (len > KB_STATS_MAX)
+        return 0;
+    char *s = malloc(len + 1);
+    if (!s)
+        return 0;
+    memcpy(s, json, len);
+    s[len] = 0;
+    free(c->stats);
+    c->stats = s;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ group mode */
@@ -228,6 +356,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     int cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         c->rebalances++;
+        if (!c->t_assigned)
+            c->t_assigned = kb_now_ns();
         for (int i = 0; i < parts->cnt; i++) {
             kb_part_seen *p = part_of(c, parts->elems[i].partition);
             if (p) {
@@ -353,6 +483,48 @@ static int mine_at_end(const kb_consumer *c) {
     return 1;
 }
 
+/** Group mode: one record (or a partition's end) of a batch; 0 or KB_ENOMEM with b->err set. */
+static int group_record(kb_batch *b, rd_kafka_message_t *m) {
+    kb_consumer *c = b->c;
+    kb_part_seen *p = part_of(c, m->partition);
+    if (m->err) { /* the partition's end: a record fetched after this clears it again (part_read) */
+        if (p)
+            p->eof = 1;
+        return 0;
+    }
+    if (p && part_read(p, m->offset, m->len) < 0)
+        return kb_error_set(b->err, KB_ENOMEM, -1, "out of memory for the offsets read of %s [%d]", c->topic,
+                            (int)m->partition);
+    int64_t now = b->now;
+    if (c->records == 0)
+        c->t_first = now;
+    c->t_last = now;
+    c->records++;
+    c->bytes += (int64_t)m->len;
+    if (c->iv.width_ns) {
+        c->iv.sent++;
+        c->iv.bytes += (int64_t)m->len;
+    }
+    rd_kafka_headers_t *h = NULL;
+    rd_kafka_message_headers(m, &h);
+    const void *hv = NULL;
+    size_t hsz = 0;
+    if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
+        int64_t t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
+        int64_t run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+        int64_t hseq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
+        if (c->run_id && (uint64_t)run != c->run_id) {
+            c->foreign++;
+        } else {
+            c->sampled++;
+            e2e_record(c, now, t, hseq);
+        }
+    } else {
+        c->no_header++;
+    }
+    return 0;
+}
+
 /** The group loop: see consumer.h. */
 static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
     int64_t stored_now = 0;
@@ -373,6 +545,8 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
     int64_t target = c->expected > 0 ? c->expected : stored_now;
     int64_t next_commit = c->t_start + 500000000LL, next_check = 0;
     int rechecked = 0;
+    kb_batch b = {.c = c, .err = err, .record = group_record};
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         int64_t now = kb_now_ns();
         if (c->max_records > 0 && c->records >= c->max_records)
@@ -404,57 +578,16 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
                 continue;
             }
         }
-        rd_kafka_message_t *m = poll_until(rk, c, deadline, &now);
-        if (!m)
-            continue;
-        if (m->err) {
-            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                kb_part_seen *p = part_of(c, m->partition);
-                if (p) /* a record fetched after this clears it again (part_read) */
-                    p->eof = 1;
-                next_check = 0;
-            } else {
-                kb_errcount_add(&c->errors, m->err);
-            }
-            rd_kafka_message_destroy(m);
-            continue;
-        }
-        kb_part_seen *p = part_of(c, m->partition);
-        if (p && part_read(p, m->offset, m->len) < 0) {
-            rd_kafka_message_destroy(m);
-            return kb_error_set(err, KB_ENOMEM, -1, "out of memory for the offsets read of %s [%d]", c->topic,
-                                (int)m->partition);
-        }
-        if (c->records == 0)
-            c->t_first = now;
-        c->t_last = now;
-        c->records++;
-        c->bytes += (int64_t)m->len;
-        if (c->iv.width_ns) {
-            c->iv.sent++;
-            c->iv.bytes += (int64_t)m->len;
-        }
-        rd_kafka_headers_t *h = NULL;
-        rd_kafka_message_headers(m, &h);
-        const void *hv = NULL;
-        size_t hsz = 0;
-        if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
-            int64_t t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
-            int64_t run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
-            int64_t hseq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
-            if (c->run_id && (uint64_t)run != c->run_id) {
-                c->foreign++;
-            } else {
-                c->sampled++;
-                e2e_record(c, now, t, hseq);
-            }
-        } else {
-            c->no_header++;
-        }
-        rd_kafka_message_destroy(m);
+        if (serve_batch(q, &b, deadline, &now) < 0)
+            break;
+        if (b.eof)
+            next_check = 0;
     }
+    rd_kafka_queue_destroy(q);
     c->loop_cpu_ns = kb_thread_cpu_ns() - cpu0;
     c->stopped = atomic_load(&c->stop);
+    if (b.rc < 0)
+        return b.rc;
     commit_positions(rk, c, 0, NULL);
     c->stored_records = group_stored(rk, c);
     int64_t distinct = 0;
@@ -462,6 +595,52 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
         distinct += part_normalize(&c->parts[i]);
     c->unique = distinct;
     c->duplicates = c->records - distinct;
+    return 0;
+}
+
+/** Assign mode: one record of a batch. */
+static int assign_record(kb_batch *b, rd_kafka_message_t *m) {
+    kb_consumer *c = b->c;
+    int64_t now = b->now, hs = c->header_sample;
+    rd_kafka_headers_t *h = NULL;
+    rd_kafka_message_headers(m, &h);
+    const void *hv = NULL;
+    size_t hsz = 0;
+    int64_t t = -1, seq = -1, run = 0;
+    if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
+        t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
+        seq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
+        run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+    }
+    if (t >= 0 && seq >= 0 && c->run_id && (uint64_t)run != c->run_id) {
+        c->foreign++; /* a sampled record of another run: not ours */
+        return 0;
+    }
+    if (c->records == 0)
+        c->t_first = now;
+    c->t_last = now;
+    c->records++;
+    c->bytes += (int64_t)m->len;
+    if (c->iv.width_ns) {
+        c->iv.sent++;
+        c->iv.bytes += (int64_t)m->len;
+    }
+    if (t < 0 || seq < 0) {
+        c->no_header++;
+    } else {
+        c->sampled++;
+        e2e_record(c, now, t, seq);
+        if (b->seen) {
+            if (seq % hs != 0 || seq / hs >= c->samples_expected) {
+                c->out_of_range++;
+            } else if (b->seen[(seq / hs) >> 3] & (1u << ((seq / hs) & 7))) {
+                c->sample_duplicates++;
+            } else {
+                b->seen[(seq / hs) >> 3] |= (uint8_t)(1u << ((seq / hs) & 7));
+                (*b->samples_seen)++;
+            }
+        }
+    }
     return 0;
 }
 
@@ -493,6 +672,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_stats_cb(conf, on_stats);
     if (c->group) {
         rd_kafka_conf_set(conf, "enable.partition.eof", "true", NULL, 0);
         rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
@@ -511,9 +691,9 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         group_loop(rk, c, tms, err);
         goto out;
     }
-    if (assign_at_end(rk, c, tms, &start, err) < 0)
+    if (assign_start(rk, c, tms, &start, err) < 0)
         goto out;
-    c->t_start = kb_now_ns();
+    c->t_start = c->t_assigned = kb_now_ns();
     if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
         goto out;
     atomic_store(&c->ready, 1);
@@ -521,6 +701,8 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     int64_t deadline = c->t_start + (int64_t)(c->timeout_s * 1e9);
     int64_t target = c->expected, samples_seen = 0;
     int rechecked = 0;
+    kb_batch b = {.c = c, .err = err, .seen = seen, .samples_seen = &samples_seen, .record = assign_record};
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         if (c->expected > 0 && c->records >= target && samples_seen >= c->samples_expected) {
             if (rechecked)
@@ -539,57 +721,10 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
             c->timed_out = 1;
             break;
         }
-        rd_kafka_message_t *m = poll_until(rk, c, deadline, &now);
-        if (!m)
-            continue;
-        if (m->err) {
-            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                kb_errcount_add(&c->errors, m->err);
-            rd_kafka_message_destroy(m);
-            continue;
-        }
-        rd_kafka_headers_t *h = NULL;
-        rd_kafka_message_headers(m, &h);
-        const void *hv = NULL;
-        size_t hsz = 0;
-        int64_t t = -1, seq = -1, run = 0;
-        if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
-            t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
-            seq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
-            run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
-        }
-        if (t >= 0 && seq >= 0 && c->run_id && (uint64_t)run != c->run_id) {
-            c->foreign++; /* a sampled record of another run: not ours */
-            rd_kafka_message_destroy(m);
-            continue;
-        }
-        if (c->records == 0)
-            c->t_first = now;
-        c->t_last = now;
-        c->records++;
-        c->bytes += (int64_t)m->len;
-        if (c->iv.width_ns) {
-            c->iv.sent++;
-            c->iv.bytes += (int64_t)m->len;
-        }
-        if (t < 0 || seq < 0) {
-            c->no_header++;
-        } else {
-            c->sampled++;
-            e2e_record(c, now, t, seq);
-            if (seen) {
-                if (seq % hs != 0 || seq / hs >= c->samples_expected) {
-                    c->out_of_range++;
-                } else if (seen[(seq / hs) >> 3] & (1u << ((seq / hs) & 7))) {
-                    c->sample_duplicates++;
-                } else {
-                    seen[(seq / hs) >> 3] |= (uint8_t)(1u << ((seq / hs) & 7));
-                    samples_seen++;
-                }
-            }
-        }
-        rd_kafka_message_destroy(m);
+        if (serve_batch(q, &b, deadline, &now) < 0)
+            break;
     }
+    rd_kafka_queue_destroy(q);
     c->loop_cpu_ns = kb_thread_cpu_ns() - cpu0;
     c->stopped = atomic_load(&c->stop);
     c->duplicates = c->sample_duplicates;
@@ -598,6 +733,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     c->unique = c->records - c->duplicates;
     c->samples_missing = c->samples_expected - samples_seen;
 out:
+    window_close(c);
     c->t_end = kb_now_ns();
     kb_iv_finish(&c->iv, c->t_end);
     atomic_store(&c->ready, 1); /* never leave a waiter hanging, even on error */

@@ -35,6 +35,12 @@ typedef struct {
     int assigned, eof;
 } kb_part_seen;
 
+/** The largest statistics document kept (bytes). */
+#define KB_STATS_MAX (4 << 20)
+
+/** Assign mode: where the partitions start. */
+enum { KB_START_END = 0, KB_START_BEGINNING = 1, KB_START_OFFSET = 2, KB_START_TIMESTAMP = 3 };
+
 /** A consumer run: inputs set by the caller, outputs filled by kb_consumer_run(). */
 typedef struct {
     /* inputs */
@@ -53,6 +59,12 @@ typedef struct {
                                 send time + latency_skip_ns; 0 = every sampled record */
     int64_t latency_from_seq; /* > 0: the latency window by sequence number instead (one producer at a fixed rate:
                                  exactly its messages due from t0 + the skip); e2e records only seq >= it */
+    int start_mode;        /* assign mode: where every partition starts (KB_START_*) */
+    int64_t start_value;   /* KB_START_OFFSET: the offset (>= 0, within every partition's watermarks);
+                              KB_START_TIMESTAMP: ms since the epoch (>= 0; a partition without a record
+                              at or after it starts at its end) */
+    int cpu_window;        /* 1: read the process's and the loop thread's CPU after every batch that read records:
+                              the steady window (win_*) is the end of the first such batch .. the end of the last */
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
     /* outputs */
@@ -61,6 +73,8 @@ typedef struct {
     int64_t sampled, samples_expected, samples_missing, sample_duplicates;
     int64_t stored_records; /* sum of (high watermark - start offset) at the end; -1 = not read */
     int64_t t_start, t_first, t_last, t_end;
+    int64_t t_assigned;    /* when partitions were first assigned: group mode, the join (subscribe at t_start
+                              .. the first assignment); assign mode, t_start; 0 = never */
     int64_t lat_from;      /* send time the latency window opens at (set at the first kb header) */
     int lat_open;          /* 1 once lat_from is set */
     int64_t loop_cpu_ns;   /* CPU of the loop thread from t_start to the end of the loop (usr+sys) */
@@ -71,11 +85,22 @@ typedef struct {
     int64_t commit_errors; /* group mode: offset commits that failed */
     int timed_out, stopped;
     kb_errcount errors;
+    char *stats;           /* the last librdkafka statistics JSON (statistics.interval.ms > 0; at most
+                              KB_STATS_MAX bytes), NULL = none; the caller frees it */
+    int64_t stats_count;   /* statistics emitted */
+    /* cpu_window: the steady window's records, wall time, process CPU and loop-thread CPU (all 0 without a
+     * window: fewer than two batches read records) */
+    int64_t win_records, win_ns, win_proc_cpu_ns, win_loop_cpu_ns;
+    int64_t w0[4], w1[4]; /* records, time, process CPU, loop CPU at the window's edges (internal) */
     kb_intervals iv;       /* the time series (interval_ns > 0): records, bytes and e2e per interval; the caller frees it (kb_iv_free) */
 } kb_consumer;
 
 /**
- * Assign every partition of the topic at its current high watermark, signal
+ * Records are dequeued in batches (every record queued when the client is served: one clock read
+ * and one interval tick per batch, not per record); the counts, the e2e histogram and the
+ * time series are per record as before.
+ *
+ * Assign every partition of the topic at its current high watermark (or where start_mode says), signal
  * ready, then consume until `expected` records were read and every expected
  * sample was seen (then the high watermarks are read once more: when they
  * hold more records than were read, duplicates were stored and the loop reads

@@ -333,6 +333,7 @@ static void consumer_dealloc(ConsumerObject *o) {
     if (o->c) {
         kb_props_free(&o->c->props);
         kb_consumer_free_parts(o->c);
+        free(o->c->stats);
         free(o->c->topic);
         free(o->c->e2e);
         kb_iv_free(&o->c->iv);
@@ -344,16 +345,27 @@ static void consumer_dealloc(ConsumerObject *o) {
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
                              "timeout", "connect_timeout", "header_sample", "group",    "from_beginning",
-                             "interval", "latency_skip", "latency_from_seq", NULL};
+                             "interval", "latency_skip", "latency_from_seq", "start", "start_value", "cpu_window", NULL};
     PyObject *props;
-    const char *topic;
-    long long run_id = 0, expected = 0, max_records = 0, header_sample = 1, latency_from_seq = 0;
+    const char *topic, *start = "end";
+    long long run_id = 0, expected = 0, max_records = 0, header_sample = 1, latency_from_seq = 0, start_value = 0;
     double timeout = 60, conn_to = 10, interval = 0, latency_skip = 0;
-    int group = 0, from_beginning = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppddL:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+    int group = 0, from_beginning = 0, cpu_window = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppddLsLp:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
                                      &expected, &max_records, &timeout, &conn_to, &header_sample, &group,
-                                     &from_beginning, &interval, &latency_skip, &latency_from_seq))
+                                     &from_beginning, &interval, &latency_skip, &latency_from_seq, &start,
+                                     &start_value, &cpu_window))
         return NULL;
+    int start_mode = !strcmp(start, "end")         ? KB_START_END
+                     : !strcmp(start, "beginning") ? KB_START_BEGINNING
+                     : !strcmp(start, "offset")    ? KB_START_OFFSET
+                     : !strcmp(start, "timestamp") ? KB_START_TIMESTAMP
+                                                   : -1;
+    if (start_mode < 0 || start_value < 0 || (group && start_mode != KB_START_END)) {
+        PyErr_SetString(PyExc_ValueError, "start must be end, beginning, offset or timestamp (assign mode only; a "
+                                          "group starts where it committed, or with from_beginning), start_value >= 0");
+        return NULL;
+    }
     if (!(timeout > 0) || !(conn_to > 0) || expected < 0 || max_records < 0 || header_sample < 0 ||
         !(interval >= 0) || interval > 3600 || !(latency_skip >= 0) || latency_skip > 3600 || latency_from_seq < 0) {
         PyErr_SetString(PyExc_ValueError, "timeout and connect_timeout must be > 0, expected/max_records/header_sample/"
@@ -386,6 +398,9 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->latency_from_seq = latency_from_seq;
     c->group = group;
     c->from_beginning = from_beginning;
+    c->start_mode = start_mode;
+    c->start_value = start_value;
+    c->cpu_window = cpu_window;
     if (!c->topic || !c->e2e) {
         Py_DECREF(o);
         return PyErr_NoMemory();
@@ -396,6 +411,14 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
 /** d[key] = v; 0 or -1 with an exception set. */
 static int set_ll(PyObject *d, const char *key, int64_t v) {
     PyObject *o = PyLong_FromLongLong((long long)v);
+    int rc = o ? PyDict_SetItemString(d, key, o) : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+/** d[key] = the string v, or None; 0 or -1 with an exception set. */
+static int set_str(PyObject *d, const char *key, const char *v) {
+    PyObject *o = v ? PyUnicode_DecodeUTF8(v, (Py_ssize_t)strlen(v), "replace") : Py_NewRef(Py_None);
     int rc = o ? PyDict_SetItemString(d, key, o) : -1;
     Py_XDECREF(o);
     return rc;
@@ -469,7 +492,10 @@ static PyObject *consumer_run(ConsumerObject *o, PyObject *unused) {
                          errdict(&c->errors), "e2e", take_hist(&c->e2e));
     if (!d || PyDict_SetItemString(d, "parts", parts) < 0 ||
         set_ll(d, "rebalances", c->rebalances) < 0 || set_ll(d, "commit_errors", c->commit_errors) < 0 ||
-        set_ll(d, "loop_cpu_ns", c->loop_cpu_ns) < 0) {
+        set_ll(d, "loop_cpu_ns", c->loop_cpu_ns) < 0 || set_ll(d, "assigned_ns", c->t_assigned) < 0 ||
+        set_ll(d, "stats_count", c->stats_count) < 0 || set_str(d, "stats", c->stats) < 0 ||
+        set_ll(d, "win_records", c->win_records) < 0 || set_ll(d, "win_ns", c->win_ns) < 0 ||
+        set_ll(d, "win_proc_cpu_ns", c->win_proc_cpu_ns) < 0 || set_ll(d, "win_loop_cpu_ns", c->win_loop_cpu_ns) < 0) {
         Py_XDECREF(d);
         Py_DECREF(parts);
         return NULL;

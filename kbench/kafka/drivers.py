@@ -65,6 +65,7 @@ __all__ = [
     "new_run_id",
     "librdkafka_version",
     "new_consumer",
+    "run_consumer",
     "produce",
     "produce_and_consume",
     "records_buffer",
@@ -149,6 +150,11 @@ class Background:
         if "error" in self._box:
             raise self._box["error"]
         return self._box["result"]
+
+
+def run_consumer(c: _native.Consumer, expected: int = 0) -> ConsumerResult:
+    """Run a consumer made by :func:`new_consumer` to its end (Ctrl-C: it stops cleanly, ``stopped`` set)."""
+    return _consumer_result(_run_native(c), expected)
 
 
 def _run_native(obj: Any) -> Any:
@@ -244,6 +250,9 @@ def new_consumer(
     from_beginning: bool = False,
     latency_skip: float = 0.0,
     latency_from_seq: int = 0,
+    start: str = "end",
+    start_value: int = 0,
+    cpu_window: bool = False,
 ) -> _native.Consumer:
     """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
     partitions are assigned at their end offsets, ``stop()`` ends it from another thread.
@@ -256,7 +265,12 @@ def new_consumer(
     ``latency_skip``: e2e records only records sent this many seconds or more after the first
     ``kb`` header's send time (the latency window; the interval histograms keep every record);
     ``latency_from_seq`` > 0 instead: only records whose sequence number is at least it (one
-    producer at a fixed rate: :func:`first_seq_due_after`, exactly the producer's window)."""
+    producer at a fixed rate: :func:`first_seq_due_after`, exactly the producer's window).
+
+    ``start`` (assign mode only): where every partition starts: ``end`` (the default), ``beginning``,
+    ``offset`` (``start_value``, within every partition's watermarks) or ``timestamp``
+    (``start_value`` ms since the epoch: the first record at or after it; none: the end).
+    ``cpu_window``: measure the steady window's CPU (``ConsumerResult.win_*``)."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -271,6 +285,9 @@ def new_consumer(
         from_beginning=from_beginning,
         latency_skip=latency_skip,
         latency_from_seq=latency_from_seq,
+        start=start,
+        start_value=start_value,
+        cpu_window=cpu_window,
     )
 
 

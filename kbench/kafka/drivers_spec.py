@@ -217,6 +217,16 @@ class ConsumerResult:
     rebalances: int = 0  # group mode: assignments received
     commit_errors: int = 0  # group mode: offset commits that failed
     loop_cpu_ns: int = 0  # CPU of the loop thread over the loop (usr+sys): the rest of the process is the client's
+    #: when partitions were first assigned (group mode: the join's end; assign mode: start_ns); 0 = never
+    assigned_ns: int = 0
+    stats_count: int = 0  # librdkafka statistics emitted (statistics.interval.ms > 0)
+    stats: str | None = None  # the last of them (JSON), None = none
+    #: ``cpu_window``: the steady window (the end of the first batch that read records .. the end of
+    #: the last): its records, wall ns, process CPU ns and loop-thread CPU ns (0 = no window)
+    win_records: int = 0
+    win_ns: int = 0
+    win_proc_cpu_ns: int = 0
+    win_loop_cpu_ns: int = 0
 
     @property
     def lost(self) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LatencyPhases", "batch_fill", "last_stats", "latency_phases", "weighted_median"]
+__all__ = ["LatencyPhases", "batch_fill", "fetch_stats", "last_stats", "latency_phases", "weighted_median"]
 
 
 @dataclass(frozen=True)
@@ -137,4 +137,33 @@ def batch_fill(stats: Mapping[str, Any], topic: str) -> dict[str, Any] | None:
         "bytes_p90": size["p90"],
         "bytes_max": size["max"],
         "source": "librdkafka statistics (last interval)",
+    }
+
+
+def fetch_stats(stats: Mapping[str, Any], topic: str) -> dict[str, Any] | None:
+    """A consumer's fetch figures from its last statistics object (totals since the client started):
+    fetch requests and bytes received over the brokers, records fetched of ``topic``, the bytes per
+    fetch, and the last interval's median round trip; None without a fetch."""
+    reqs = rx_bytes = 0
+    rtt: list[tuple[float, float]] = []
+    for b in stats.get("brokers", {}).values():
+        if not isinstance(b, Mapping) or b.get("nodeid", -1) < 0:  # bootstrap placeholders
+            continue
+        reqs += int(b.get("req", {}).get("Fetch", 0))
+        rx_bytes += int(b.get("rxbytes", 0))
+        w = _window(b.get("rtt"))
+        if w:
+            rtt.append(w)
+    if not reqs:
+        return None
+    parts = stats.get("topics", {}).get(topic, {}).get("partitions", {})
+    records = sum(int(p.get("rxmsgs", 0)) for k, p in parts.items() if k != "-1")
+    return {
+        "fetch_requests": reqs,
+        "rx_bytes": rx_bytes,
+        "bytes_per_fetch": rx_bytes / reqs,
+        "records_fetched": records,
+        "records_per_fetch": records / reqs,
+        "rtt_p50_us": weighted_median(rtt),
+        "source": "librdkafka statistics (the last emitted: totals up to then)",
     }

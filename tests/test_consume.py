@@ -1,0 +1,144 @@
+"""``kbench consume``: its arguments (refused before connecting, one line each), and against a
+one-broker cluster that it reads exactly what was produced, from every kind of position, assigned
+or in a group, with the join as a phase and the rates over the reading window."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+from kbenv import KBENCH_PATH
+
+from kbench._native import Histogram
+from kbench.cli import main
+from kbench.commands.consume import Position, position
+from kbench.kafka import admin
+from kbench.kafka.cluster import LocalCluster
+from kbench.kafka.drivers import ConsumerResult, ProducerSpec, produce
+from kbench.kafka.readwindow import read_window
+
+N = 3000
+
+
+def test_positions_parse() -> None:
+    assert position("beginning") == Position("beginning")
+    assert position("end") == Position("end")
+    assert position("1000") == Position("offset", 1000)
+    assert position("@1733230000000") == Position("timestamp", 1733230000000)
+    for bad in ("", "-1", "@", "@-5", "1e3", "start", "12abc"):
+        with pytest.raises(argparse.ArgumentTypeError, match="write beginning, end, an offset"):
+            position(bad)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "--count or --duration: give how many records"),
+        (["--count", "0"], "--count: 0 is out of range"),
+        (["--duration", "-1"], "--duration: -1 is out of range"),
+        (["--count", "5", "--group", "g", "--from", "10"], "--from: a group starts where it committed"),
+        (["--count", "5", "--group", " "], "--group: give the group's id"),
+        (["--count", "5", "--stats-interval", "-1"], "--stats-interval: -1 is out of range"),
+        (["--count", "5", "--from", "x"], "--from 'x': write beginning, end"),
+    ],
+)
+def test_bad_arguments_are_refused_before_connecting(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an unreachable bootstrap: a refusal must come before any connection attempt
+    try:
+        rc = main(["consume", "--bootstrap", "127.0.0.1:1", "--topic", "t", *argv])
+    except SystemExit as e:  # argparse's own refusals
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kbench: error: ") and says in err and "\n" not in err, err
+
+
+def _result(**kw: Any) -> ConsumerResult:
+    base: dict[str, Any] = dict(
+        records=0, bytes=0, unique=0, duplicates=0, out_of_range=0, foreign=0, no_header=0, start_ns=0,
+        first_ns=0, last_ns=0, end_ns=0, partitions=1, timed_out=False, stopped=False, errors={}, e2e=Histogram(),
+    )  # fmt: skip
+    base.update(kw)
+    return ConsumerResult(**base)
+
+
+def test_read_window_leaves_the_join_and_the_first_fetch_out_of_the_rates() -> None:
+    # subscribe at 1 s, assigned at 2.6 s (the join), first record at 3 s, last at 5 s: 2 s of reading
+    r = _result(
+        records=1001, bytes=1001 * 500, start_ns=10**9, assigned_ns=26 * 10**8, first_ns=3 * 10**9, last_ns=5 * 10**9,
+        win_records=800, win_ns=16 * 10**8, win_proc_cpu_ns=800_000, win_loop_cpu_ns=200_000,
+    )  # fmt: skip
+    w = read_window(r)
+    assert w.join_s == pytest.approx(1.6) and w.first_record_s == pytest.approx(2.0)
+    assert w.read_s == pytest.approx(2.0)
+    assert w.records_per_s == pytest.approx(500.0)  # 1000 records after the first over 2 s
+    assert w.mb_per_s == pytest.approx(1000 * 500 / 2 / 1e6)
+    assert w.loop_us_per_record == pytest.approx(0.25) and w.client_us_per_record == pytest.approx(0.75)
+    one = read_window(_result(records=1, bytes=10, first_ns=5, last_ns=5))
+    assert one.records_per_s is None and one.mb_per_s is None and one.loop_us_per_record is None
+    assert read_window(_result()).join_s is None  # never assigned
+
+
+def _consume(cluster: LocalCluster, *argv: str) -> tuple[int, dict[str, Any], str]:
+    env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "consume", "--bootstrap", cluster.bootstrap_servers, "--json", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return p.returncode, json.loads(p.stdout) if p.stdout.strip() else {}, p.stderr
+
+
+@pytest.mark.kafka
+def test_consume_reads_exactly_what_was_produced(kafka1: LocalCluster, json_records: tuple[bytes, ...]) -> None:
+    props = kafka1.client_props()
+    for topic, parts in (("consume3", 3), ("consume1", 1)):
+        admin.create_topic(props, topic, parts)
+    t0_ms = int(time.time() * 1000)
+    produced = {}
+    for topic in ("consume3", "consume1"):
+        p = produce(
+            ProducerSpec(topic=topic, props=kafka1.client_props(**{"linger.ms": "5"}), mode="saturated", count=N),
+            json_records,
+        )
+        assert (p.delivered, p.failed) == (N, 0)
+        produced[topic] = p.bytes
+    t1_ms = int(time.time() * 1000) + 60_000
+
+    # assigned from the beginning, every partition: exactly the records and bytes produced
+    rc, r, err = _consume(kafka1, "--topic", "consume3", "--from", "beginning", "--count", str(N))
+    assert rc == 0, err
+    assert (r["records"], r["bytes"], r["partitions"], r["mode"]) == (N, produced["consume3"], 3, "assign")
+    assert r["join_s"] == 0 and r["records_per_s"] > 0 and r["read_s"] > 0
+    assert r["fetch"] is not None and r["fetch"]["records_fetched"] >= 1  # from the statistics
+    # --count beyond what is stored: the time limit ends it, exit 1, the records read are all there are
+    rc, r, err = _consume(kafka1, "--topic", "consume3", "--count", str(N + 1), "--timeout", "3")
+    assert rc == 1 and r["records"] == N and "read 3000 of --count 3001" in err
+    # from the end: nothing new was produced
+    rc, r, _ = _consume(kafka1, "--topic", "consume3", "--from", "end", "--duration", "1")
+    assert (rc, r["records"], r["timed_out"]) == (0, 0, True)
+    # an offset (one partition): the records from it on; one past the end is refused by name
+    rc, r, err = _consume(kafka1, "--topic", "consume1", "--from", "1000", "--duration", "3")
+    assert rc == 0 and r["records"] == N - 1000, err
+    rc, r, err = _consume(kafka1, "--topic", "consume1", "--from", str(N + 1), "--duration", "1")
+    assert rc == 1 and f"offset {N + 1} is outside consume1 [0]'s records 0..{N}" in err
+    # a timestamp: before the records were produced, all of them; after, none (the end)
+    rc, r, _ = _consume(kafka1, "--topic", "consume1", "--from", f"@{t0_ms - 1000}", "--duration", "3")
+    assert (rc, r["records"]) == (0, N)
+    rc, r, _ = _consume(kafka1, "--topic", "consume1", "--from", f"@{t1_ms}", "--duration", "1")
+    assert (rc, r["records"]) == (0, 0)
+    # a group from the beginning: every record once, the join reported apart from the reading
+    rc, r, err = _consume(kafka1, "--topic", "consume3", "--group", "consume-g", "--count", str(N), "--timeout", "60")
+    assert rc == 0, err
+    assert (r["records"], r["bytes"], r["mode"]) == (N, produced["consume3"], "group")
+    assert r["join_s"] > 0 and r["first_record_s"] >= r["join_s"]
