@@ -5,6 +5,8 @@ or in a group, with the join as a phase and the rates over the reading window.""
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import os
 import subprocess
@@ -87,7 +89,82 @@ def test_read_window_leaves_the_join_and_the_first_fetch_out_of_the_rates() -> N
     assert read_window(_result()).join_s is None  # never assigned
 
 
-def _consume(cluster: LocalCluster, *argv: str) -> tuple[int, dict[str, Any], str]:
+class MockCluster:
+    """librdkafka's in-process mock cluster (test.mock.num.brokers: no Kafka, no JVM; loopback only),
+    through ctypes on the library the extension links; alive while this object is."""
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        lib = ctypes.CDLL(ctypes.util.find_library("rdkafka") or "librdkafka.so.1")
+        lib.rd_kafka_conf_new.restype = ctypes.c_void_p
+        lib.rd_kafka_conf_set.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
+        lib.rd_kafka_new.restype = ctypes.c_void_p
+        lib.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.rd_kafka_handle_mock_cluster.restype = ctypes.c_void_p
+        lib.rd_kafka_handle_mock_cluster.argtypes = [ctypes.c_void_p]
+        lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
+        lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
+        lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+        lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
+        err = ctypes.create_string_buffer(512)
+        conf = lib.rd_kafka_conf_new()
+        for k, v in ((b"test.mock.num.brokers", b"1"), (b"log_level", b"0")):
+            assert lib.rd_kafka_conf_set(conf, k, v, err, len(err)) == 0, err.value
+        self._lib = lib
+        self._rk = lib.rd_kafka_new(1, conf, err, len(err))  # a consumer handle: it serves the mock
+        assert self._rk, err.value
+        mc = lib.rd_kafka_handle_mock_cluster(self._rk)
+        self.bootstrap_servers = lib.rd_kafka_mock_cluster_bootstraps(mc).decode()
+        for name, parts in topics.items():
+            assert lib.rd_kafka_mock_topic_create(mc, name.encode(), parts, 1) == 0
+
+    def close(self) -> None:
+        self._lib.rd_kafka_destroy(self._rk)
+
+
+def test_consume_reads_exactly_what_was_produced_from_librdkafkas_mock_cluster(
+    json_records: tuple[bytes, ...],
+) -> None:
+    """The batch loop, the start positions and the join phase without a broker: the records of a
+    3-partition and a 1-partition topic produced into the mock cluster, read back exactly
+    (N small enough that the mock keeps every record)."""
+    mock = MockCluster({"m3": 3, "m1": 1})
+    try:
+        n = 4000
+        produced = {}
+        for topic in ("m3", "m1"):
+            spec = ProducerSpec(
+                topic=topic,
+                props={"bootstrap.servers": mock.bootstrap_servers, "linger.ms": "5"},
+                mode="saturated",
+                count=n,
+            )
+            p = produce(spec, json_records)
+            assert (p.delivered, p.failed) == (n, 0)
+            produced[topic] = p.bytes
+        rc, r, err = _consume(mock, "--topic", "m3", "--count", str(n))  # every record, the sampled ones too
+        assert rc == 0, err
+        assert (r["records"], r["bytes"], r["partitions"], r["join_s"]) == (n, produced["m3"], 3, 0)
+        assert r["records_per_s"] > 0 and r["loop_us_per_record"] is not None
+        rc, r, err = _consume(mock, "--topic", "m3", "--group", "mock-g", "--count", str(n), "--timeout", "30")
+        assert rc == 0, err
+        assert (r["records"], r["bytes"], r["mode"]) == (n, produced["m3"], "group") and r["join_s"] > 0
+        rc, r, err = _consume(mock, "--topic", "m1", "--from", "1000", "--count", str(n - 1000))
+        assert (rc, r["records"]) == (0, n - 1000), err
+        rc, r, err = _consume(mock, "--topic", "m1", "--from", "end", "--duration", "0.5")
+        assert (rc, r["records"]) == (0, 0)
+        rc, _, err = _consume(mock, "--topic", "m1", "--from", str(n + 1), "--count", "1")
+        assert rc == 1 and f"offset {n + 1} is outside m1 [0]'s records 0..{n}" in err, err
+    finally:
+        mock.close()
+
+
+def _consume(cluster: LocalCluster | MockCluster, *argv: str) -> tuple[int, dict[str, Any], str]:
     env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "consume", "--bootstrap", cluster.bootstrap_servers, "--json", *argv],
