@@ -218,7 +218,7 @@ def test_frames_refuse_what_no_run_writes(tmp_path: Path) -> None:
     with pytest.raises(frames.LoadError, match="no manifest.json"):
         frames.read_run(tmp_path / "empty")
     (tmp_path / "empty" / "manifest.json").write_text("[1]")
-    with pytest.raises(frames.LoadError, match="not a JSON object"):
+    with pytest.raises(frames.LoadError, match="not an object"):
         frames.read_run(tmp_path / "empty")
     (tmp_path / "empty" / "manifest.json").write_text("{")
     with pytest.raises(frames.LoadError, match="not valid JSON"):

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kbench.engine.live import LiveBoard, LiveSnapshot, describe
+from kbench.model.text import raw
 
 __all__ = ["LINE_EVERY_S", "LiveView"]
 
@@ -100,7 +101,7 @@ class LiveView:
     def start(self) -> LiveView:
         self.board.listeners.append(self._ended)
         if self.on_terminal:
-            console = Console(file=self.stream, force_terminal=True)
+            console = Console(file=raw(self.stream), force_terminal=True)
             self._live = Live(
                 get_renderable=lambda: render(self.board.snapshot(), self.progress),
                 console=console,

@@ -132,7 +132,10 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
             )
     pids = tuple(int(bounded("transport.broker_pids", p, "pid")) for p in as_list(t.get("broker_pids", [])))
     endpoints = tuple(str(u) for u in as_list(t.get("broker_metrics", [])))
-    parse_urls(endpoints)  # a URL that is not http(s) with a host and a port: refused at load
+    try:
+        parse_urls(endpoints)  # a URL that is not http(s) with a host and a port: refused at load
+    except ValueError as e:
+        raise PlanError(f"transport.broker_metrics: {e}") from None
     bver = t.get("broker_version")
     workers = t.get("workers")
     if workers is not None and (not isinstance(workers, str) or not workers):

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from kbench.model.text import raw, terminal_safe
+
 __all__ = ["Progress", "fmt_duration"]
 
 
@@ -61,7 +63,8 @@ class Progress:
             self.sink(text)
             return
         if self._tty:
-            self.stream.write("\r\x1b[K" + text)
+            text = terminal_safe(text, limit=len(text))
+            raw(self.stream).write("\r\x1b[K" + text)  # the erase is kbench's own; the text is filtered
         else:
             self.stream.write(text + "\n")
         self.stream.flush()

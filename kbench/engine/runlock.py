@@ -37,11 +37,13 @@ def is_empty(run_dir: Path) -> bool:
     return all(p.name == LOCK for p in run_dir.iterdir())
 
 
-def _holder(path: Path) -> str:
-    """Who holds ``path``'s lock: the pid the kernel lists for it in /proc/locks (the holder may
-    not have written its pid into the file yet), else the pid in the file."""
+def _holder(path: Path, ino: int) -> str | None:
+    """Who holds the lock of ``path``'s inode ``ino``: the pid the kernel lists for it in /proc/locks
+    (the holder may not have written its pid into the file yet), else the pid in the file; None
+    when no process holds it any more (it ended and removed the file between two looks)."""
     try:
-        ino = os.stat(path).st_ino
+        if os.stat(path, follow_symlinks=False).st_ino != ino:
+            return None
         with open("/proc/locks") as f:
             for line in f:
                 parts = line.split()
@@ -53,6 +55,8 @@ def _holder(path: Path) -> str:
                 ):
                     return f"kbench pid {parts[4]}"
         text = path.read_text(errors="replace")[:32].strip()
+    except FileNotFoundError:
+        return None
     except OSError:
         return "another process"
     return f"kbench pid {text}" if text.isdigit() else "another process"
@@ -65,10 +69,14 @@ def _acquire(run_dir: Path, flag: str) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
+            ino = os.fstat(fd).st_ino
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                holder = _holder(path, ino)
+                if holder is None:  # the holder ended (and removed its lock) meanwhile: try again
+                    continue
                 raise RunDirBusy(
-                    f"{flag} {run_dir}: in use by {_holder(path)} (it holds {LOCK}); wait for it to end or choose another directory"
+                    f"{flag} {run_dir}: in use by {holder} (it holds {LOCK}); wait for it to end or choose another directory"
                 ) from None
             raise
         try:

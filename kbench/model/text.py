@@ -11,7 +11,7 @@ import io
 import re
 from typing import TextIO
 
-__all__ = ["MAX_SHOWN", "SafeStream", "terminal_safe"]
+__all__ = ["MAX_SHOWN", "SafeStream", "raw", "terminal_safe"]
 
 #: Characters of an outside text shown at most.
 MAX_SHOWN = 200
@@ -56,3 +56,10 @@ class SafeStream(io.TextIOBase):
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
+
+
+def raw(stream: TextIO) -> TextIO:
+    """The stream under a :class:`SafeStream` (else ``stream`` itself): for kbench's *own* escape
+    sequences only — the live status (rich strips control codes from the texts it shows) and the
+    progress line's erase — which the filter would otherwise turn into visible debris."""
+    return stream.inner if isinstance(stream, SafeStream) else stream
