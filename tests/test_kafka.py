@@ -264,7 +264,7 @@ def test_librdkafka_really_compresses_against_this_broker(kafka1: LocalCluster, 
 @pytest.mark.kafka
 def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
-    out = tmp_path / "r.json"
+    out_dir = tmp_path / "r"  # -o names a directory; produce writes produce.json there
     p = subprocess.run(
         [
             sys.executable,
@@ -290,7 +290,7 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
             "--header-sample",
             "4",
             "-o",
-            str(out),
+            str(out_dir),
         ],
         env=env,
         capture_output=True,
@@ -298,6 +298,7 @@ def test_cli_produce_and_consume(kafka1: LocalCluster, tmp_path: Path) -> None:
         timeout=120,
     )
     assert p.returncode == 0, p.stderr
+    out = out_dir / "produce.json"
     assert "sent 400, delivered 400, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout
     r = json.loads(out.read_text())
     # every record has its producer-side latency; one in 4 carried the header for the e2e sample

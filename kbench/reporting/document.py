@@ -117,7 +117,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:
 h1{border-bottom:3px solid #1d5fa7;padding-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccd;padding-bottom:.15em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.88em;display:block;overflow-x:auto}
 th,td{border:1px solid #d0d5dc;padding:.25em .55em;text-align:left;white-space:nowrap}
-th{white-space:normal;vertical-align:bottom}td:first-child{white-space:normal;max-width:16em}table.wrap td{white-space:normal;min-width:7em}table.wrap td:nth-child(-n+2){white-space:nowrap;min-width:0}
+th{white-space:normal;vertical-align:bottom}td:first-child{white-space:normal;max-width:16em}table.wrap td{white-space:normal;min-width:7em}table.wrap td:nth-child(-n+2){white-space:nowrap;min-width:0}tr.verdict td{white-space:normal}
 th{background:#eef2f7}tr.verdict td{background:#fff8e1;font-weight:600}
 caption{caption-side:top;text-align:left;font-style:italic;padding:.2em 0}
 .note{background:#f1f6fc;border-left:4px solid #1d5fa7;padding:.4em .8em}.warn{background:#fdf1ef;border-left:4px solid #c0392b;padding:.4em .8em}
