@@ -4,29 +4,42 @@
 #include "admin.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 
-/** Error callback that drops errors: connect failures surface as the call's own error. */
-static void quiet_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-    (void)rk;
-    (void)err;
-    (void)reason;
-    (void)opaque;
+/** Destroy a client made by connect_client() and the handshake record it owns (its opaque). */
+static void client_destroy(rd_kafka_t *rk) {
+    void *seen = rd_kafka_opaque(rk);
+    rd_kafka_destroy(rk);
+    free(seen);
 }
 
-/** Create a connected client from props; NULL with err set on failure. */
+/**
+ * Create a connected client from props; NULL with err set on failure.  Errors
+ * reach the client's error_cb only to note a failed handshake (kafka_conf.h):
+ * connect failures surface as the call's own error.
+ */
 static rd_kafka_t *connect_client(const kb_props *p, int timeout_ms, kb_error *err) {
     rd_kafka_conf_t *conf = kb_conf_new(p, err);
     if (!conf)
         return NULL;
-    rd_kafka_conf_set_error_cb(conf, quiet_error);
-    rd_kafka_t *rk = kb_client_new(RD_KAFKA_PRODUCER, conf, err);
-    if (!rk)
+    kb_conn_err *seen = calloc(1, sizeof(*seen));
+    if (!seen) {
+        rd_kafka_conf_destroy(conf);
+        kb_error_set(err, KB_ENOMEM, -1, "out of memory");
         return NULL;
-    if (kb_wait_reachable(rk, kb_props_get(p, "bootstrap.servers"), timeout_ms, err) < 0) {
-        rd_kafka_destroy(rk);
+    }
+    rd_kafka_conf_set_opaque(conf, seen);
+    rd_kafka_conf_set_error_cb(conf, kb_conn_err_cb);
+    rd_kafka_t *rk = kb_client_new(RD_KAFKA_PRODUCER, conf, err);
+    if (!rk) {
+        free(seen);
+        return NULL;
+    }
+    if (kb_wait_reachable(rk, p, timeout_ms, seen, err) < 0) {
+        client_destroy(rk);
         return NULL;
     }
     return rk;
@@ -137,7 +150,7 @@ static void admin_free(rd_kafka_t *rk, rd_kafka_queue_t *q, rd_kafka_AdminOption
     if (q)
         rd_kafka_queue_destroy(q);
     if (rk)
-        rd_kafka_destroy(rk);
+        client_destroy(rk);
 }
 
 int kb_admin_metadata(const kb_props *p, int tms, kb_admin_result *r, kb_error *err) {

@@ -213,9 +213,9 @@ static int64_t stored_since(rd_kafka_t *rk, const rd_kafka_topic_partition_list_
 /** Count client-level errors (connection failures and the like). */
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     (void)rk;
-    (void)reason;
     kb_consumer *c = opaque;
     kb_errcount_add(&c->errors, err);
+    kb_conn_err_note(&c->conn_err, err, reason);
 }
 
 /** Keep the last statistics document (librdkafka frees json: return 0). */
@@ -685,7 +685,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *start = NULL;
     int tms = (int)(c->connect_timeout_s * 1000);
-    if (kb_wait_reachable(rk, kb_props_get(&c->props, "bootstrap.servers"), tms, err) < 0)
+    if (kb_wait_reachable(rk, &c->props, tms, &c->conn_err, err) < 0)
         goto out;
     if (c->group) {
         group_loop(rk, c, tms, err);

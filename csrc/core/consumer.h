@@ -84,6 +84,7 @@ typedef struct {
     int64_t rebalances;    /* group mode: assignments received */
     int64_t commit_errors; /* group mode: offset commits that failed */
     int timed_out, stopped;
+    kb_conn_err conn_err; /* the last handshake failure error_cb saw (kafka_conf.h) */
     kb_errcount errors;
     char *stats;           /* the last librdkafka statistics JSON (statistics.interval.ms > 0; at most
                               KB_STATS_MAX bytes), NULL = none; the caller frees it */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "clock.h"
 #include "secret.h"
@@ -87,7 +88,39 @@ rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, kb_error 
     return rk;
 }
 
-int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, kb_error *err) {
+/** Whether text contains word, ASCII case-insensitively. */
+static int has_word(const char *text, const char *word) {
+    size_t n = strlen(word);
+    for (const char *t = text; *t; t++)
+        if (strncasecmp(t, word, n) == 0)
+            return 1;
+    return 0;
+}
+
+void kb_conn_err_note(kb_conn_err *c, int err, const char *reason) {
+    const char *r = reason ? reason : "";
+    const char *m = strstr(r, ": "); /* the message after the broker's name ("sasl_ssl://host:port/id: ") */
+    m = m ? m + 2 : r;
+    int handshake = err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
+                    (err == RD_KAFKA_RESP_ERR__TRANSPORT &&
+                     (has_word(m, "SASL") || has_word(m, "SSL") || has_word(m, "handshake") ||
+                      has_word(m, "authenticat")));
+    if (!c || !handshake)
+        return;
+    c->code = err;
+    snprintf(c->reason, sizeof(c->reason), "%s", r);
+}
+
+void kb_conn_err_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    (void)rk;
+    kb_conn_err_note(opaque, err, reason);
+}
+
+/** One metadata request at most this long, so that handshake errors are looked at while waiting. */
+#define KB_REACH_STEP_MS 1000
+
+int kb_wait_reachable(rd_kafka_t *rk, const kb_props *p, int timeout_ms, const kb_conn_err *seen, kb_error *err) {
+    const char *bootstrap = kb_props_get(p, "bootstrap.servers");
     const struct rd_kafka_metadata *md = NULL;
     int64_t deadline = kb_now_ns() + (int64_t)timeout_ms * 1000000;
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
@@ -95,7 +128,7 @@ int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, kb_
         int64_t left_ms = (deadline - kb_now_ns()) / 1000000;
         if (left_ms <= 0)
             break;
-        e = rd_kafka_metadata(rk, 0, NULL, &md, (int)left_ms);
+        e = rd_kafka_metadata(rk, 0, NULL, &md, (int)(left_ms < KB_REACH_STEP_MS ? left_ms : KB_REACH_STEP_MS));
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             int nb = md->broker_cnt;
             rd_kafka_metadata_destroy(md);
@@ -104,8 +137,22 @@ int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, kb_
         } else if (e != RD_KAFKA_RESP_ERR__TRANSPORT && e != RD_KAFKA_RESP_ERR__TIMED_OUT) {
             break;
         }
-        if (e == RD_KAFKA_RESP_ERR__TRANSPORT)
-            rd_kafka_poll(rk, 100); /* a failed connect answers at once: pace the retries */
+        /* serve the error callbacks; a failed connect answers at once: pace the retries */
+        rd_kafka_poll(rk, e == RD_KAFKA_RESP_ERR__TRANSPORT ? 100 : 0);
+        if (seen && seen->code)
+            break; /* a failed handshake does not heal by waiting */
+    }
+    rd_kafka_poll(rk, 0);
+    if (seen && seen->code) {
+        char why[KB_ERRLEN];
+        snprintf(why, sizeof(why), "%s", seen->reason);
+        kb_props_scrub(p, why, sizeof(why));
+        int ssl = seen->code == RD_KAFKA_RESP_ERR__SSL || (has_word(why, "SSL") && !has_word(why, "SASL"));
+        return kb_error_set(err, KB_EKAFKA, -1,
+                            "connected to '%s' but the %s failed (librdkafka: %.300s); check %s",
+                            bootstrap ? bootstrap : "?", ssl ? "SSL handshake" : "SASL handshake/authentication", why,
+                            ssl ? "security.protocol and the ssl.* properties"
+                                : "security.protocol, sasl.mechanism and the credentials");
     }
     return kb_error_set(err, KB_EKAFKA, -1,
                         "no Kafka broker reachable at '%s' within %.1f s (%s); check that the cluster is up "

@@ -47,10 +47,35 @@ rd_kafka_conf_t *kb_conf_new(const kb_props *p, kb_error *err);
 rd_kafka_t *kb_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, kb_error *err);
 
 /**
- * Block until a broker answers a metadata request or timeout_ms passes;
- * 0 on success, else KB_EKAFKA with a one-line message naming the bootstrap servers.
+ * The last error librdkafka reported (error_cb) that is an authentication or
+ * SSL/SASL handshake failure: a broker answered, but the security handshake
+ * failed.  Filled by kb_conn_err_note() from a client's error callback; read by
+ * kb_wait_reachable() in the same (polling) thread.
  */
-int kb_wait_reachable(rd_kafka_t *rk, const char *bootstrap, int timeout_ms, kb_error *err);
+typedef struct {
+    int code; /* a librdkafka error code; 0: none seen */
+    char reason[KB_ERRLEN];
+} kb_conn_err;
+
+/**
+ * Keep err and reason in c when they name an authentication or handshake
+ * failure (RD_KAFKA_RESP_ERR__AUTHENTICATION, __SSL, or __TRANSPORT whose
+ * reason names SASL, SSL, handshake or authentication); other errors are ignored.
+ */
+void kb_conn_err_note(kb_conn_err *c, int err, const char *reason);
+
+/** An error_cb whose opaque is a kb_conn_err (clients with no other use for errors). */
+void kb_conn_err_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque);
+
+/**
+ * Block until a broker answers a metadata request or timeout_ms passes;
+ * 0 on success, else KB_EKAFKA with a one-line message naming the bootstrap
+ * servers of p: that no broker is reachable, or, when seen (may be NULL) holds
+ * an authentication or handshake failure, that the brokers answered but the
+ * handshake failed, with librdkafka's reason (secret values of p scrubbed).
+ * Serves the client's callbacks (rd_kafka_poll) while it waits.
+ */
+int kb_wait_reachable(rd_kafka_t *rk, const kb_props *p, int timeout_ms, const kb_conn_err *seen, kb_error *err);
 
 /**
  * The compression.level values the linked librdkafka accepts with

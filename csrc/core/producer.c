@@ -121,6 +121,7 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     kb_producer *p = opaque;
     kb_errcount_add(&p->client_errors, err);
+    kb_conn_err_note(&p->conn_err, err, reason);
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char buf[KB_ERRLEN];
         rd_kafka_fatal_error(rk, buf, sizeof(buf));
@@ -365,7 +366,7 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
     if (!rk)
         return err->code;
     int tms = (int)(p->connect_timeout_s * 1000);
-    if (kb_wait_reachable(rk, kb_props_get(&p->props, "bootstrap.servers"), tms, err) < 0 ||
+    if (kb_wait_reachable(rk, &p->props, tms, &p->conn_err, err) < 0 ||
         check_topic(rk, p->topic, tms, err) < 0) {
         rd_kafka_destroy(rk);
         return err->code;

@@ -64,6 +64,7 @@ typedef struct {
     int stopped;             /* 1 when stop was requested */
     kb_errcount dr_errors;   /* delivery errors by code */
     kb_errcount client_errors; /* error_cb events by code */
+    kb_conn_err conn_err;       /* the last handshake failure error_cb saw (kafka_conf.h) */
     kb_intervals iv;         /* the time series (interval_ns > 0): sends, deliveries and the latency (corrected in
                                 fixed-rate, else service) per interval; freed by the caller with kb_iv_free */
     /* private: the run's error (set by callbacks too), in-flight message slots (seq and send time), indexed by the message opaque */

@@ -11,13 +11,6 @@
 
 #include "clock.h"
 
-static void quiet_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-    (void)rk;
-    (void)err;
-    (void)reason;
-    (void)opaque;
-}
-
 /** Append n bytes to the sample buffer; its offset, or SIZE_MAX on out of memory. */
 static size_t put(kb_sample *s, const void *p, size_t n) {
     if (s->len + n > s->cap) {
@@ -103,14 +96,16 @@ int kb_sample_run(kb_sample *s, kb_error *e) {
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
     /* end of partition events: a compacted or transactional partition ends below its last offset */
     rd_kafka_conf_set(conf, "enable.partition.eof", "true", NULL, 0);
-    rd_kafka_conf_set_error_cb(conf, quiet_error);
+    kb_conn_err seen = {0};
+    rd_kafka_conf_set_opaque(conf, &seen); /* outlives rk: destroyed below, in this function */
+    rd_kafka_conf_set_error_cb(conf, kb_conn_err_cb);
     rd_kafka_t *rk = kb_client_new(RD_KAFKA_CONSUMER, conf, err);
     if (!rk)
         return err->code;
     rd_kafka_poll_set_consumer(rk);
     int tms = (int)(s->timeout_s * 1000);
     int64_t *hi = NULL, *next = NULL;
-    int rc = kb_wait_reachable(rk, kb_props_get(&s->props, "bootstrap.servers"), tms, err);
+    int rc = kb_wait_reachable(rk, &s->props, tms, &seen, err);
     if (rc < 0)
         goto out;
     rc = assign_from_start(rk, s, tms, &next, &hi, err);

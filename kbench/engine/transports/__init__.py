@@ -6,6 +6,7 @@ a build without the Kafka driver can still run ``sim`` and ``dry`` plans.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kbench.engine.transports.base import Transport, TransportError
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["make"]
 
 
-def make(defn: TransportDef) -> Transport:
+def make(defn: TransportDef, client: Mapping[str, str] | None = None) -> Transport:
+    """The transport of ``defn``; ``client``: the plan's client properties (with -X), whose security
+    properties the first contact with a ``bootstrap`` cluster uses."""
     if defn.kind == "dry":
         from kbench.engine.transports.dry import DryTransport
 
@@ -36,5 +39,5 @@ def make(defn: TransportDef) -> Transport:
         if defn.kind == "bootstrap":
             check_bootstrap("--bootstrap", defn.bootstrap)  # before anything connects or is written
 
-        return KafkaTransport(defn)
+        return KafkaTransport(defn, client=dict(client or {}))
     raise TransportError(f"unknown transport '{defn.kind}'; use local, bootstrap, testbed, sim or dry")

@@ -18,7 +18,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,6 +59,9 @@ class KafkaTransport:
     _local: LocalPool | None = None  # the local driver pool (transports/local_pool.py)
     dask: DaskPool | None = None  # when the plan names Dask workers (transports/distributed.py)
     _probe: remote.MetricsProbe | None = None  # broker metrics over Prometheus (--broker-metrics)
+    #: the plan's client properties (with -X): the first contact with a --bootstrap cluster uses its
+    #: security properties (security.protocol, sasl.*, ssl.*), as every later client does
+    client: Mapping[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> TransportInfo:
@@ -95,9 +98,13 @@ class KafkaTransport:
         else:
             self.bootstrap = str(self.defn.bootstrap)
             try:
-                md = admin.metadata({"bootstrap.servers": self.bootstrap}, timeout=15.0)
+                md = admin.metadata(self._admin_props(self.client), timeout=15.0)
             except Exception as e:  # noqa: BLE001 - KafkaError carries librdkafka's message
-                raise TransportError(f"cannot reach {self.bootstrap}: {e}") from None
+                # the C message names the servers: unreachable, or reached but the handshake failed
+                msg = str(e)
+                raise TransportError(
+                    msg if self.bootstrap in msg else f"cannot reach {self.bootstrap}: {msg}"
+                ) from None
             pids = list(self.defn.broker_pids)
             ids = [int(b[0]) for b in sorted(md["brokers"])]
             if self.defn.broker_metrics:
