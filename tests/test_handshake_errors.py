@@ -127,3 +127,13 @@ def test_run_bootstrap_first_contact_uses_the_security_properties(kafka1: Any, t
     errors = [line for line in out.splitlines() if line.startswith("kbench: error: ")]
     assert len(errors) == 1 and HANDSHAKE in errors[0], out
     assert UNREACHABLE not in out and "Traceback" not in out and PASSWORD not in out, out
+
+
+def test_plain_clients_still_connect(kafka1: Any) -> None:
+    """Without security properties the same clients connect (the error callback only notes errors)."""
+    props = {"bootstrap.servers": kafka1.bootstrap_servers}
+    admin.create_topic(props, "hs-ok", partitions=1, replication_factor=1, timeout=30)
+    produce(ProducerSpec(topic="hs-ok", props=props, count=3, mode="saturated", connect_timeout=10), [b"a", b"b"])
+    got = sample(props, "hs-ok", 3, timeout=30)
+    assert [r.value for r in got.records] == [b"a", b"b", b"a"]
+    assert len(admin.metadata(props, timeout=10)["brokers"]) == 1
