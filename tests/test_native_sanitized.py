@@ -129,6 +129,7 @@ def test_histogram_and_procstat_under_sanitizers(sanitize: str, tmp_path: Path) 
 def test_producer_and_consumer_under_sanitizers(sanitize: str, kafka1, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # producer.c and consumer.c built with the sanitizer (librdkafka itself is not instrumented):
     # a consumer thread and a fixed-rate producer against a real broker, every record once.
+    # Then a SASL producer against the PLAINTEXT listener: kb_wait_reachable names the handshake.
     # No TSan here: librdkafka starts its threads with C11 thrd_create, which TSan does not
     # intercept, and TSan's allocator crashes on the first malloc in such a thread.
     from kbench.kafka import admin

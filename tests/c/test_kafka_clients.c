@@ -3,7 +3,10 @@
  * consumer.c) against a real broker, built with ASan+UBSan by
  * tests/test_native_sanitized.py: the consumer runs in its own thread, the
  * producer sends a short fixed-rate run from the main thread once the consumer
- * is assigned; every record is delivered once and seen once.
+ * is assigned; every record is delivered once and seen once.  Then a producer
+ * with SASL properties against the same PLAINTEXT listener fails at
+ * kb_wait_reachable naming the SASL handshake, not an unreachable broker, and
+ * without its password (kafka_conf.c: kb_conn_err).
  *
  * Usage: test_kafka_clients BOOTSTRAP TOPIC.  Prints "ok N" and exits 0 on success.
  */
@@ -108,6 +111,33 @@ int main(int argc, char **argv) {
     CHECK(p.corrected->max >= p.service->max);
     CHECK(c.records == N && c.unique == N && c.duplicates == 0 && c.foreign == 0 && c.no_header == 0);
     CHECK(c.bytes == p.bytes && !c.timed_out && c.e2e->total == N);
+
+    /* SASL against the PLAINTEXT listener: the handshake fails, and says so */
+    static kb_producer q; /* zeroed */
+    q.topic = p.topic;
+    q.payload = payload;
+    q.offsets = offsets;
+    q.nrec = NREC;
+    q.mode = KB_MODE_SATURATED;
+    q.count = 1;
+    q.partition = -1;
+    q.service = p.service;
+    q.delay = p.delay;
+    q.corrected = p.corrected;
+    q.connect_timeout_s = 10;
+    const char *sasl[][2] = {{"bootstrap.servers", argv[1]},
+                             {"security.protocol", "SASL_PLAINTEXT"},
+                             {"sasl.mechanism", "PLAIN"},
+                             {"sasl.username", "kbench-user"},
+                             {"sasl.password", "kbench-secret-pw"}};
+    for (size_t i = 0; i < sizeof(sasl) / sizeof(sasl[0]); i++)
+        CHECK(kb_props_add(&q.props, sasl[i][0], sasl[i][1]) == 0);
+    kb_error qe = KB_ERROR_INIT;
+    CHECK(kb_producer_run(&q, &qe) == KB_EKAFKA);
+    CHECK_MSG(strstr(qe.msg, "SASL handshake") && !strstr(qe.msg, "no Kafka broker reachable"), "%s", qe.msg);
+    CHECK_MSG(!strstr(qe.msg, "kbench-secret-pw") && !strchr(qe.msg, '\n'), "%s", qe.msg);
+    CHECK(q.sent == 0);
+    kb_props_free(&q.props);
 
     kb_props_free(&c.props);
     kb_props_free(&p.props);
