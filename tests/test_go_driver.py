@@ -565,10 +565,10 @@ def test_dump_log_segments_agrees_with_kbench_on_go_segments(
 @pytest.mark.parametrize("client", GO)
 def test_cli_produce_with_a_go_client(kafka1: Any, tmp_path: Path, client: str) -> None:
     env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
-    out = tmp_path / "r.json"
+    out = tmp_path / "r" / "produce.json"  # -o names a directory
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", client, "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--topic", f"cli-{client}", "--create", "--rate", "500", "--count", "1000", "--codec", "gzip"]
-    cmd += ["--consume", "-o", str(out), "--header-sample", "100"]
+    cmd += ["--consume", "-o", str(out.parent), "--header-sample", "100"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     assert "sent 1000, delivered 1000, failed 0" in p.stdout and "lost 0, duplicates 0" in p.stdout

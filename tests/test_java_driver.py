@@ -272,10 +272,10 @@ def test_kbench_run_with_both_clients(tmp_path: Path) -> None:
 @pytest.mark.kafka
 def test_cli_produce_with_the_java_client(kafka1: Any, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": KBENCH_PATH}
-    out = tmp_path / "r.json"
+    out = tmp_path / "r" / "produce.json"  # -o names a directory
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", "java", "--bootstrap", kafka1.bootstrap_servers]
     cmd += ["--topic", "cli-java", "--create", "--rate", "500", "--count", "1000", "--codec", "zstd"]
-    cmd += ["-X", "compression.zstd.level=19", "-X", "sasl.password=s3cr3t-value", "--consume", "-o", str(out)]
+    cmd += ["-X", "compression.zstd.level=19", "-X", "sasl.password=s3cr3t-value", "--consume", "-o", str(out.parent)]
     cmd += ["--header-sample", "100"]  # the kb header on sequence numbers 0, 100, ..., 900
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr

@@ -36,8 +36,10 @@ def test_committed_notebook_has_no_outputs(path: Path) -> None:
 def _execute(path: Path, run_dirs: list[Path]) -> list[dict]:
     nb = nbformat.read(path, as_version=4)
     nb.cells[0].source = "RUN_DIRS = " + json.dumps([str(d) for d in run_dirs])
+    # the kernel's working directory is the runs' (a kernel puts its cwd first on sys.path, so the
+    # source tree would shadow the kbench under test, which in CI is the installed wheel)
     nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(run_dirs[0].parent)}}
     ).execute()
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 

@@ -210,12 +210,12 @@ def test_consumer_byte_count_against_kcat(tmp_path: Path, keeping_broker: object
     records = write_corpus(tmp_path / "corpus.txt", seed=12)
     k = keeping_broker
     bs = k.bootstrap_servers  # type: ignore[attr-defined]
-    out = tmp_path / "produce.json"
+    out = tmp_path / "p" / "produce.json"  # -o names a directory
     n = 4000
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "produce", "--bootstrap", bs, "--topic", "oracle-kcat", "--create"]
         + ["--partitions", "2", "--rate", "4000", "--count", str(n), "--codec", "zstd"]
-        + ["--corpus", str(tmp_path / "corpus.txt"), "--consume", "-o", str(out)],
+        + ["--corpus", str(tmp_path / "corpus.txt"), "--consume", "-o", str(out.parent)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -53,7 +53,7 @@ def kbench_p50_ms(bs: str, topic: str, corpus: Path, out: Path) -> float:
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "produce", "--bootstrap", bs, "--topic", topic, "--create"]
         + ["--rate", "200", "--count", str(N), "--header-sample", "1", "--corpus", str(corpus)]
-        + ["-X", "linger.ms=0", "-X", "acks=1", "--consume", "-o", str(out)],
+        + ["-X", "linger.ms=0", "-X", "acks=1", "--consume", "-o", str(out.parent)],  # -o names a directory
         capture_output=True,
         text=True,
         timeout=300,
@@ -73,7 +73,7 @@ def test_e2e_p50_against_kafkas_end_to_end_latency_tool(kafka1: Any, tmp_path: P
     tool, ours = [], []
     for i in range(RUNS):  # alternated, so both sides see the same load on a shared machine
         tool.append(tool_p50_ms(bs, "oracle-e2e-tool"))
-        ours.append(kbench_p50_ms(bs, f"oracle-e2e-kb{i}", corpus, tmp_path / f"e2e{i}.json"))
+        ours.append(kbench_p50_ms(bs, f"oracle-e2e-kb{i}", corpus, tmp_path / f"e2e{i}" / "produce.json"))
     lo, hi = min(tool)
     best = min(ours)
     assert lo / LOW <= best <= hi * HIGH, (ours, tool)

@@ -534,7 +534,7 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
 
             k0 = {h: scrape(h) for h in brokers}
             before = {h: t.nic_bytes(h) for h in t.hosts}
-            out = tmp_path / "r.json"
+            out = tmp_path / "r" / "produce.json"  # -o names a directory
             p = t.spawn(
                 "client",
                 [
@@ -565,7 +565,7 @@ def test_three_broker_cluster_on_testbed_hosts(tmp_path: Path) -> None:
                     "none",
                     "--consume",
                     "-o",
-                    str(out),
+                    str(out.parent),
                 ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
