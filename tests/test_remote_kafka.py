@@ -203,7 +203,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
         timeout=300,
     )
     assert s.returncode == 0, s.stderr
-    assert f"corpus sample.bin: {len(recs)} records" in s.stdout and digest[:16] in s.stdout
+    assert f"corpus corpus.bin: {len(recs)} records" in s.stdout and digest[:16] in s.stdout
     b = subprocess.run(
         [
             sys.executable,
@@ -229,7 +229,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
         timeout=300,
     )
     assert b.returncode == 0, b.stderr
-    assert "sample.bin" in b.stdout and "zstd:3" in b.stdout
+    assert "corpus.bin" in b.stdout and "zstd:3" in b.stdout
 
 
 SHORT = {"repetitions": "2", "duration_s": "3", "warmup_s": "2", "steady_skip_s": "1"}

@@ -63,7 +63,7 @@ def run_sample(args: argparse.Namespace) -> int:
     target = output_file(args, CORPUS_FILE)
     assert target is not None  # -o is required
     out = target[1]
-    if args.keys:
+    if args.keys and out.parent.is_dir():  # a new -o DIR is made by ready(): nothing there to check yet
         check_output_file("-o", out.with_name(out.name + ".keys"))
     try:
         s = sample_mod.sample(props, args.topic, args.count, max_bytes=args.max_bytes, timeout=args.timeout)
