@@ -9,8 +9,9 @@ interruption path of :func:`kbench.engine.runner.execute` runs for all three.
 
 from __future__ import annotations
 
+import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -20,13 +21,26 @@ __all__ = ["SIGNALS", "as_interrupt"]
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+def _handler(owner: int) -> Callable[[int, FrameType | None], None]:
+    """The handler for the run's process ``owner``.  A child forked while it is installed (pyroute2's
+    namespace workers) inherits it: there the signal keeps its default action, so a child told to end
+    ends at once, without unwinding the parent's stack copy or running its exit finalizers (which
+    would remove the parent's temporary directory)."""
+
+    def _interrupt(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+            return
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    return _interrupt
 
 
 @contextmanager
 def as_interrupt() -> Iterator[None]:
-    before = {s: signal.signal(s, _interrupt) for s in SIGNALS}
+    handler = _handler(os.getpid())
+    before = {s: signal.signal(s, handler) for s in SIGNALS}
     try:
         yield
     finally:
