@@ -190,3 +190,16 @@ def add_json(p: argparse.ArgumentParser, what: str) -> argparse.Action:
 def emit_json(doc: Any) -> None:
     """The ``--json`` document on stdout (one, indented; non-JSON values as their text)."""
     sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
+
+
+def add_cluster_target(p: argparse.ArgumentParser) -> None:
+    """--bootstrap and --cluster-dir: the cluster a client command talks to (the one place both are defined)."""
+    from kbench.kafka.cluster_state import default_dir
+
+    p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
+    p.add_argument(
+        "--cluster-dir",
+        type=Path,
+        default=None,
+        help=f"cluster started by 'kbench cluster up' (default {default_dir()})",
+    )

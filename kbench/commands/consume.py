@@ -13,10 +13,17 @@ import json
 import resource
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from kbench.commands.args import add_client_props, add_json, add_output, emit_json, output_file, ready
+from kbench.commands.args import (
+    add_client_props,
+    add_cluster_target,
+    add_json,
+    add_output,
+    emit_json,
+    output_file,
+    ready,
+)
 from kbench.kafka.cluster_state import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import KafkaError, new_consumer, redact, run_consumer
 from kbench.kafka.rdstats import fetch_stats
@@ -56,13 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "consume", help="read a topic with kbench's consumer: records/s, MB/s, CPU per record", description=__doc__
     )
-    p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
-    p.add_argument(
-        "--cluster-dir",
-        type=Path,
-        default=None,
-        help=f"cluster started by 'kbench cluster up' (default {default_dir()})",
-    )
+    add_cluster_target(p)
     p.add_argument("--topic", required=True, help="the topic to read")
     p.add_argument(
         "--from",

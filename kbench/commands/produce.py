@@ -14,6 +14,7 @@ from typing import Any
 
 from kbench.commands.args import (
     add_client_props,
+    add_cluster_target,
     add_corpus,
     add_json,
     add_output,
@@ -51,13 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "produce", help="produce a corpus at a fixed rate or saturated; optionally consume it back", description=__doc__
     )
-    p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
-    p.add_argument(
-        "--cluster-dir",
-        type=Path,
-        default=None,
-        help=f"cluster started by 'kbench cluster up' (default {default_dir()})",
-    )
+    add_cluster_target(p)
     p.add_argument(
         "--client",
         type=_client,

@@ -132,21 +132,8 @@ def atomic_write(path: Path | str, data: bytes) -> Path:
     renamed over it.  On any failure the temporary file is removed and the old file is left as
     it was; a full disk is an OSError naming ``path`` (ENOSPC, "no space left on the disk of ...")."""
     p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(p)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(e.errno, os.strerror(e.errno), str(p)) from None
-        raise
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_stream(p) as f:
+        f.write(data)
     try:
         dfd = os.open(p.parent, os.O_RDONLY)
     except OSError:
