@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Iterator
@@ -18,6 +19,20 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 UNMARKED = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every ``kbench`` command a test starts sees 0 % CPU steal unless the test says otherwise.
+
+    This machine kind is a VM whose hypervisor steals several per cent of CPU while the suite runs
+    (8 % measured over 10 s during a full run): with the plans' default 1 % limit, a repetition of
+    any Kafka test could turn INVALID for a reason that is not the test's subject.  The steal rule
+    itself is tested with injected figures (test_engine_runner, test_cli_grammar, test_engine_gate),
+    and /proc/stat's parsing with recorded texts (test_rows_units, test_engine_window); each run
+    says in its manifest and tables that its steal was injected."""
+    from kbench.kafka.procstat import INJECT_ENV
+
+    os.environ.setdefault(INJECT_ENV, "0")
 
 
 @pytest.hookimpl(tryfirst=True)

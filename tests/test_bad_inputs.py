@@ -1239,6 +1239,7 @@ def test_two_writers_one_run_directory(mode: str, world: dict[str, Path], tmp_pa
         texts = "\n".join(t for _, t in results)
         assert "Traceback" not in texts, texts
         codes = sorted(c for c, _ in results)
+        assert (target / "C.csv").exists(), f"try {i}: no C.csv; exit codes {codes}: {texts}"
         keys = _keys(target)
         assert len(keys) == len(set(keys)), f"duplicated rows in try {i}: {texts}"
         want = 6 if mode == "new" else 2

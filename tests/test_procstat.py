@@ -21,7 +21,7 @@ def burn(seconds_of_cpu: float = 0.2) -> None:
 
 def test_own_cpu_delta_is_positive_and_series_is_sampled() -> None:
     with procstat.Sampler([os.getpid()], interval=0.02) as s:
-        burn()
+        burn(0.6)  # every CPU's time counts: on 1 CPU or more this passes STEAL_MIN_WINDOW_CPU_S
     r = s.result
     assert r is not None
     d = r.for_pid(os.getpid())
@@ -31,6 +31,9 @@ def test_own_cpu_delta_is_positive_and_series_is_sampled() -> None:
     assert r.series[0].t_ns <= r.series[-1].t_ns
     assert r.steal_pct is not None and 0 <= r.steal_pct <= 100
     assert r.iowait_pct is not None and 0 <= r.iowait_pct <= 100
+    with procstat.Sampler([os.getpid()], interval=0.02) as short:
+        pass  # a window of a few clock ticks: steal cannot be told, never 100 %
+    assert short.result is not None and short.result.steal_pct is None
 
 
 def test_vanished_pid_is_na_never_zero() -> None:

@@ -77,10 +77,18 @@ StealSource = Callable[[], SystemCpu | None]
 STEAL_LIMIT_PCT = 1.0
 
 
+#: The least CPU time (all CPUs together, seconds) a steal figure is computed over.  /proc/stat
+#: counts in clock ticks (10 ms at USER_HZ 100): below one CPU-second a single tick of steal is
+#: already 1 % or more, the default limit, so a shorter window (``--gate-sample-s 0``, a window of a
+#: few ticks) reads as "cannot tell", never as 100 % steal.
+STEAL_MIN_WINDOW_CPU_S = 1.0
+
+
 def steal_pct(a: SystemCpu | None, b: SystemCpu | None) -> float | None:
     """The one steal rule: % of all CPU time stolen by the hypervisor from ``a`` to ``b``;
-    None when it cannot tell (a side unreadable, or no CPU time passed)."""
-    if a is None or b is None or b.total <= a.total:
+    None when it cannot tell (a side unreadable, or less than :data:`STEAL_MIN_WINDOW_CPU_S` of
+    CPU time passed)."""
+    if a is None or b is None or b.total - a.total < STEAL_MIN_WINDOW_CPU_S:
         return None
     return 100.0 * (b.steal - a.steal) / (b.total - a.total)
 
