@@ -232,7 +232,7 @@ def test_sampled_topic_reproduces_the_records_byte_for_byte(kafka3: Any, tmp_pat
     assert "corpus.bin" in b.stdout and "zstd:3" in b.stdout
 
 
-SHORT = {"repetitions": "2", "duration_s": "3", "warmup_s": "2", "steady_skip_s": "1"}
+SHORT = {"repetitions": "2", "duration_s": "3", "warmup_s": "1", "steady_skip_s": "1"}
 
 
 def _short_seed000() -> str:
@@ -245,6 +245,9 @@ def _short_seed000() -> str:
     # p99 at 50 % of saturation is ~25-30 ms, above the default 20 ms bound, so A would be SATURATED
     # (which tests/test_knee.py tests). The bound is widened here, and recorded in the manifest.
     text = text.replace("[transport]", "saturation_bound_ms = 1000\nmin_window_s = 0\n\n[transport]", 1)
+    # JSON alone: the random corpus adds four repetitions of the same plumbing (CI's time budget)
+    text, n = re.subn(r'(?m)^corpus = \["json", "random"\]$', 'corpus = ["json"]', text)
+    assert n == 1
     return text.replace('name = "seed000"', 'name = "seed000-short"')
 
 

@@ -23,6 +23,7 @@ from report_runs import IMPOSSIBLE_RATE, kbench  # noqa: E402
 
 from kbench.engine import judge  # noqa: E402
 from kbench.experiments.a_latency import P99  # noqa: E402
+from kbench.reporting import provenance  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 
@@ -162,3 +163,26 @@ def test_an_invalid_row_leaves_the_figures_and_is_listed(kafka_report_run: Path,
     assert _cells(zline)[-1] == "2"
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["figures"]
+
+
+def test_report_with_plots_on_the_real_run_answers_and_traces_every_number(
+    kafka_report_run: Path, tmp_path: Path
+) -> None:
+    """The zstd-vs-none pair on a local Kafka cluster, reported with plots and --verify: A has
+    measured latencies, D CPU per role, the answer a latency increment, every number a figure."""
+    out = tmp_path / "r"
+    kbench("report", str(kafka_report_run), "-o", str(out), "--verify")
+    md = (out / "report.md").read_text()
+    measured = [r for r in _rows(kafka_report_run, "A") if r["sweep"] == "fixed"]
+    assert measured and all(float(r["corrected_p99_us"]) > 0 for r in measured), "a real Kafka run measures latency"
+    assert all(r["lost"] == "0" and r["duplicated"] == "0" for r in measured)
+    assert {r["status"] for r in measured} == {"OK"}
+    answer = md.split("## The answer", 1)[1].split("\n## ", 1)[0]
+    row = next(x for x in answer.splitlines() if x.startswith("| zstd:3 vs none | json |"))
+    assert "no p99" not in row, row
+    assert "Latency increment at the fixed rate, corpus json: p99 zstd:3 − none = " in md
+    d = _section(md, "D")
+    assert "producer" in d and "consumer" in d and "broker-" in d
+    assert (out / "plots" / "a_latency.png").is_file()
+    prov = json.loads((out / "provenance.json").read_text())
+    assert provenance.untraceable_numbers(md, prov, [kafka_report_run]) == []
