@@ -129,6 +129,25 @@ def test_run_bootstrap_first_contact_uses_the_security_properties(kafka1: Any, t
     assert UNREACHABLE not in out and "Traceback" not in out and PASSWORD not in out, out
 
 
+def test_gate_bootstrap_with_x_uses_the_security_properties(kafka1: Any, tmp_path: Path) -> None:
+    """``kbench gate --bootstrap`` takes ``-X`` as ``run`` does: its metadata request is made with
+    them, so SASL against a PLAINTEXT listener fails naming the handshake, in one line."""
+    xs = [a for k, v in SASL.items() for a in ("-X", f"{k}={v}")]
+    p = subprocess.run(
+        [sys.executable, "-m", "kbench", "gate", "--bootstrap", kafka1.bootstrap_servers, "--sample-s", "0", *xs],
+        env={**os.environ, "PYTHONPATH": KBENCH_PATH},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    errors = [line for line in out.splitlines() if line.startswith("kbench: error: ")]
+    assert len(errors) == 1 and HANDSHAKE in errors[0], out
+    assert UNREACHABLE not in out and "Traceback" not in out and PASSWORD not in out, out
+
+
 def test_plain_clients_still_connect(kafka1: Any) -> None:
     """Without security properties the same clients connect (the error callback only notes errors)."""
     props = {"bootstrap.servers": kafka1.bootstrap_servers}
