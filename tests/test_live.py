@@ -253,3 +253,69 @@ def test_metrics_port_on_a_local_cluster_shows_the_producer_at_work(tmp_path: Pa
     assert proc.returncode in (0, 4), err[-3000:]
     live = [json.loads(x) for x in (tmp_path / "run" / "run.log").read_text().splitlines()]
     assert any(d["event"] == "live" and (d["msgs_s"] or 0) > 0 for d in live)
+
+
+def _pane(tmux: str, session: str) -> str:
+    return subprocess.run(
+        [tmux, "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def _live_lines(log: Path) -> list[dict]:  # type: ignore[type-arg]
+    if not log.is_file():
+        return []
+    rows = [json.loads(x) for x in log.read_text().splitlines() if x.endswith("}")]  # a line being written: later
+    return [d for d in rows if d["event"] == "live"]
+
+
+@pytest.mark.slow  # the built-in plan quick for ~15 s: two 5 s log periods, then C-c
+def test_kbench_run_quick_live_on_a_terminal_and_in_its_log_then_c_c(tmp_path: Path) -> None:
+    """The built-in plan ``quick`` itself (on the dry transport, which keeps it off Kafka: its
+    figures synthetic, said so) in tmux: the status shows the running repetition's figures,
+    run.log gets a live line every 5 s, and C-c sent through tmux ends the run interrupted with
+    the resume hint (exit 130, the manifest's state ``interrupted``)."""
+    tmux = shutil.which("tmux")
+    assert tmux is not None, "tmux is missing: scripts/setup.sh installs it"
+    session = f"kbench-quick-{os.getpid()}"
+    env = " ".join(f"{k}={v}" for k, v in _env().items() if k in ("PYTHONPATH", procstat.INJECT_ENV))
+    run = f"{sys.executable} -m kbench run quick -o run --transport dry --gate-sample-s 0"
+    cmd = f"cd {tmp_path} && env -u COLUMNS -u LINES {env} {run}; echo kbench-exit-$?; sleep 120"
+    subprocess.run([tmux, "new-session", "-d", "-s", session, "-x", "160", "-y", "40", cmd], check=True)
+    try:
+        end = time.monotonic() + 120
+        screen = _pane(tmux, session)
+        while time.monotonic() < end and not ("(running)" in screen and "msgs/s" in screen):
+            time.sleep(0.2)  # polling the screen until the status shows: the condition is the loop's
+            screen = _pane(tmux, session)
+        rows = screen.splitlines()
+        i = next(i for i, x in enumerate(rows) if "msgs/s" in x and "MB/s" in x)
+        assert " rep " in rows[i - 1] and "(running)" in rows[i - 1], screen  # a repetition of quick running
+        assert "dry transport: synthetic" in rows[i - 1], screen
+        msgs_s, mb_s = (float(x.replace(",", "")) for x in rows[i + 1].split()[:2])
+        assert msgs_s > 0 and mb_s > 0, screen  # figures, not placeholders
+        log = tmp_path / "run" / "run.log"
+
+        def figures(d: dict) -> bool:  # type: ignore[type-arg]
+            return d["phase"] == "running" and " rep " in d["label"] and (d["msgs_s"] or 0) > 0
+
+        live = _live_lines(log)
+        while time.monotonic() < end and not (len(live) >= 2 and any(map(figures, live))):
+            time.sleep(0.2)  # polling run.log until two periods have passed: the condition is the loop's
+            live = _live_lines(log)
+        assert len(live) >= 2 and any(map(figures, live)), log.read_text()[-2000:]
+        # each line says where the run is (a tick may fall in a warm-up or between repetitions)
+        assert all(d["phase"] in ("starting", "warm-up", "running", "done") and d["reps_total"] > 0 for d in live)
+        gaps = [b["run_elapsed_s"] - a["run_elapsed_s"] for a, b in zip(live, live[1:])]
+        # every 5 s: never sooner (the view waits a full period), at most one period's late wake-up
+        assert all(4.9 <= g < 10 for g in gaps), gaps
+        assert json.loads((tmp_path / "run" / "manifest.json").read_text())["state"] == "running"
+        subprocess.run([tmux, "send-keys", "-t", session, "C-c"], check=True)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and "kbench-exit-" not in screen:
+            time.sleep(0.2)  # polling the screen until the run has exited: the condition is the loop's
+            screen = _pane(tmux, session)
+        assert "kbench-exit-130" in screen, screen
+        assert "interrupted; continue with: kbench run --resume run" in screen, screen
+        assert json.loads((tmp_path / "run" / "manifest.json").read_text())["state"] == "interrupted"
+    finally:
+        subprocess.run([tmux, "kill-session", "-t", session], capture_output=True)
