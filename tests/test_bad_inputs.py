@@ -1,6 +1,6 @@
 """A catalogue of bad inputs, as a careless or hostile user gives them (issue 12).
 
-Each case is one ``python -m kbench ...`` command: its expected exit status and a fragment of
+Each case is one ``kbench ...`` command (in a forked child of the test process, see :func:`kbench`): its expected exit status and a fragment of
 its one-line message.  Every case also asserts: no traceback, no hang (a timeout), nothing
 created where a refused input must leave no trace, and the earlier results (a complete run
 directory made once for the module) byte for byte unchanged.  Runs use the ``dry`` transport.
@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import re
 import resource
+import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +70,13 @@ FULL_DISK = (
 def kbench(
     args: list[str], cwd: Path, nofile: int | None = None, full_disk: tuple[Path, Path] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``kbench args`` in ``cwd``: in a forked child of this process (kbench's modules are imported
+    once per test process, not once per case: the catalogue's ~200 commands would spend a minute of
+    CPU starting interpreters), or in a new interpreter when the case lowers the open-file limit (a
+    fork inherits this process's open files) or runs on a full disk (a mount namespace)."""
+    if nofile is None and full_disk is None:
+        return forked_cli(args, cwd)
+
     def limit() -> None:
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
@@ -81,6 +93,64 @@ def kbench(
         timeout=TIMEOUT,
         preexec_fn=limit,
     )
+
+
+def _child_cli(args: list[str], cwd: Path, out: int, err: int, go: int | None = None) -> None:
+    """In a forked child: ``kbench args`` with stdin from /dev/null and stdout/stderr on ``out``/``err``
+    (after one byte on ``go``, when given), then exit with its status.  Never returns."""
+    code = 70
+    try:
+        if go is not None:
+            os.read(go, 1)
+        os.chdir(cwd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), errors="backslashreplace")
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace")
+        sys.argv = ["kbench", *args]  # what a run records as its command line
+        from kbench import cli
+
+        try:
+            code = cli.main(args)
+        except SystemExit as e:  # argparse's refusals
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        except BaseException:  # noqa: BLE001 - printed as the interpreter would, for the case to see
+            traceback.print_exc()
+            code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _wait(pid: int, timeout: float) -> int:
+    """The exit status of child ``pid``; killed and an AssertionError past ``timeout`` seconds."""
+    fd = os.pidfd_open(pid)
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError(f"kbench (pid {pid}) still running after {timeout} s")
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def forked_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            _child_cli(args, cwd, out.fileno(), err.fileno())
+        code = _wait(pid, TIMEOUT)
+        texts = []
+        for f in (out, err):
+            f.seek(0)
+            texts.append(f.read().decode(errors="replace"))
+    return subprocess.CompletedProcess(["kbench", *args], code, texts[0], texts[1])
 
 
 def tree_hash(d: Path) -> str:
@@ -1185,32 +1255,23 @@ def test_catalogue_covers_every_kind() -> None:
 # ----------------------------------------------------------------------------- one writer per run directory
 
 
-def _forked_kbench(argv: list[str], out: Path, go: int) -> int:
-    """A child process (forked: no second import) that waits on ``go`` and then runs ``kbench argv``."""
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 99
-    try:
-        os.read(go, 1)
-        with out.open("w") as f:
-            sys.stdout = sys.stderr = f
-            from kbench import cli
-
-            code = cli.main(argv)
-            f.flush()
-    finally:
-        os._exit(code)
-
-
 def _two_writers(argv: list[str], tmp: Path) -> list[tuple[int, str]]:
+    """Two forked ``kbench argv`` released together (one pipe, two bytes): their statuses and output."""
     r, w = os.pipe()
-    pids = [_forked_kbench(argv, tmp / f"out{i}", r) for i in range(2)]
+    outs = [(tmp / f"out{i}").open("wb") for i in range(2)]
+    pids = []
+    for f in outs:
+        pid = os.fork()
+        if pid == 0:
+            _child_cli(argv, tmp, f.fileno(), f.fileno(), go=r)
+        pids.append(pid)
     os.write(w, b"gg")  # both start together
     os.close(w)
     os.close(r)
-    codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
-    return [(c, (tmp / f"out{i}").read_text()) for i, c in enumerate(codes)]
+    codes = [_wait(p, TIMEOUT) for p in pids]
+    for f in outs:
+        f.close()
+    return [(c, (tmp / f"out{i}").read_text(errors="replace")) for i, c in enumerate(codes)]
 
 
 def _keys(run_dir: Path) -> list[tuple[str, str]]:
