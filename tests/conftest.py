@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +34,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from kbench.kafka.procstat import INJECT_ENV
 
     os.environ.setdefault(INJECT_ENV, "0")
+    # A suite started as a background job of a non-interactive shell (CI's runner, `cmd &`) inherits
+    # SIGINT ignored, and so would every kbench it starts: Python installs no KeyboardInterrupt
+    # handler when SIGINT is ignored at start-up, and the Ctrl-C tests' signal would be lost (a run
+    # signalled after its first repetition ran to the end and exited 0).  A handled signal is reset
+    # to the default across exec, so the commands start as from a terminal.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
