@@ -2,7 +2,7 @@
 consumer loops against a real broker (ASan+UBSan), and libFuzzer runs.
 
 The fuzzers (tests/fuzz/) get a seed corpus generated here (batches of every codec, segments,
-truncations) and run for a bounded time each (``KBENCH_FUZZ_SECONDS``, default 20).  Any crash,
+truncations) and run for a bounded time each (``KBENCH_FUZZ_SECONDS``, default 10; longer by hand).  Any crash,
 leak, sanitizer report or abort() in a harness fails the test.
 """
 
@@ -52,7 +52,7 @@ CLIENTS = [
     "clock.c",
     "intervals.c",
 ]
-FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "20"))
+FUZZ_SECONDS = int(os.environ.get("KBENCH_FUZZ_SECONDS", "10"))
 
 
 def _libs(extra: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
