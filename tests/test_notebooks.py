@@ -122,8 +122,13 @@ def test_notebooks_run_as_shipped_with_jupyter_execute(tmp_path: Path) -> None:
         timeout=600,
     )
     assert p.returncode == 0, p.stderr[-3000:]
-    labels = ["sim-one-cpu", "sim-two-cpus"]
-    assert machine_labels([src / "example-runs" / "one-cpu", src / "example-runs" / "two-cpus"]) == labels
+    labels = ["vm-pinned-1cpu", "vm-pinned-2cpus"]
+    runs = [src / "example-runs" / "one-cpu", src / "example-runs" / "two-cpus"]
+    assert machine_labels(runs) == labels
+    # real Kafka runs: a local broker's version recorded, the VM pinned to 1 and 2 CPUs
+    mans = [json.loads((d / "manifest.json").read_text()) for d in runs]
+    assert [(m["transport"]["kind"], m["transport"]["kafka_version"]) for m in mans] == [("local", "4.1.2")] * 2
+    assert [m["machine"]["cpu_affinity"] for m in mans] == ["0", "0-1"]
     for nb in NOTEBOOKS:
         ran = nbformat.read(dst / f"{nb.stem}-executed.ipynb", as_version=4)
         assert ran.cells[0].source == nbformat.read(nb, as_version=4).cells[0].source  # unedited
@@ -131,6 +136,13 @@ def test_notebooks_run_as_shipped_with_jupyter_execute(tmp_path: Path) -> None:
         assert not [o for o in outputs if o["output_type"] == "error"]
         tables = _tables(outputs)
         assert tables and all(any(label in t for t in tables) for label in labels), nb.name
+        if nb.name == "cross_architecture.ipynb":
+            # every headline table A-D has rows of both machines (A: latencies measured, not NA)
+            for exp in ("A:", "B:", "C:", "D:"):
+                t = next(t for t in tables if f"<caption>{exp}" in t)
+                body = t.split("<tbody>", 1)[1]
+                assert body.count("<tr") >= 2 and all(label in body for label in labels), (exp, t[-3000:])
+                assert ">NA<" not in body and ">nan<" not in body.lower(), (exp, t[-3000:])
         assert any("image/png" in o.get("data", {}) for o in outputs), nb.name
         # two machines: no "one machine" warning
         assert not any("machine(s)**" in str(o.get("data", {})) for o in outputs), nb.name
