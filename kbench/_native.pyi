@@ -146,7 +146,7 @@ class Producer:
         flush_timeout: float = 30,
         connect_timeout: float = 10,
         header_sample: int = 1,
-        tick: float = 0.0005,
+        tick: float = 0.002,
         cpu_skip: float = -1.0,
         seq_base: int = 0,
         interval: float = 0,

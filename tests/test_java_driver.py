@@ -187,8 +187,8 @@ def test_java_holds_a_fixed_rate(kafka1: Any, tmp_path: Path, json_records: tupl
     assert abs((count - 1) / due_span - rate) / rate < 1e-6
     assert pres["delay"]["count"] == count and pres["corrected"]["count"] == count
     assert pres["delay"]["p50_us"] < 5000  # parked, not late: the schedule is kept
-    # wakes are >= tick (default 500 µs) apart on the schedule: at 4,000 msg/s (250 µs apart) at
-    # most half as many wakes as messages (a loop parking per message would wake 20,000 times).
+    # wakes are >= tick (default 2 ms) apart on the schedule: at 4,000 msg/s (250 µs apart) at
+    # most an eighth as many wakes as messages (a loop parking per message would wake 20,000 times).
     # Wake k is at >= t0 + k * tick and every wake but the last is before the last due time, so
     # wakes <= ceil(span / tick) + 1 < span / tick + 2.
     assert 0 < pres["wakes"] < due_span / DEFAULT_TICK_S + 2

@@ -108,5 +108,5 @@ def test_highest_held_rate_is_kept_within_0_02_pct(kafka1: LocalCluster, log_rec
     assert dev is not None and abs(dev) <= 0.0002, f"achieved {r.achieved_rate:.2f} msg/s vs {rate:.0f}"
     assert r.sent == int(rate * seconds)  # every message of the schedule, none dropped
     assert r.queue_full == 0
-    # a wake sends the burst due by then: at 150k msg/s and 500 µs ticks, ~75 messages per wake
+    # a wake sends the burst due by then: at 150k msg/s and 2 ms ticks, ~300 messages per wake
     assert r.wakes < r.sent / 10

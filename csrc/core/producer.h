@@ -22,7 +22,7 @@
 #define KB_KEYS_NONE 0
 #define KB_KEYS_ROUND_ROBIN 1
 #define KB_KEYS_RANDOM 2
-#define KB_DEFAULT_TICK_NS 500000 /* minimum time between two wakes of the fixed-rate loop */
+#define KB_DEFAULT_TICK_NS 2000000 /* minimum time between two wakes of the fixed-rate loop (kbench.kafka.drivers.DEFAULT_TICK_S) */
 #define KB_CLIENT_THREAD_PREFIX "rdk:" /* librdkafka names its threads rdk:main, rdk:broker<id>, ... */
 
 /** A producer run: inputs set by the caller, outputs filled by kb_producer_run(). */

@@ -315,7 +315,7 @@ static PyTypeObject ProducerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Producer(props, topic, payload, offsets, mode='saturated', rate=0, count=0, duration=0,\n"
               "keys='none', nkeys=0, partition=-1, run_id=0, stats_path=None, flush_timeout=30,\n"
-              "connect_timeout=10, header_sample=1, tick=0.0005, cpu_skip=-1, seq_base=0, interval=0): the C producer\n"
+              "connect_timeout=10, header_sample=1, tick=0.002, cpu_skip=-1, seq_base=0, interval=0): the C producer\n"
               "loop "
               "(see kbench.kafka.drivers).",
     .tp_methods = producer_methods,

@@ -149,7 +149,7 @@ func parseProducerJob(j job) (producerJob, error) {
 	if p.headerEvery < 1 {
 		p.headerEvery = 1
 	}
-	tickS := j.num("tick_s", 0.0005)
+	tickS := j.num("tick_s", 0.002)
 	if !(tickS >= 0 && tickS <= 1) {
 		return p, fmt.Errorf("job.tick_s: must be within 0..1 s, got %g", tickS)
 	}

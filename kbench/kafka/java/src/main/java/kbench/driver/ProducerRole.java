@@ -130,7 +130,7 @@ final class ProducerRole {
         }
         long runId = Json.lng(job, "run_id", 0);
         long headerEvery = Math.max(1, Json.lng(job, "header_sample", 1000));
-        double tickS = Json.dbl(job, "tick_s", 0.0005);
+        double tickS = Json.dbl(job, "tick_s", 0.002);
         if (!(tickS >= 0 && tickS <= 1)) {
             throw new IllegalArgumentException("job.tick_s: must be within 0..1 s, got " + tickS);
         }
