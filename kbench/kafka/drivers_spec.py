@@ -32,8 +32,8 @@ DEFAULT_HEADER_SAMPLE = 1000
 
 
 #: Minimum time between two wakes of the fixed-rate loop (benchmarks/pacing_cpu.py).  A wake
-#: costs ~40 µs of CPU on the 2-vCPU VM whatever the loop does in it, so at 500 µs the wakes
-#: alone held the loop at ~8 % of a core from 2,000 msg/s up; at 2 ms, 500 wakes/s at most.
+#: costs ~40–50 µs of CPU on the 2-vCPU VM whatever the loop does in it, so at 500 µs the wakes
+#: alone held the loop near 10 % of a core from 2,000 msg/s up; at 2 ms, 500 wakes/s at most.
 DEFAULT_TICK_S = 2e-3
 
 
