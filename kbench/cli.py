@@ -156,14 +156,14 @@ def _call(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("kbench: interrupted", file=sys.stderr)
         return 130
+    except ValueError as e:  # first: an input error may also be a RuntimeError (MetricsURLError)
+        print(f"kbench: error: {e}", file=sys.stderr)
+        return 2
     except RuntimeError as e:
         if not _dist_error(e):
             raise
         print(f"kbench: error: {e}", file=sys.stderr)
         return 1
-    except ValueError as e:
-        print(f"kbench: error: {e}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # not a path's fault: main() ends quietly
         raise
     except OSError as e:  # a path that cannot be read or written: one line, not a traceback

@@ -1095,6 +1095,9 @@ CASES: list[Case] = [
         plan=plan_text(),
     ),
     plan_case("plan-metrics-ftp", "not an http(s) URL", extra='broker_metrics = ["ftp://h/x"]'),
+    # the gate's own --broker-metrics (an input error that is also a MetricsError: exit 2, one line)
+    Case("gate-metrics-javascript", ["gate", "--broker-metrics", "javascript:alert(1)"], 2, "not an http(s) URL"),
+    Case("gate-metrics-no-port", ["gate", "--broker-metrics", "broker-1:metrics"], 2, "numeric port"),
     # --- issue 32: parsers: nesting, huge numbers, wrong shapes (one line each)
     Case("plan-deep-arrays", RUN, 2, "nested too deep", plan="a = " + "[" * 5000 + "]" * 5000 + "\n"),
     Case("plan-deep-tables", RUN, 2, "nested too deep", plan="a = " + "{b=" * 3000 + "1" + "}" * 3000 + "\n"),
