@@ -186,7 +186,8 @@ def build(
             f"Machine{'s' if len(machines) > 1 else ''}: {'; '.join(machines)}. "
             f"Run directories: {', '.join(r.path.name for r in runs)}. "
             "Every number below is computed from the runs' CSVs and manifests (see provenance.json); "
-            "medians and ranges are over OK repetitions; two cells whose ranges overlap read “no significant difference”."
+            "medians and ranges are over OK repetitions; a verdict is the exact test of docs/methodology.md "
+            "(its effect, interval, p and n), the seed's ranges rule shown beside it."
         ),
         *answer_blocks(body.answer, answer_notes, ctx.one_machine),
         doc.Heading(3, "Headline figures", "headline"),
