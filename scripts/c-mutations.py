@@ -160,16 +160,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "csrc/core/consumer.c",
-        "            kb_hist_record(c->e2e, now - t);",
-        "            if (c->sampled > 1) kb_hist_record(c->e2e, now - t);",
+        "    if (inside)\n        kb_hist_record(c->e2e, now - t);",
+        "    if (inside && c->sampled > 1)\n        kb_hist_record(c->e2e, now - t);",
         "end-to-end histogram drops the first sample",
         KAFKA_ONE_RUN,
     ),
     Mutation(
         "csrc/core/consumer.c",
-        "        c->bytes += (int64_t)m->len;",
-        "        c->bytes += (int64_t)m->len + (t >= 0 ? KB_HDR_LEN : 0);",
-        "consumer counts the kb header as payload bytes",
+        "    c->bytes += len;",
+        "    c->bytes += len + KB_HDR_LEN;",
+        "consumer counts a kb header's length into every record's payload bytes",
         KAFKA_ONE_RUN,
     ),
     Mutation(

@@ -28,7 +28,7 @@ from kbenv import KBENCH_PATH
 from kbench import _native
 from kbench.commands.run import EXIT_SHORT
 from kbench.engine import store
-from kbench.kafka.cluster import pid_alive
+from kbench.kafka.cluster_state import pid_alive
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -16,7 +16,8 @@ import pytest
 from kbenv import KBENCH_PATH
 
 from kbench.kafka import admin, procstat
-from kbench.kafka.cluster import ClusterError, LocalCluster, pid_alive, read_state
+from kbench.kafka.cluster import LocalCluster
+from kbench.kafka.cluster_state import ClusterError, pid_alive, read_state
 from kbench.kafka.drivers import KafkaError, ProducerSpec, produce, produce_and_consume
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

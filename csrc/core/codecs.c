@@ -621,16 +621,21 @@ static int zstd_decompress(kb_codec_ctx *c, const uint8_t *src, size_t n, uint8_
 
 /* ------------------------------------------------------------- dispatch -- */
 
+/** Codec none, both ways: the bytes as they are. */
+static int copy_none(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, size_t *outlen) {
+    if (cap < n)
+        return KB_ETOOSMALL;
+    if (n)
+        memcpy(dst, src, n);
+    *outlen = n;
+    return KB_OK;
+}
+
 static int compress_any(kb_codec_ctx *ctx, kb_codec_t codec, int level, const uint8_t *src, size_t n,
                         uint8_t *dst, size_t cap, size_t *outlen, kb_error *err) {
     switch (codec) {
     case KB_CODEC_NONE:
-        if (cap < n)
-            return KB_ETOOSMALL;
-        if (n)
-            memcpy(dst, src, n);
-        *outlen = n;
-        return KB_OK;
+        return copy_none(src, n, dst, cap, outlen);
     case KB_CODEC_GZIP:
         return gzip_compress(level, src, n, dst, cap, outlen, err);
     case KB_CODEC_SNAPPY:
@@ -648,12 +653,7 @@ static int decompress_any(kb_codec_ctx *ctx, kb_codec_t codec, const uint8_t *sr
     *outlen = 0;
     switch (codec) {
     case KB_CODEC_NONE:
-        if (cap < n)
-            return KB_ETOOSMALL;
-        if (n)
-            memcpy(dst, src, n);
-        *outlen = n;
-        return KB_OK;
+        return copy_none(src, n, dst, cap, outlen);
     case KB_CODEC_GZIP:
         return gzip_decompress(src, n, dst, cap, outlen, err);
     case KB_CODEC_SNAPPY:

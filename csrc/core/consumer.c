@@ -483,6 +483,37 @@ static int mine_at_end(const kb_consumer *c) {
     return 1;
 }
 
+/** One record fetched at ``now`` of ``len`` bytes: the totals, the first/last times and the interval. */
+static void count_record(kb_consumer *c, int64_t now, int64_t len) {
+    if (c->records == 0)
+        c->t_first = now;
+    c->t_last = now;
+    c->records++;
+    c->bytes += len;
+    if (c->iv.width_ns) {
+        c->iv.sent++;
+        c->iv.bytes += len;
+    }
+}
+
+/** The record's kbench header into send time, sequence and run id: 1 when it carries one, else 0
+ *  (then -1, -1, 0). */
+static int read_header(const rd_kafka_message_t *m, int64_t *t, int64_t *seq, int64_t *run) {
+    rd_kafka_headers_t *h = NULL;
+    const void *hv = NULL;
+    size_t hsz = 0;
+    *t = -1;
+    *seq = -1;
+    *run = 0;
+    rd_kafka_message_headers(m, &h);
+    if (!h || rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) || hsz != KB_HDR_LEN)
+        return 0;
+    *t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
+    *seq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
+    *run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
+    return 1;
+}
+
 /** Group mode: one record (or a partition's end) of a batch; 0 or KB_ENOMEM with b->err set. */
 static int group_record(kb_batch *b, rd_kafka_message_t *m) {
     kb_consumer *c = b->c;
@@ -496,23 +527,9 @@ static int group_record(kb_batch *b, rd_kafka_message_t *m) {
         return kb_error_set(b->err, KB_ENOMEM, -1, "out of memory for the offsets read of %s [%d]", c->topic,
                             (int)m->partition);
     int64_t now = b->now;
-    if (c->records == 0)
-        c->t_first = now;
-    c->t_last = now;
-    c->records++;
-    c->bytes += (int64_t)m->len;
-    if (c->iv.width_ns) {
-        c->iv.sent++;
-        c->iv.bytes += (int64_t)m->len;
-    }
-    rd_kafka_headers_t *h = NULL;
-    rd_kafka_message_headers(m, &h);
-    const void *hv = NULL;
-    size_t hsz = 0;
-    if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
-        int64_t t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
-        int64_t run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
-        int64_t hseq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
+    count_record(c, now, (int64_t)m->len);
+    int64_t t, hseq, run;
+    if (read_header(m, &t, &hseq, &run)) {
         if (c->run_id && (uint64_t)run != c->run_id) {
             c->foreign++;
         } else {
@@ -602,29 +619,13 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
 static int assign_record(kb_batch *b, rd_kafka_message_t *m) {
     kb_consumer *c = b->c;
     int64_t now = b->now, hs = c->header_sample;
-    rd_kafka_headers_t *h = NULL;
-    rd_kafka_message_headers(m, &h);
-    const void *hv = NULL;
-    size_t hsz = 0;
-    int64_t t = -1, seq = -1, run = 0;
-    if (h && !rd_kafka_header_get_last(h, KB_HDR_NAME, &hv, &hsz) && hsz == KB_HDR_LEN) {
-        t = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_TIME_OFF);
-        seq = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_SEQ_OFF);
-        run = (int64_t)kb_rd64((const uint8_t *)hv + KB_HDR_RUN_OFF);
-    }
+    int64_t t, seq, run;
+    read_header(m, &t, &seq, &run);
     if (t >= 0 && seq >= 0 && c->run_id && (uint64_t)run != c->run_id) {
         c->foreign++; /* a sampled record of another run: not ours */
         return 0;
     }
-    if (c->records == 0)
-        c->t_first = now;
-    c->t_last = now;
-    c->records++;
-    c->bytes += (int64_t)m->len;
-    if (c->iv.width_ns) {
-        c->iv.sent++;
-        c->iv.bytes += (int64_t)m->len;
-    }
+    count_record(c, now, (int64_t)m->len);
     if (t < 0 || seq < 0) {
         c->no_header++;
     } else {

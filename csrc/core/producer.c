@@ -337,6 +337,19 @@ static void fixed_after_wake(void *user) {
     rd_kafka_poll(l->rk, 0); /* delivery reports between ticks */
 }
 
+/** What a run holds from its start to its end: the client, its topic handle, the timer slack it
+ *  changed and the key set. */
+static void run_release(const kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, char **keys, int old_slack) {
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    prctl(PR_SET_TIMERSLACK, old_slack > 0 ? old_slack : 50000, 0, 0, 0);
+    if (keys) {
+        for (int64_t k = 0; k < p->nkeys; k++)
+            free(keys[k]);
+        free(keys);
+    }
+}
+
 int kb_producer_run(kb_producer *p, kb_error *e) {
     kb_error local = KB_ERROR_INIT;
     kb_error *err = e ? e : &local;
@@ -392,14 +405,7 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
     /* no skip: every message (a saturated loop sends from now, before t0) */
     p->lat_from = p->latency_skip_ns > 0 ? p->t0 + p->latency_skip_ns : INT64_MIN;
     if (p->interval_ns > 0 && kb_iv_init(&p->iv, p->interval_ns, p->t0 - 1000000, err) < 0) {
-        rd_kafka_topic_destroy(rkt);
-        rd_kafka_destroy(rk);
-        prctl(PR_SET_TIMERSLACK, old_slack > 0 ? old_slack : 50000, 0, 0, 0);
-        if (keys) {
-            for (int64_t k = 0; k < p->nkeys; k++)
-                free(keys[k]);
-            free(keys);
-        }
+        run_release(p, rk, rkt, keys, old_slack);
         return err->code;
     }
     if (p->duration_s > 0)
@@ -473,14 +479,7 @@ int kb_producer_run(kb_producer *p, kb_error *e) {
     if (p->cpu_start.ok)
         kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_end, NULL);
     p->undelivered = p->sent - p->delivered - p->dr_failed;
-    rd_kafka_topic_destroy(rkt);
-    rd_kafka_destroy(rk);
-    prctl(PR_SET_TIMERSLACK, old_slack > 0 ? old_slack : 50000, 0, 0, 0);
-    if (keys) {
-        for (int64_t k = 0; k < p->nkeys; k++)
-            free(keys[k]);
-        free(keys);
-    }
+    run_release(p, rk, rkt, keys, old_slack);
     free(p->slot_seq);
     free(p->slot_sent);
     free(p->slot_free);

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.model.corpus import DEFAULT_SIZE, FORMATS
-from kbench.model.paths import check_output_file
+from kbench.model.paths import atomic_write, check_output_file
 from kbench.model.units import SIZE_RULE, parse_size
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "key_value",
     "listed",
     "output_file",
+    "publish",
     "ready",
     "size",
     "sizes",
@@ -190,6 +191,19 @@ def add_json(p: argparse.ArgumentParser, what: str) -> argparse.Action:
 def emit_json(doc: Any) -> None:
     """The ``--json`` document on stdout (one, indented; non-JSON values as their text)."""
     sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
+
+
+def publish(
+    out: dict[str, Any], result_file: tuple[str, Path] | None, as_json: bool, show: Callable[[dict[str, Any]], None]
+) -> None:
+    """A client command's result: written whole to its result file (``-o DIR``), then on stdout as
+    the ``--json`` document or as ``show`` prints it."""
+    if result_file is not None:
+        atomic_write(ready(result_file[1]), json.dumps(out, indent=2).encode())
+    if as_json:
+        emit_json(out)
+    else:
+        show(out)
 
 
 def add_cluster_target(p: argparse.ArgumentParser) -> None:

@@ -9,15 +9,8 @@ from pathlib import Path
 
 from kbench.commands.args import SIZE_HELP, add_json, emit_json, key_value, size
 from kbench.kafka import admin
-from kbench.kafka.cluster import (
-    DEFAULT_PORT_BASE,
-    ClusterError,
-    LocalCluster,
-    default_dir,
-    down,
-    read_state,
-    status,
-)
+from kbench.kafka.cluster import LocalCluster
+from kbench.kafka.cluster_state import DEFAULT_PORT_BASE, ClusterError, default_dir, down, read_state, status
 from kbench.kafka.kafka_dist import KafkaDistError
 from kbench.model import limits
 

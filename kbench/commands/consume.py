@@ -20,16 +20,14 @@ from kbench.commands.args import (
     add_cluster_target,
     add_json,
     add_output,
-    emit_json,
     output_file,
-    ready,
+    publish,
 )
 from kbench.kafka.cluster_state import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import KafkaError, new_consumer, redact, run_consumer
 from kbench.kafka.rdstats import fetch_stats
 from kbench.kafka.readwindow import read_window
 from kbench.model import limits
-from kbench.model.paths import atomic_write
 
 #: The results file ``-o DIR`` holds.
 RESULT_FILE = "consume.json"
@@ -178,12 +176,7 @@ def run(args: argparse.Namespace) -> int:
         "rebalances": r.rebalances,
         "fetch": fetch_stats(stats, args.topic) if stats else None,
     }
-    if args.result_file is not None:
-        atomic_write(ready(args.result_file[1]), json.dumps(out, indent=2).encode())
-    if args.json:
-        emit_json(out)
-    else:
-        _print(out)
+    publish(out, args.result_file, args.json, _print)
     if r.stopped:
         print("kbench: interrupted: the figures above are partial", file=sys.stderr)
         return 130

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from pathlib import Path
@@ -18,10 +17,9 @@ from kbench.commands.args import (
     add_corpus,
     add_json,
     add_output,
-    emit_json,
     key_value,
     output_file,
-    ready,
+    publish,
     size,
 )
 from kbench.kafka import admin, clients
@@ -38,7 +36,6 @@ from kbench.kafka.drivers import (
     redact,
 )
 from kbench.model import corpus, limits
-from kbench.model.paths import atomic_write
 from kbench.model.stats import histogram_us
 
 #: Seconds a driver may take to start (a JVM, the corpus) and a consumer to be assigned.
@@ -331,12 +328,7 @@ def run(args: argparse.Namespace) -> int:
             "e2e": _pcts(cons.e2e),
         }
     s = out["producer"]
-    if args.result_file is not None:
-        atomic_write(ready(args.result_file[1]), json.dumps(out, indent=2).encode())
-    if args.json:
-        emit_json(out)
-    else:
-        _print(out)
+    publish(out, args.result_file, args.json, _print)
     if s["stopped"]:
         print("kbench: interrupted: the figures above are partial", file=sys.stderr)
         return 130

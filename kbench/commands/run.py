@@ -206,7 +206,6 @@ def run(args: argparse.Namespace) -> int:
     run_dir = args.resume or args.output or Path("runs") / f"{plan.name}-{_dt.datetime.now(_dt.UTC):%Y%m%d-%H%M%S}"
     if not args.resume:
         _check_new_run_dir(Path(run_dir))
-    client_overrides = _props(args.props)
     transport = make(plan.transport, {**plan.client, **client_overrides})
     scrub = Scrubber.of(plan.raw, client_overrides)  # errors printed below may quote a library's message
     if args.metrics_port is not None:

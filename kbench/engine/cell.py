@@ -15,19 +15,24 @@ from typing import Any
 from kbench.model import codecs
 from kbench.model.codecs import CodecSpec
 
-__all__ = ["AXES", "Cell", "KEY_POLICY_SPELLINGS", "MAX_CELLS", "MAX_SWEEP_NAME", "cell_count", "sweep_name_problem"]
+__all__ = [
+    "AXES",
+    "Cell",
+    "KEY_POLICY_SPELLINGS",
+    "MAX_CELLS",
+    "MAX_SWEEP_NAME",
+    "TRAFFIC_AXES",
+    "cell_count",
+    "sweep_name_problem",
+]
 
 KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
 
+#: The axes of the traffic a producer sends, in the order a sweep and a CSV row list them.
+TRAFFIC_AXES = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "rate")
 #: A sweep's axes: its cells are their product (kbench.engine.plan.expand).
 AXES = (
-    "codec",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "rate",
+    *TRAFFIC_AXES,
     "topic_compression",
     "client",
     "consumers",

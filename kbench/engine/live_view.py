@@ -5,7 +5,6 @@ in the run's run.log, and one line when each repetition ends with its status."""
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -16,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kbench.engine.live import LiveBoard, LiveSnapshot, describe
+from kbench.engine.ticker import Ticker
 from kbench.model.text import raw
 
 __all__ = ["LINE_EVERY_S", "LiveView"]
@@ -63,8 +63,7 @@ class LiveView:
     #: on a terminal, stdout too goes above the status (when stdout is that terminal as well)
     redirect_stdout: bool = False
     progress: str = ""
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _ticker: Ticker | None = None
     _live: Live | None = None
 
     @property
@@ -94,10 +93,6 @@ class LiveView:
             self.stream.write(f"kbench: {describe(s)}\n")
             self.stream.flush()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):  # a reporting period: set only by stop()
-            self._line()
-
     def start(self) -> LiveView:
         self.board.listeners.append(self._ended)
         if self.on_terminal:
@@ -111,14 +106,13 @@ class LiveView:
                 redirect_stderr=True,
             )
             self._live.start()
-        self._thread = threading.Thread(target=self._loop, name="kbench-live-view", daemon=True)
-        self._thread.start()
+        self._ticker = Ticker(self._line, self.every_s, "kbench-live-view")
+        self._ticker.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self._ticker is not None:
+            self._ticker.stop()
         if self._ended in self.board.listeners:
             self.board.listeners.remove(self._ended)
         if self._live is not None:

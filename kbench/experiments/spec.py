@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kbench.engine.cell import Cell
+from kbench.engine.cell import TRAFFIC_AXES, Cell
 from kbench.engine.status import Verdict
 from kbench.engine.transports.base import RunResult
 from kbench.model.corpus import Corpus
@@ -50,13 +50,7 @@ SATURATED_FLAG = "latency-NOT-comparable-saturated"
 #: ``auto`` or ``auto:F``).  Rows equal on all of these (and on the machine) are repetitions of one cell.
 LABELS: tuple[str, ...] = (
     "client",  # the producer's client driver (docs/drivers.md)
-    "codec",
-    "corpus",
-    "batch_size",
-    "linger_ms",
-    "partitions",
-    "acks",
-    "rate",
+    *TRAFFIC_AXES,
     "key_policy",
     "topic_compression",
     "control_of",  # an A/A control's rows: the baseline cell it repeats (empty on every other row)

@@ -37,7 +37,6 @@ from kbench.kafka import admin, kafka_dist
 from kbench.kafka.cluster_state import (
     DEFAULT_BROKER_CONFIG,
     DEFAULT_HEAP,
-    DEFAULT_PORT_BASE,
     JVM_OPTS,
     LOG4J2_CONFIG,
     LOOPBACK,
@@ -47,37 +46,19 @@ from kbench.kafka.cluster_state import (
     ClusterState,
     Launcher,
     call_here,
-    default_dir,
     die_with_parent,
-    down,
     free_ports,
     is_our_process,
     new_cluster_id,
     parse_heap,
     parse_hosts,
-    pid_alive,
     popen_here,
     port_free,
     read_state,
-    status,
     tail_of,
 )
 
-__all__ = [
-    "BrokerInfo",
-    "ClusterError",
-    "ClusterState",
-    "DEFAULT_BROKER_CONFIG",
-    "DEFAULT_HEAP",
-    "DEFAULT_PORT_BASE",
-    "Launcher",
-    "LocalCluster",
-    "default_dir",
-    "pid_alive",
-    "down",
-    "read_state",
-    "status",
-]
+__all__ = ["LocalCluster"]  # its facts, state file and errors: kbench.kafka.cluster_state
 
 
 class LocalCluster:

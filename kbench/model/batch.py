@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from kbench import _native
 from kbench._native import BatchError
@@ -113,37 +113,27 @@ def _record_tuple(r: Record | bytes | tuple) -> tuple:
     raise TypeError(f"records must be Record or bytes, not {type(r).__name__}")
 
 
+class BatchFields(TypedDict, total=False):
+    """The batch header fields :func:`encode` takes, as :func:`encode_ex` defines them."""
+
+    client: str
+    base_offset: int
+    partition_leader_epoch: int | None
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    transactional: bool
+
+
 def encode(
-    records: Iterable[Record | bytes],
-    codec: str = "none",
-    level: int | None = None,
-    *,
-    client: str = "java",
-    base_offset: int = 0,
-    partition_leader_epoch: int | None = None,
-    producer_id: int = -1,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
-    transactional: bool = False,
+    records: Iterable[Record | bytes], codec: str = "none", level: int | None = None, **fields: Unpack[BatchFields]
 ) -> bytes:
     """Encode records as one RecordBatch v2 with the records region compressed by ``codec``.
 
     ``client`` picks the producer's conventions: ``java`` (partitionLeaderEpoch -1) or
     ``librdkafka`` (partitionLeaderEpoch 0, uncompressed fallback when compression grows).
     """
-    data, _ = encode_ex(
-        records,
-        codec,
-        level,
-        client=client,
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        transactional=transactional,
-    )
-    return data
+    return encode_ex(records, codec, level, **fields)[0]
 
 
 def encode_ex(

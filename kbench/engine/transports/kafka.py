@@ -68,7 +68,7 @@ class KafkaTransport:
         self._tmp = tempfile.TemporaryDirectory(prefix="kbench-run-")
         self._local = self._make_pool(Path(self._tmp.name))
         if self.defn.kind in LOCAL_CLUSTER_KINDS:
-            from kbench.kafka.cluster import ClusterError
+            from kbench.kafka.cluster_state import ClusterError
             from kbench.kafka.kafka_dist import KafkaDistError
 
             state = None
@@ -229,7 +229,7 @@ class KafkaTransport:
 
     # ------------------------------------------------------------------ faults
     def _alive(self) -> dict[int, bool]:
-        from kbench.kafka.cluster import pid_alive
+        from kbench.kafka.cluster_state import pid_alive
 
         return {b.broker_id: bool(b.pid and pid_alive(int(b.pid))) for b in self.brokers}
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbench.engine.live import LiveFigures
+from kbench.engine.ticker import Ticker
 from kbench.engine.transports.persecond import PerSecond, SecondSample
 
 __all__ = ["LiveFeed", "cpu_pct", "tail_stats"]
@@ -76,8 +76,7 @@ class LiveFeed:
     push: Callable[[LiveFigures], None]
     stats_path: Path | None
     sampler: PerSecond
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _ticker: Ticker | None = None
     _last: tuple[int, float, float] | None = None  # (ts µs, txmsgs, txmsg_bytes) of the last stats line
     _rate: tuple[float | None, float | None] = (None, None)  # msgs/s, MB/s between the last two lines
 
@@ -103,16 +102,11 @@ class LiveFeed:
             msgs_s=msgs, mb_s=mb, p50_ms=p50, p99_ms=p99, producer_cpu_pct=prod, broker_cpu_pct=brok, source=src
         )
 
-    def _loop(self) -> None:
-        while not self._stop.wait(1.0):  # a reporting period: set only by stop()
-            self.push(self.figures())
-
     def start(self) -> LiveFeed:
-        self._thread = threading.Thread(target=self._loop, name="kbench-live-feed", daemon=True)
-        self._thread.start()
+        self._ticker = Ticker(lambda: self.push(self.figures()), 1.0, "kbench-live-feed")
+        self._ticker.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self._ticker is not None:
+            self._ticker.stop()
