@@ -24,6 +24,7 @@ from kbench.engine.runner import RunOptions, execute
 from kbench.engine.status import RETRY_STATUSES, Status, worst
 from kbench.engine.transports.base import LatencySummary, RunResult
 from kbench.experiments import a_latency
+from kbench.experiments.a_plots import latency_knee
 from kbench.experiments.spec import DEFAULT_SATURATION_BOUND_MS
 from kbench.kafka import procstat
 from kbench.model import corpus
@@ -310,7 +311,7 @@ def test_the_knee_plot_draws_saturated_repetitions_hollow() -> None:
             ("lz4", 0.5, "REJECTED"),
         ]
     )
-    fig = plots.latency_knee(df)
+    fig = latency_knee(df)
     assert fig is not None
     p50, p99 = fig.axes
     hollow = [ln for ln in p99.get_lines() if ln.get_markerfacecolor() == "none"]
@@ -322,13 +323,13 @@ def test_the_knee_plot_draws_saturated_repetitions_hollow() -> None:
 
 
 def test_no_knee_plot_from_one_rate_per_codec() -> None:
-    assert plots.latency_knee(_frame([("none", 0.5, "OK"), ("zstd:3", 0.5, "OK")])) is None
-    assert plots.latency_knee(None) is None
+    assert latency_knee(_frame([("none", 0.5, "OK"), ("zstd:3", 0.5, "OK")])) is None
+    assert latency_knee(None) is None
 
 
 def test_the_knee_plot_is_registered_for_a() -> None:
     assert [p.name for p in a_latency.EXPERIMENT.plots] == ["a_latency.png", "a_knee.png"]
-    assert a_latency.EXPERIMENT.plots[1].draw is plots.latency_knee
+    assert a_latency.EXPERIMENT.plots[1].draw is latency_knee
 
 
 # ------------------------------------------------------------------ real Kafka

@@ -11,6 +11,11 @@ import pytest
 pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 
+from kbench.experiments.a_plots import latency_percentiles  # noqa: E402
+from kbench.experiments.b_throughput import throughput  # noqa: E402
+from kbench.experiments.c_ratio import ratio_vs_entropy  # noqa: E402
+from kbench.experiments.d_cpu import cpu_per_role  # noqa: E402
+from kbench.experiments.e_batch import batch_effect  # noqa: E402
 from kbench.reporting import plots  # noqa: E402
 from kbench.reporting.frames import load  # noqa: E402
 
@@ -33,7 +38,7 @@ def _overlap(a, b) -> bool:  # type: ignore[no-untyped-def]
 
 
 def test_b_axis_label_clear_of_its_tick_labels(frames: dict) -> None:
-    fig = plots.throughput(frames["B"])
+    fig = throughput(frames["B"])
     assert fig is not None
     ax = fig.axes[0]
     (label,) = _boxes(fig, [ax.yaxis.label])
@@ -44,7 +49,7 @@ def test_b_axis_label_clear_of_its_tick_labels(frames: dict) -> None:
 
 
 def test_d_legend_and_title_clear_of_the_panels_on_one_scale(frames: dict) -> None:
-    fig = plots.cpu_per_role(frames["D"])
+    fig = cpu_per_role(frames["D"])
     assert fig is not None
     axes = fig.axes
     assert [a.get_title() for a in axes] == ["producer", "consumer", "broker-1", "broker-2", "broker-3"]
@@ -57,7 +62,7 @@ def test_d_legend_and_title_clear_of_the_panels_on_one_scale(frames: dict) -> No
 
 
 def test_c_is_bars_with_ranges_per_corpus(frames: dict) -> None:
-    fig = plots.ratio_vs_entropy(frames["C"])
+    fig = ratio_vs_entropy(frames["C"])
     assert fig is not None
     ax = fig.axes[0]
     bars = [p for p in ax.patches if p.get_height() > 0]
@@ -69,7 +74,7 @@ def test_c_is_bars_with_ranges_per_corpus(frames: dict) -> None:
 
 
 def test_plots_are_drawn_at_twice_the_size_they_are_shown(frames: dict) -> None:
-    fig = plots.latency_percentiles(frames["A"])
+    fig = latency_percentiles(frames["A"])
     assert fig is not None
     data = plots.png(fig)
     width = int.from_bytes(data[16:20], "big")
@@ -83,7 +88,7 @@ def test_plots_are_drawn_at_twice_the_size_they_are_shown(frames: dict) -> None:
 def test_d_plots_the_tables_metric_cpu_s_per_gb(frames: dict) -> None:
     """D's bars are the table's CPU-s per GB: each bar's height (usr + sys shares) is the median
     cpu_s_per_gb of its role and codec, and the axis says so."""
-    fig = plots.cpu_per_role(frames["D"])
+    fig = cpu_per_role(frames["D"])
     assert fig is not None
     assert fig.axes[0].get_ylabel() == "CPU-s per GB of payload (median)"
     d = frames["D"]
@@ -122,7 +127,7 @@ def test_e_fill_has_one_legend_clear_of_both_panels() -> None:
         for c, r in (("none", 1.0), ("lz4", 2.0), ("zstd:3", 3.0))
         for bs in (16384, 65536, 262144)
     ]
-    fig = plots.batch_effect(pd.DataFrame(rows))
+    fig = batch_effect(pd.DataFrame(rows))
     assert fig is not None
     (legend,) = fig.legends
     labels = [t.get_text() for t in legend.get_texts()]

@@ -101,17 +101,17 @@ def test_drifting_repetitions_are_excluded_and_listed_with_the_drift() -> None:
 
 
 def test_a_legend_of_many_series_is_never_dropped() -> None:
-    fig = plots._figure()
+    fig = plots.figure()
     ax = fig.add_subplot()
     for i in range(plots.MAX_LEGEND + 5):
         ax.plot([0, 1], [i, i], label=f"series {i}")
-    plots._legend(ax)
+    plots.legend(ax)
     texts = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     assert texts == [f"series {i}" for i in range(plots.MAX_LEGEND + 5)]
-    few = plots._figure()
+    few = plots.figure()
     ax = few.add_subplot()
     ax.plot([0, 1], [0, 1], label="one")
-    plots._legend(ax)
+    plots.legend(ax)
     assert ax.get_legend() is not None and not few.legends
 
 

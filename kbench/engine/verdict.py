@@ -201,12 +201,12 @@ def headline(
     drifted: frozenset[tuple[str, str]] = frozenset(),
 ) -> str:
     """The experiment's table (median [min–max] per cell) followed by its pairwise verdicts."""
-    metrics = [(m.column, m.unit, m.lower_is_better) for m in registry.get(experiment).headline]
-    per_metric = {m: summarise(experiment, rows, m, drifted) for m, _, _ in metrics}
-    first = per_metric[metrics[0][0]]
+    metrics = registry.get(experiment).headline
+    per_metric = {m.column: summarise(experiment, rows, m.column, drifted) for m in metrics}
+    first = per_metric[metrics[0].column]
     label_cols = [c for c in LABELS if len({s.labels.get(c) for s in first}) > 1] or ["codec"]
     label_cols += registry.get(experiment).row_key
-    headers = ["cell", *label_cols, "n"] + [f"{m} ({u})" if u else m for m, u, _ in metrics]
+    headers = ["cell", *label_cols, "n"] + [f"{m.column} ({m.unit})" if m.unit else m.column for m in metrics]
     table_rows = []
     for i, s in enumerate(first):
         cells = [
@@ -214,21 +214,18 @@ def headline(
             *(str(s.labels.get(c, "")) for c in label_cols),
             f"{s.n}" + (f" (+{s.excluded} excl.)" if s.excluded else ""),
         ]
-        for m, _, _ in metrics:
-            t = per_metric[m][i]
-            if m == "recompressed":
-                cells.append(
-                    "NA"
-                    if t.median is None
-                    else ("true" if t.median >= 0.5 else "false") + ("" if t.lo == t.hi else " (mixed)")
-                )
+        for m in metrics:
+            t = per_metric[m.column][i]
+            if t.median is None:
+                cells.append("NA")
+            elif m.shown is not None:
+                cells.append(m.shown(t.median, t.lo, t.hi))
             else:
-                cells.append("NA" if t.median is None else f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
+                cells.append(f"{_fmt(t.median)} [{_fmt(t.lo)}–{_fmt(t.hi)}]")
         table_rows.append(cells)
     text = format_table(headers, table_rows)
     vm = registry.get(experiment).verdict_metric
-    m = vm.column
-    comps = compare(experiment, per_metric[m], vm.lower_is_better, rule)
+    comps = compare(experiment, per_metric[vm.column], vm.lower_is_better, rule)
     if comps:
         axis = registry.get(experiment).compared
         floor = next((c for c in comps if c.verdict.startswith("A/A")), None)
@@ -246,7 +243,7 @@ def headline(
             ]
             for c in comps
         ]
-        text += f"\n\nverdicts on {m} (effect: b − a, Hodges–Lehmann shift [{100 * (1 - (rule or judge.Rule()).alpha):g} % interval], exact test, Holm-corrected p):\n"
+        text += f"\n\nverdicts on {vm.column} (effect: b − a, Hodges–Lehmann shift [{100 * (1 - (rule or judge.Rule()).alpha):g} % interval], exact test, Holm-corrected p):\n"
         text += format_table(
             ["cell", "vs cell", "a", "b", "verdict", "effect, p, n", "seed rule"]
             + (["A/A noise floor"] if floor is not None else []),

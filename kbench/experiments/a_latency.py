@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kbench.engine.status import Status, Verdict
 from kbench.engine.transports.base import RunResult
 from kbench.engine.warmup import still_warming
+from kbench.experiments.a_plots import latency_knee, latency_percentiles
 from kbench.experiments.rowkit import (
     LATENCY_ALL,
     finish,
@@ -30,7 +31,6 @@ from kbench.experiments.spec import (
     units,
 )
 from kbench.reporting import document as doc
-from kbench.reporting import plots
 from kbench.reporting.context import ReportContext, answer_pairs, label_cols, na_stat, pairs, rows_keys
 from kbench.reporting.summary import stats, stats_many, values_that_ran
 from kbench.reporting.verdicts import Judged, aa_pairs, family
@@ -460,13 +460,13 @@ EXPERIMENT = Experiment(
         PlotSpec(
             "a_latency.png",
             "A: corrected latency percentiles per codec at the fixed rate",
-            plots.latency_percentiles,
+            latency_percentiles,
             10,
         ),
         PlotSpec(
             "a_knee.png",
             "A: corrected p50 and p99 against the target rate per codec (hollow: SATURATED repetitions)",
-            plots.latency_knee,
+            latency_knee,
             11,
         ),
     ),

@@ -38,6 +38,7 @@ from kbench.reporting.verdicts import aa_pairs, family
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 HEAD = head(True, ("cpu_s_per_gb", "CPU-s/GB"), ("usr_pct", "%"), ("sys_pct", "%"))
 
@@ -314,6 +315,53 @@ def _compare_frame(ok: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
+def cpu_per_role(d: pd.DataFrame | None) -> Figure | None:
+    """Experiment D: CPU-s per GB of payload per role (the table's figure: one panel each, one
+    shared scale), the median bar split into its usr (solid) and sys (light) shares, one bar per
+    machine within each codec (and corpus) group; medians over repetitions and cells.  The legend
+    sits under the panels, the title above them."""
+    ok = plots.ok_rows(d, "cpu_s_per_gb", "usr_pct", "sys_pct")
+    if ok is None:
+        return None
+    group = ["codec"] + plots.other_labels(ok, "codec")
+    ok = ok.assign(_group=plots.joined(ok, group))
+    med = ok.groupby(["role", "_group", "machine"], sort=True)[["cpu_s_per_gb", "usr_pct", "sys_pct"]].median()
+    roles = sorted(ok["role"].unique(), key=lambda r: ({"producer": 0, "consumer": 1}.get(r, 2), r))[:6]
+    groups = sorted(ok["_group"].unique())
+    machines = sorted(ok["machine"].unique())
+    fig = plots.figure(max(8.0, 2.3 * len(roles)), 4.4)
+    width = 0.8 / max(1, len(machines))
+    colors = [f"C{i % 10}" for i in range(len(machines))]
+    first = None
+    for i, role in enumerate(roles):
+        ax = fig.add_subplot(1, len(roles), i + 1, sharey=first)
+        first = first or ax
+        for j, m in enumerate(machines):
+            xs, usr, sys_ = [], [], []
+            for gi, g in enumerate(groups):
+                if (role, g, m) in med.index:
+                    per_gb, u, s_ = med.loc[(role, g, m)]
+                    share = u / (u + s_) if u + s_ > 0 else 1.0
+                    xs.append(gi + (j - (len(machines) - 1) / 2) * width)
+                    usr.append(per_gb * share)
+                    sys_.append(per_gb * (1 - share))
+            name = "" if len(machines) == 1 else f"{m} "
+            ax.bar(xs, usr, width * 0.9, color=colors[j], label=f"{name}usr" if i == 0 else None)
+            ax.bar(
+                xs, sys_, width * 0.9, bottom=usr, color=colors[j], alpha=0.45, label=f"{name}sys" if i == 0 else None
+            )
+        ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
+        ax.set_title(str(role), fontsize=9)
+        if i == 0:
+            ax.set_ylabel("CPU-s per GB of payload (median)")
+        else:
+            ax.tick_params(labelleft=False)
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    plots.fig_legend(fig, handles, labels)
+    fig.suptitle("D · CPU-s per GB per role at the common rate: usr (solid) + sys (light), one scale", fontsize=10)
+    return fig
+
+
 EXPERIMENT = Experiment(
     id="D",
     title="who pays the CPU (per role, fixed rate)",
@@ -376,9 +424,7 @@ EXPERIMENT = Experiment(
     "table also shows CPU % (of one CPU, over the steady window): the load at the common rate; both come from the "
     "same counters: CPU-s/GB is the CPU share times the window's seconds, over the GB moved in that window.",
     plots=(
-        PlotSpec(
-            "d_cpu.png", "D: CPU-s per GB per role (as the table), usr and sys shares stacked", plots.cpu_per_role, 30
-        ),
+        PlotSpec("d_cpu.png", "D: CPU-s per GB per role (as the table), usr and sys shares stacked", cpu_per_role, 30),
     ),
     compare_frame=_compare_frame,
 )

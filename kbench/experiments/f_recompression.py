@@ -18,7 +18,7 @@ from kbench.experiments.rowkit import (
     sum_counter,
     window_gb,
 )
-from kbench.experiments.spec import LABELS, Experiment, RowInput, head, units
+from kbench.experiments.spec import LABELS, Experiment, Metric, RowInput, units
 from kbench.model.codecs import batch_codec
 from kbench.reporting import document as doc
 from kbench.reporting.context import ReportContext, na_stat, rows_keys
@@ -28,7 +28,14 @@ from kbench.reporting.verdicts import family
 if TYPE_CHECKING:
     import pandas as pd
 
-HEAD = head(True, ("broker_cpu_s_per_gb", "CPU-s/GB"), ("recompressed", ""))
+
+def _flag(median: float, lo: float | None, hi: float | None) -> str:
+    """The recompressed flag of a cell in the end-of-run table: true when most repetitions were
+    recompressed, "(mixed)" when they differ."""
+    return ("true" if median >= 0.5 else "false") + ("" if lo == hi else " (mixed)")
+
+
+HEAD = (Metric("broker_cpu_s_per_gb", "CPU-s/GB", True), Metric("recompressed", "", True, shown=_flag))
 
 
 def _rows(x: RowInput) -> list[dict[str, Any]]:

@@ -83,6 +83,9 @@ class Metric:
     column: str
     unit: str
     lower_is_better: bool
+    #: How the end-of-run table shows a cell's median, min and max of it (None: median [min–max];
+    #: F's recompressed flag: true/false, mixed when its repetitions differ).
+    shown: Callable[[float, float | None, float | None], str] | None = None
 
 
 @dataclass(frozen=True)
