@@ -154,7 +154,7 @@ class DaskPool:
         # started on Dask workers: the C driver runs there)
         lib = {"client": req.cell.client} if clients.family(req.cell.client) == "librdkafka" else {}
         out = self.run_cell(
-            {**jobs.producer, **lib},
+            {**jobs.producer, **lib},  # the rate: each producer's share, added by run_cell
             {**jobs.consumer, **lib} if jobs.consumer is not None else None,
             (req.corpus.sha256, req.corpus.records),
             req.rate,
@@ -246,7 +246,9 @@ class DaskPool:
                 )
             if not count:  # saturated: each for the duration, sequence ranges far apart
                 for w, i in prods:
-                    submit("producer", w, i, dict(producer_job, seq_base=i << 40, start_at_unix=start_at), None)
+                    submit(
+                        "producer", w, i, dict(producer_job, rate=0.0, seq_base=i << 40, start_at_unix=start_at), None
+                    )
             self._wait(futures, lambda: all(f.done() for f in futures), timeout + 60.0, "the drivers")
             t_done = time.monotonic()
             outs = self.client.gather(list(futures))

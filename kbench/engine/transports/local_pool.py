@@ -19,7 +19,7 @@ from typing import Any
 
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.live_feed import LiveFeed
-from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill
+from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill, producer_job
 from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import clients, merge
@@ -229,7 +229,7 @@ class LocalPool:
         """The repetition's producer, started (its corpus as a length-prefixed file, its statistics to ``stats``)."""
         return spawn(
             "producer",
-            {**jobs.producer, "corpus_file": str(self.corpus_file(req.corpus)), "stats_path": str(stats)},
+            producer_job(jobs, req.rate, corpus_file=str(self.corpus_file(req.corpus)), stats_path=str(stats)),
             self.tmp / f"{req.topic}.producer.err",
             req.cell.client,
             self.launch,

@@ -35,6 +35,7 @@ __all__ = [
     "delivered",
     "driver_fill",
     "latency_summary",
+    "producer_job",
 ]
 
 
@@ -187,13 +188,21 @@ NO_PID = "no local pid (give --broker-metrics or --broker-pid)"
 
 @dataclass(frozen=True)
 class Jobs:
-    """The driver jobs of one repetition (docs/drivers.md), before a pool adds its own fields."""
+    """The driver jobs of one repetition (docs/drivers.md), before a pool adds its own fields.
+    The rate is not among them: the request carries it, and the pool puts it in each producer's
+    job (:func:`producer_job`)."""
 
     producer: Mapping[str, Any]
     consumer: Mapping[str, Any] | None  # None: saturated (no consumer)
     count: int  # messages to send at a fixed rate (0: saturated, for the duration)
     consumers: int = 1  # consumer drivers (more than one: a consumer group, or Dask fan-out)
     catch_up: bool = False  # produce ``count`` messages first, then drain them with the consumers
+
+
+def producer_job(jobs: Jobs, rate: float | None, **fields: Any) -> dict[str, Any]:
+    """A producer driver's job: the repetition's, at ``rate`` msgs/s (the request's, or on Dask
+    one producer's share of it; None: saturated, 0 on the wire) with the pool's own ``fields``."""
+    return {**jobs.producer, "rate": rate or 0.0, **fields}
 
 
 @dataclass(frozen=True)
