@@ -1,5 +1,6 @@
 """A plan's ``[corpora]`` and ``[[sweep]]`` tables validated into :class:`CorpusDef` and
-:class:`Sweep` (every axis, G's catch-up axes, the client's level range and the Go clients' limits)."""
+:class:`Sweep` (every axis, the axes an experiment brings through the registry, the client's level range and
+the Go clients' limits)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from kbench.engine.cell import KEY_POLICY_SPELLINGS, sweep_name_problem
 from kbench.engine.plan_schema import (
     ACKS,
     CORPUS_KEYS,
-    GROUP_CLIENTS,
     SWEEP_KEYS,
     TOPIC_COMPRESSION,
     CorpusDef,
@@ -24,7 +24,6 @@ from kbench.engine.plan_values import (
     bounded,
     check_keys,
     control_mark,
-    number_value,
     parse_corpus_size,
     rate_value,
     size_value,
@@ -177,26 +176,8 @@ def parse_sweep(
         "partitions": parts,
     }
     axes.update(acks=acks, rate=rates, topic_compression=tc, client=clients)
-    catch = {
-        k: axis_values(f"{w}{k}", [int(number_value(f"{w}{k}", v, integer=True)) for v in as_list(tbl.get(k, d))])
-        for k, d in (
-            ("consumers", 1),
-            ("fetch_max_bytes", 52428800),
-            ("max_partition_fetch_bytes", 1048576),
-            ("fetch_min_bytes", 1),
-        )
-    }
-    if any(v < 1000 for v in catch["fetch_max_bytes"]):
-        raise PlanError(f"{w}fetch_max_bytes: must be >= 1000 (librdkafka's smallest message.max.bytes)")
-    backlog = int(bounded(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), "backlog_bytes"))
-    if not backlog and any(k in tbl for k in catch):
-        raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
-    if backlog and not {family(c) for c in clients} <= set(GROUP_CLIENTS):
-        raise PlanError(
-            f"{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the "
-            f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
-        )
-    axes.update(catch, backlog_bytes=[backlog])
+    brought = registry.sweep_axes(w, tbl, clients)  # G's catch-up axes (kbench/experiments/g_catchup.py)
+    axes.update({k: list(v) if isinstance(v, tuple) else [v] for k, v in brought.items()})
     for e in exps:
         check = registry.get(e).sweep_check
         problem = check(axes) if check is not None else ""
@@ -216,12 +197,8 @@ def parse_sweep(
         topic_config={str(k): str(v) for k, v in topic_config.items()},
         key_policy=kp,
         client=tuple(clients),
-        consumers=tuple(catch["consumers"]),
-        backlog_bytes=backlog,
-        fetch_max_bytes=tuple(catch["fetch_max_bytes"]),
-        max_partition_fetch_bytes=tuple(catch["max_partition_fetch_bytes"]),
-        fetch_min_bytes=tuple(catch["fetch_min_bytes"]),
         control=control_mark(f"{w}control", tbl.get("control", False)),
+        **brought,
     )
 
 

@@ -8,7 +8,8 @@ frames and the notebooks' tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from kbench.engine.transports.base import RunResult
 from kbench.experiments import (
@@ -34,6 +35,7 @@ __all__ = [
     "premise_reasons",
     "run_experiments",
     "saturated",
+    "sweep_axes",
 ]
 
 #: id -> experiment, in report order.  Adding an experiment: one module and one line here.
@@ -85,6 +87,16 @@ def premise_reasons(res: RunResult, linger_ms: float, bound_ms: float) -> list[s
         if e.premise_check is not None
         for r in e.premise_check(res, linger_ms, bound_ms)
     ]
+
+
+def sweep_axes(where: str, tbl: Mapping[str, Any], clients: Sequence[str]) -> dict[str, Any]:
+    """The axes the experiments bring to a sweep (each experiment's ``sweep_axes``): Sweep field
+    -> value."""
+    out: dict[str, Any] = {}
+    for e in EXPERIMENTS.values():
+        if e.sweep_axes is not None:
+            out.update(e.sweep_axes(where, tbl, clients))
+    return out
 
 
 def needs_stored(experiments: Iterable[str]) -> bool:

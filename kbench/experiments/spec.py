@@ -182,6 +182,10 @@ class Experiment:
     console_note: str = ""
     #: A sweep's axes (name -> values) -> what this experiment cannot measure in them ("" when fine).
     sweep_check: Callable[[Mapping[str, Sequence[Any]]], str] | None = None
+    #: The sweep axes this experiment brings (G: the catch-up drain's): (where, the [[sweep]]
+    #: table, its clients) -> Sweep field -> value, the plan's defaults where the table is silent.
+    #: Read for every sweep, so that a sweep setting them without the experiment is refused here.
+    sweep_axes: Callable[[str, Mapping[str, Any], Sequence[str]], dict[str, Any]] | None = None
     #: Why a fixed-rate repetition broke this experiment's premise ([] when it did not): (result,
     #: the cell's linger.ms, the plan's saturation_bound_ms) -> reasons.  The knee's probes must
     #: pass every experiment's check (kbench.engine.knee via the registry).
