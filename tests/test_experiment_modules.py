@@ -1,11 +1,13 @@
 """Adding an experiment is one module and one registry line: a toy experiment (id T) defined here runs
 through a plan, the runner, the CSV store, the end-of-run tables and the report, with no other
-code changed."""
+code changed; with a job mode of its own, the transport and the local pool run it."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,10 +16,17 @@ from test_engine_runner import opts
 
 from kbench.engine import plan as plan_mod
 from kbench.engine import store
+from kbench.engine.cell import Cell
 from kbench.engine.runner import execute
+from kbench.engine.transports.base import RunRequest, TransportError
+from kbench.engine.transports.distributed import DaskPool
+from kbench.engine.transports.kafka import KafkaTransport
+from kbench.engine.transports.local_pool import LocalPool
+from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult
 from kbench.experiments import registry
 from kbench.experiments.rowkit import finish, row_base
 from kbench.experiments.spec import Experiment, Metric, RowInput
+from kbench.model.corpus import Corpus
 from kbench.reporting import document as doc
 from kbench.reporting import report
 from kbench.reporting.summary import stats
@@ -94,3 +103,40 @@ def test_without_the_registry_line_the_plan_refuses_the_experiment(tmp_path: Pat
     p.write_text(PLAN)
     with pytest.raises(plan_mod.PlanError, match="unknown experiment 'T'"):
         plan_mod.load(str(p))
+
+
+def test_a_toy_experiment_brings_its_own_jobs_and_the_local_pool_runs_their_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job mode of its own (as G's backlog and drain): the transport asks the registry for the
+    experiment's jobs, the local pool runs their schedule, the Dask pool refuses it in one line."""
+    ran: list[tuple[Any, RunRequest]] = []
+    measured = PoolResult({"sent": 7}, None, (), 70)
+
+    def schedule(pool: Any, req: RunRequest, jobs: Jobs, window: Any) -> PoolResult:
+        ran.append((pool, req))
+        return measured
+
+    def own(req: RunRequest, inputs: JobInputs) -> Jobs | None:
+        if req.cell.codec != "zstd:3":
+            return None  # the common jobs for its other cells
+        return Jobs({"topic": req.topic, "props": dict(inputs.producer_props)}, None, 7, schedule=schedule)
+
+    monkeypatch.setitem(registry.EXPERIMENTS, "T", dataclasses.replace(TOY, jobs=own))
+    transport: Any = SimpleNamespace(
+        _producer_props=lambda r: {"bootstrap.servers": "127.0.0.1:9"},
+        bootstrap="127.0.0.1:9",
+        defn=SimpleNamespace(header_sample=1, consumers=1, consumer_group=False),
+    )
+    cell = Cell("c1", "s", ("T",), "zstd:3", "json", 16384, 5.0, 1, "all", 100.0, "producer")
+    req = RunRequest(cell, "t", Corpus("json", (b"x" * 10,)), 100.0, 1.0, 0.0)
+    jobs = KafkaTransport._jobs(transport, req)
+    assert jobs.schedule is schedule and jobs.count == 7 and jobs.producer["topic"] == "t"
+    pool = LocalPool(tmp_path, 1)
+    assert pool.run(req, jobs, window=None) is measured  # type: ignore[arg-type]
+    assert ran == [(pool, req)]
+    with pytest.raises(TransportError, match="not on Dask workers; drop transport.workers"):
+        DaskPool.run(SimpleNamespace(), req, jobs, None)  # type: ignore[arg-type]
+    other = dataclasses.replace(cell, codec="none", spec=None)
+    common = KafkaTransport._jobs(transport, dataclasses.replace(req, cell=other))
+    assert common.schedule is None and common.consumer is not None

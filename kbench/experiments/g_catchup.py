@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kbench.engine.plan_schema import GROUP_CLIENTS, PlanError
 from kbench.engine.plan_values import as_list, axis_values, bounded, number_value
 from kbench.engine.status import Status, Verdict
+from kbench.experiments.g_drain import catch_up_jobs
 from kbench.experiments.rowkit import GB, cpu_role, finish, per_gb, row_base
 from kbench.experiments.spec import AnswerCell, Experiment, RowInput, head, units
 from kbench.kafka.clients import family as client_family
@@ -274,5 +275,6 @@ EXPERIMENT = Experiment(
     "experiment G) against the baseline's, with the verdict of the exact test on their repetitions.",
     sweep_check=_sweep_check,
     sweep_axes=_sweep_axes,
+    jobs=catch_up_jobs,
     console_note="(G: drain rate from the first record read to the last, any member; the backlog is produced untimed)",
 )

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kbench.engine.transports.base import RunResult
+from kbench.engine.transports.base import RunRequest, RunResult
+from kbench.engine.transports.measure import JobInputs, Jobs
 from kbench.experiments import (
     a_latency,
     b_throughput,
@@ -31,6 +32,7 @@ __all__ = [
     "get",
     "ids",
     "needs_stored",
+    "own_jobs",
     "plots",
     "premise_reasons",
     "run_experiments",
@@ -97,6 +99,16 @@ def sweep_axes(where: str, tbl: Mapping[str, Any], clients: Sequence[str]) -> di
         if e.sweep_axes is not None:
             out.update(e.sweep_axes(where, tbl, clients))
     return out
+
+
+def own_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
+    """The first experiment's own jobs for ``req`` (each experiment's ``jobs``; G's backlog and
+    drain for a cell with one), None when every experiment leaves it the common jobs."""
+    for e in EXPERIMENTS.values():
+        own = e.jobs(req, inputs) if e.jobs is not None else None
+        if own is not None:
+            return own
+    return None
 
 
 def needs_stored(experiments: Iterable[str]) -> bool:

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from kbench.engine.cell import TRAFFIC_AXES, Cell
 from kbench.engine.status import Verdict
-from kbench.engine.transports.base import RunResult
+from kbench.engine.transports.base import RunRequest, RunResult
 from kbench.model.corpus import Corpus
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from kbench.engine.transports.measure import JobInputs, Jobs
 
 __all__ = [
     "AnswerCell",
@@ -186,6 +188,9 @@ class Experiment:
     #: table, its clients) -> Sweep field -> value, the plan's defaults where the table is silent.
     #: Read for every sweep, so that a sweep setting them without the experiment is refused here.
     sweep_axes: Callable[[str, Mapping[str, Any], Sequence[str]], dict[str, Any]] | None = None
+    #: The experiment's own driver jobs for a repetition (None from it: the common jobs), with
+    #: their schedule on the local pool (G: the backlog, then its drain; kbench/experiments/g_drain.py).
+    jobs: Callable[[RunRequest, JobInputs], Jobs | None] | None = None
     #: Why a fixed-rate repetition broke this experiment's premise ([] when it did not): (result,
     #: the cell's linger.ms, the plan's saturation_bound_ms) -> reasons.  The knee's probes must
     #: pass every experiment's check (kbench.engine.knee via the registry).

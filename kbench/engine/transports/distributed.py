@@ -148,6 +148,11 @@ class DaskPool:
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
         """One repetition on the Dask workers; the broker window spans the whole cell, so its
         payload is the cell's."""
+        if jobs.schedule is not None:  # the plan refuses this first (plan_expand.check_catch_up_pool)
+            raise TransportError(
+                "an experiment's own schedule (a catch-up drain) runs on this machine's driver pool, "
+                "not on Dask workers; drop transport.workers (--workers) for that sweep"
+            )
         window.open()
         window.nic_start()
         # librdkafka@V: the drivers run that version's library (the other clients' drivers are not

@@ -34,7 +34,7 @@ from kbench.engine.transports.base import (
 )
 from kbench.engine.transports.distributed import DaskPool
 from kbench.engine.transports.local_pool import JAVA_PARITY, LocalPool
-from kbench.engine.transports.measure import DriverPool, Jobs, StoredInfo, Window, assemble
+from kbench.engine.transports.measure import DriverPool, JobInputs, Jobs, StoredInfo, Window, assemble
 from kbench.experiments import registry
 from kbench.kafka import admin, clients, drivers, procstat
 
@@ -315,43 +315,11 @@ class KafkaTransport:
             except Exception:  # noqa: BLE001 - a leftover topic is harmless
                 pass
 
-    def _catch_up_jobs(self, req: RunRequest) -> Jobs:
-        """A catch-up repetition: a saturated producer writes the backlog (``backlog_bytes`` of the
-        corpus, not timed), then ``consumers`` group members drain it from the start offsets."""
-        cell = req.cell
-        run_id = drivers.new_run_id()
-        mean = req.corpus.size / max(1, len(req.corpus.records))
-        count = max(1, int(round(cell.backlog_bytes / mean)))
-        producer = {
-            "props": self._producer_props(req),
-            "topic": req.topic,
-            "run_id": run_id,
-            "mode": "saturated",
-            "count": count,
-            "duration": 0.0,
-            "keys": cell.key_policy,
-            "nkeys": 0 if cell.key_policy == "none" else 1024,
-            "skip_s": 0.0,
-            "header_sample": self.defn.header_sample,
-            "tick_s": drivers.DEFAULT_TICK_S,
-        }
-        consumer = {
-            "props": {**req.client_properties, **cell.fetch_props(), "bootstrap.servers": self.bootstrap},
-            "topic": req.topic,
-            "run_id": run_id,
-            "expected": 0,  # every record stored when the drain starts
-            "header_sample": self.defn.header_sample,
-            "timeout": req.duration_s + 120.0,
-            "skip_s": 0.0,
-            "group": True,
-            "from_beginning": True,
-        }
-        return Jobs(producer, consumer, count, consumers=cell.consumers, catch_up=True)
-
     def _jobs(self, req: RunRequest) -> Jobs:
         """The repetition's driver jobs (docs/drivers.md); each pool adds its own fields."""
-        if req.cell.catch_up:
-            return self._catch_up_jobs(req)
+        own = registry.own_jobs(req, JobInputs(self._producer_props(req), self.bootstrap, self.defn.header_sample))
+        if own is not None:  # an experiment's own jobs (G's backlog and drain)
+            return own
         fixed = req.rate is not None
         run_id = drivers.new_run_id()
         count = int(round(req.rate * req.duration_s)) if fixed and req.rate else 0

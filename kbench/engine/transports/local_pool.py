@@ -19,7 +19,7 @@ from typing import Any
 
 from kbench.engine.transports.base import CpuSample, RunRequest, TransportError
 from kbench.engine.transports.live_feed import LiveFeed
-from kbench.engine.transports.measure import Jobs, PoolResult, Window, delivered, driver_fill, producer_job
+from kbench.engine.transports.measure import Jobs, PoolResult, Window, driver_fill, producer_job
 from kbench.engine.transports.persecond import PerSecond
 from kbench.engine.transports.window import Schedule
 from kbench.kafka import clients, merge
@@ -27,7 +27,7 @@ from kbench.kafka import rdstats as stats_mod
 from kbench.kafka.driver_client import DriverClient, DriverError, Launcher, launch_here, results
 from kbench.model.corpus import Corpus, write_lenprefixed
 
-__all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "drain_summary", "schedule_fields", "spawn"]
+__all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "kill_all", "schedule_fields", "spawn"]
 
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
@@ -80,44 +80,8 @@ def schedule_fields(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def drain_summary(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
-    """A catch-up repetition's drain (RunResult.drain) from every member's RESULT and their merge:
-    the span from the first record any member read to the last, and per member its CPU."""
-    recv = [(p.get("windows") or {}).get("receive") for p in parts]
-    spans = [r for r in recv if r]
-    members = []
-    for i, p in enumerate(parts):
-        c = p.get("cpu") or {}
-        members.append(
-            {
-                "name": f"consumer-{i + 1}",
-                "records": int(p["records"]),
-                "bytes": int(p["bytes"]),
-                "usr_s": c.get("usr_s"),
-                "sys_s": c.get("sys_s"),
-                "wall_s": float(c.get("wall_s") or 0.0),
-                "app_s": c.get("loadgen_s"),
-                "client_s": c.get("client_s"),
-                "rebalances": int(p.get("rebalances") or 0),
-                "note": str(c.get("note") or ""),
-            }
-        )
-    first = min(int(r["start_mono_ns"]) for r in spans) if spans else None
-    last = max(int(r["end_mono_ns"]) for r in spans) if spans else None
-    return {
-        "consumers": len(parts),
-        "records": int(merged["records"]),
-        "unique": int(merged["unique"]),
-        "bytes": int(merged["bytes"]),
-        "lost": int(merged["lost"]),
-        "duplicated": int(merged["duplicates"]),
-        "stored_records": int(merged["stored_records"]),
-        "span_s": (last - first) / 1e9 if first is not None and last is not None else None,
-        "members": members,
-    }
-
-
-def _kill(workers: Sequence[DriverClient]) -> None:
+def kill_all(workers: Sequence[DriverClient]) -> None:
+    """Stop every driver of ``workers`` (a repetition that failed or was interrupted)."""
     for w in workers:
         w.kill()
 
@@ -181,7 +145,7 @@ class LocalPool:
             self._corpus_files[key] = write_lenprefixed(corpus.records, self.tmp / f"corpus-{key[:16]}.bin")
         return self._corpus_files[key]
 
-    def _spawn_consumers(
+    def spawn_consumers(
         self, req: RunRequest, jobs: Jobs, timeout: float, sampler: PerSecond | None = None
     ) -> list[DriverClient]:
         """The repetition's consumers, each assigned (READY) before this returns.  Several are the
@@ -207,7 +171,7 @@ class LocalPool:
             for w in out:
                 w.expect("READY", WORKER_START_TIMEOUT)
         except BaseException:
-            _kill(out)
+            kill_all(out)
             raise
         return out
 
@@ -225,7 +189,7 @@ class LocalPool:
         out["cpu"] = _sum_cpu([p["cpu"] for p in parts])
         return out
 
-    def _spawn_producer(self, req: RunRequest, jobs: Jobs, stats: Path) -> DriverClient:
+    def spawn_producer(self, req: RunRequest, jobs: Jobs, stats: Path) -> DriverClient:
         """The repetition's producer, started (its corpus as a length-prefixed file, its statistics to ``stats``)."""
         return spawn(
             "producer",
@@ -235,63 +199,15 @@ class LocalPool:
             self.launch,
         )
 
-    def _catch_up(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
-        """Produce the backlog (saturated, not timed), then drain it with the consumer group; the
-        broker window and the NIC counters span the drain: from every member assigned its start
-        offsets (READY, before it joins the group) to the last member's result."""
-        stats = self.tmp / f"{req.topic}.stats.jsonl"
-        producer = self._spawn_producer(req, jobs, stats)
-        try:
-            producer.expect("STARTED", WORKER_START_TIMEOUT)
-            pres = schedule_fields(producer.result(req.duration_s + 300.0))
-        except BaseException:
-            _kill([producer])
-            raise
-        n_delivered = delivered(pres)[0]
-        timeout = req.duration_s + 120.0
-        window.nic_start()
-        consumers = self._spawn_consumers(req, jobs, timeout)
-        try:
-            window.open()
-            parts = [schedule_fields(r) for r in results(consumers, timeout + 60.0)]
-            window.close()
-            window.nic_end()
-        except BaseException:
-            _kill(consumers)
-            raise
-        cres = {**parts[0], **merge.merge_consumers(parts, n_delivered)}
-        drain = drain_summary(parts, cres)
-        cpu = tuple(
-            CpuSample(
-                m["name"],
-                m["usr_s"],
-                m["sys_s"],
-                m["wall_s"],
-                regressed=(m["usr_s"] or 0) < 0 or (m["sys_s"] or 0) < 0,
-                note=m["note"],
-                loadgen_s=m["app_s"],
-                client_s=m["client_s"],
-                window_payload_bytes=m["bytes"],
-            )
-            for m in drain["members"]
-        )
-        return PoolResult(
-            producer=pres,
-            consumer=cres,
-            client_cpu=cpu,
-            broker_window_bytes=int(drain["bytes"]),
-            drain=drain,
-        )
-
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
         try:
-            return self._run_or_catch_up(req, jobs, window)
+            return self._run_jobs(req, jobs, window)
         except DriverError as e:  # a driver failed, timed out or could not start: the repetition fails
             raise TransportError(str(e)) from None
 
-    def _run_or_catch_up(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
-        if jobs.catch_up:
-            return self._catch_up(req, jobs, window)
+    def _run_jobs(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+        if jobs.schedule is not None:  # an experiment's own schedule (G: produce, then drain)
+            return jobs.schedule(self, req, jobs, window)
         stats = self.tmp / f"{req.topic}.stats.jsonl"
         window.nic_start()
         sampler = window.per_second()
@@ -307,10 +223,8 @@ class LocalPool:
 
     def _run(self, req: RunRequest, jobs: Jobs, window: Window, stats: Path, sampler: PerSecond) -> PoolResult:
         fixed = req.rate is not None
-        consumers = (
-            self._spawn_consumers(req, jobs, req.duration_s + 60.0, sampler) if jobs.consumer is not None else []
-        )
-        producer = self._spawn_producer(req, jobs, stats)
+        consumers = self.spawn_consumers(req, jobs, req.duration_s + 60.0, sampler) if jobs.consumer is not None else []
+        producer = self.spawn_producer(req, jobs, stats)
         sampler.add("producer", producer.proc.pid)
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
@@ -325,7 +239,7 @@ class LocalPool:
             window.close()
             window.nic_end()
         except BaseException:
-            _kill([producer, *consumers])
+            kill_all([producer, *consumers])
             raise
         sched = Schedule.of(
             [len(r) for r in req.corpus.records],

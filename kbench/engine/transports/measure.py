@@ -26,6 +26,7 @@ from kbench.kafka import procstat
 
 __all__ = [
     "DriverPool",
+    "JobInputs",
     "Jobs",
     "PoolResult",
     "StoredInfo",
@@ -196,7 +197,20 @@ class Jobs:
     consumer: Mapping[str, Any] | None  # None: saturated (no consumer)
     count: int  # messages to send at a fixed rate (0: saturated, for the duration)
     consumers: int = 1  # consumer drivers (more than one: a consumer group, or Dask fan-out)
-    catch_up: bool = False  # produce ``count`` messages first, then drain them with the consumers
+    #: An experiment's own way to run these jobs on the local pool (G: produce the backlog, then
+    #: drain it; kbench/experiments/g_drain.py): (the pool, the request, the jobs, the window) ->
+    #: what the drivers measured.  None: the producer and consumers run together.
+    schedule: Callable[[Any, RunRequest, Jobs, Window], PoolResult] | None = None
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a transport gives an experiment that writes its own jobs (Experiment.jobs): the
+    producer's client properties for the cell, the bootstrap servers and the header sampling."""
+
+    producer_props: Mapping[str, str]
+    bootstrap: str
+    header_sample: int
 
 
 def producer_job(jobs: Jobs, rate: float | None, **fields: Any) -> dict[str, Any]:

@@ -1,0 +1,141 @@
+"""Experiment G's driver jobs and their schedule on the local pool: a saturated producer writes
+the backlog (not timed), then a consumer group drains it from the start offsets; the drain's span
+and each member's CPU (RunResult.drain).  The transport asks for the jobs through the registry
+(Experiment.jobs); the local pool runs them by ``Jobs.schedule``.  The Dask pool does not run a
+drain: a plan with one on Dask workers is refused (engine.plan_expand.check_catch_up_pool)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kbench.engine.transports.base import CpuSample, RunRequest
+from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool, kill_all, schedule_fields
+from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult, Window, delivered
+from kbench.kafka import drivers, merge
+from kbench.kafka.driver_client import results
+
+__all__ = ["catch_up_jobs", "drain", "drain_summary"]
+
+
+def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
+    """A catch-up repetition: a saturated producer writes the backlog (``backlog_bytes`` of the
+    corpus, not timed), then ``consumers`` group members drain it from the start offsets; None for
+    a cell without a backlog."""
+    cell = req.cell
+    if not cell.catch_up:
+        return None
+    run_id = drivers.new_run_id()
+    mean = req.corpus.size / max(1, len(req.corpus.records))
+    count = max(1, int(round(cell.backlog_bytes / mean)))
+    producer = {
+        "props": dict(inputs.producer_props),
+        "topic": req.topic,
+        "run_id": run_id,
+        "mode": "saturated",
+        "count": count,
+        "duration": 0.0,
+        "keys": cell.key_policy,
+        "nkeys": 0 if cell.key_policy == "none" else 1024,
+        "skip_s": 0.0,
+        "header_sample": inputs.header_sample,
+        "tick_s": drivers.DEFAULT_TICK_S,
+    }
+    consumer = {
+        "props": {**req.client_properties, **cell.fetch_props(), "bootstrap.servers": inputs.bootstrap},
+        "topic": req.topic,
+        "run_id": run_id,
+        "expected": 0,  # every record stored when the drain starts
+        "header_sample": inputs.header_sample,
+        "timeout": req.duration_s + 120.0,
+        "skip_s": 0.0,
+        "group": True,
+        "from_beginning": True,
+    }
+    return Jobs(producer, consumer, count, consumers=cell.consumers, schedule=drain)
+
+
+def drain_summary(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
+    """A catch-up repetition's drain (RunResult.drain) from every member's RESULT and their merge:
+    the span from the first record any member read to the last, and per member its CPU."""
+    recv = [(p.get("windows") or {}).get("receive") for p in parts]
+    spans = [r for r in recv if r]
+    members = []
+    for i, p in enumerate(parts):
+        c = p.get("cpu") or {}
+        members.append(
+            {
+                "name": f"consumer-{i + 1}",
+                "records": int(p["records"]),
+                "bytes": int(p["bytes"]),
+                "usr_s": c.get("usr_s"),
+                "sys_s": c.get("sys_s"),
+                "wall_s": float(c.get("wall_s") or 0.0),
+                "app_s": c.get("loadgen_s"),
+                "client_s": c.get("client_s"),
+                "rebalances": int(p.get("rebalances") or 0),
+                "note": str(c.get("note") or ""),
+            }
+        )
+    first = min(int(r["start_mono_ns"]) for r in spans) if spans else None
+    last = max(int(r["end_mono_ns"]) for r in spans) if spans else None
+    return {
+        "consumers": len(parts),
+        "records": int(merged["records"]),
+        "unique": int(merged["unique"]),
+        "bytes": int(merged["bytes"]),
+        "lost": int(merged["lost"]),
+        "duplicated": int(merged["duplicates"]),
+        "stored_records": int(merged["stored_records"]),
+        "span_s": (last - first) / 1e9 if first is not None and last is not None else None,
+        "members": members,
+    }
+
+
+def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
+    """Produce the backlog (saturated, not timed), then drain it with the consumer group; the
+    broker window and the NIC counters span the drain: from every member assigned its start
+    offsets (READY, before it joins the group) to the last member's result."""
+    stats = pool.tmp / f"{req.topic}.stats.jsonl"
+    producer = pool.spawn_producer(req, jobs, stats)
+    try:
+        producer.expect("STARTED", WORKER_START_TIMEOUT)
+        pres = schedule_fields(producer.result(req.duration_s + 300.0))
+    except BaseException:
+        kill_all([producer])
+        raise
+    n_delivered = delivered(pres)[0]
+    timeout = req.duration_s + 120.0
+    window.nic_start()
+    consumers = pool.spawn_consumers(req, jobs, timeout)
+    try:
+        window.open()
+        parts = [schedule_fields(r) for r in results(consumers, timeout + 60.0)]
+        window.close()
+        window.nic_end()
+    except BaseException:
+        kill_all(consumers)
+        raise
+    cres = {**parts[0], **merge.merge_consumers(parts, n_delivered)}
+    drain = drain_summary(parts, cres)
+    cpu = tuple(
+        CpuSample(
+            m["name"],
+            m["usr_s"],
+            m["sys_s"],
+            m["wall_s"],
+            regressed=(m["usr_s"] or 0) < 0 or (m["sys_s"] or 0) < 0,
+            note=m["note"],
+            loadgen_s=m["app_s"],
+            client_s=m["client_s"],
+            window_payload_bytes=m["bytes"],
+        )
+        for m in drain["members"]
+    )
+    return PoolResult(
+        producer=pres,
+        consumer=cres,
+        client_cpu=cpu,
+        broker_window_bytes=int(drain["bytes"]),
+        drain=drain,
+    )
