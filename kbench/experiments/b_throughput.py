@@ -8,12 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kbench.experiments.rowkit import (
-    finish,
-    lat,
-    loss,
-    row_base,
-)
+from kbench.experiments.rowkit import finish, lat, loss, row_base
 from kbench.experiments.spec import SATURATED_FLAG, AnswerCell, Experiment, PlotSpec, RowInput, head, units
 from kbench.reporting import document as doc
 from kbench.reporting import plots

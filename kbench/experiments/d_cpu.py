@@ -10,14 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbench.engine.status import Verdict
 from kbench.engine.transports.base import RunResult
-from kbench.experiments.rowkit import (
-    GB,
-    cpu_role,
-    finish,
-    per_gb,
-    row_base,
-    window_gb,
-)
+from kbench.experiments.rowkit import GB, cpu_role, finish, per_gb, row_base, window_gb
 from kbench.experiments.spec import AnswerCell, Experiment, PlotSpec, RowInput, head, units
 from kbench.reporting import document as doc
 from kbench.reporting import plots
