@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kbench.model import limits
 from kbench.model.corpus import DEFAULT_SIZE, FORMATS
 from kbench.model.paths import atomic_write, check_output_file
 from kbench.model.units import SIZE_RULE, parse_size
@@ -22,6 +23,7 @@ __all__ = [
     "add_json",
     "add_list",
     "add_output",
+    "corpus_size",
     "emit_json",
     "key_value",
     "listed",
@@ -107,6 +109,11 @@ def add_list(p: argparse.ArgumentParser, *flags: str, help: str, **kw: Any) -> a
 def size(where: str, text: str | int) -> int:
     """Bytes of one size option's value (kbench.model.units: the one rule)."""
     return parse_size(text, where)
+
+
+def corpus_size(args: argparse.Namespace) -> int:
+    """Bytes of ``--corpus-size`` (add_corpus's option), within what this machine's memory holds."""
+    return limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
 
 
 def sizes(where: str, items: Sequence[str] | None, default: Sequence[int]) -> list[int]:

@@ -14,9 +14,9 @@ from kbench.commands.args import (
     add_json,
     add_list,
     add_output,
+    corpus_size,
     emit_json,
     output_file,
-    size,
     sizes,
 )
 from kbench.model import codecs, corpus, limits, microbench
@@ -72,12 +72,12 @@ def _bench(args: argparse.Namespace) -> int:
     limits.check("--repeats", args.repeats, "repeats")
     limits.check("--min-time", args.min_time, "min_time")
     limits.check("--seed", args.seed, "seed")
-    corpus_size = limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
+    size_b = corpus_size(args)
     out = output_file(args, M_FILE, "--csv")
     names = args.corpus if args.corpus is not None else DEFAULT_CORPORA
     if not names:
         raise ValueError("--corpus is empty; give e.g. --corpus json,logs")
-    corpora = [corpus.load(c, size=corpus_size, seed=args.seed, fmt=args.corpus_format) for c in names]
+    corpora = [corpus.load(c, size=size_b, seed=args.seed, fmt=args.corpus_format) for c in names]
     for c in corpora:
         if c.near_random:
             print(

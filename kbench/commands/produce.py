@@ -17,10 +17,10 @@ from kbench.commands.args import (
     add_corpus,
     add_json,
     add_output,
+    corpus_size,
     key_value,
     output_file,
     publish,
-    size,
 )
 from kbench.kafka import admin, clients
 from kbench.kafka.address import check_bootstrap
@@ -243,7 +243,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--replication-factor", args.replication_factor, "replication_factor")
     limits.check("--nkeys", args.nkeys, "keys")
     limits.check("--connect-timeout", args.connect_timeout, "timeout_s")
-    args.corpus_size = limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
+    args.corpus_size = corpus_size(args)
     args.result_file = output_file(args, RESULT_FILE)
 
 

@@ -20,10 +20,10 @@ from kbench.commands.args import (
     add_json,
     add_list,
     add_output,
+    corpus_size,
     emit_json,
     output_file,
     ready,
-    size,
     sizes,
 )
 from kbench.model import corpus as corpus_mod
@@ -85,7 +85,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
     limits.check("--rate", args.rate, "rate")
     limits.check("--keys", args.keys, "keys")
     limits.check("--seed", args.seed, "seed")
-    limits.check_corpus_size("--corpus-size", size("--corpus-size", args.corpus_size))
+    corpus_size(args)
     if args.segments is not None and args.segments.exists() and not args.segments.is_dir():
         raise ValueError(f"--segments {args.segments}: exists and is not a directory; give a directory")
     if args.segments is not None and args.segments.is_dir():
@@ -158,9 +158,7 @@ def _line(r: sim.SimResult) -> str:
 def main(args: argparse.Namespace) -> int:
     configs = _configs(args)
     out = output_file(args, "sim.csv", "--csv")
-    corp = corpus_mod.load(
-        args.corpus, size=size("--corpus-size", args.corpus_size), seed=args.seed, fmt=args.corpus_format
-    )
+    corp = corpus_mod.load(args.corpus, size=corpus_size(args), seed=args.seed, fmt=args.corpus_format)
     say = print if not args.json else (lambda *a, **k: None)
     near = " (near random: a control, not real-shaped data)" if corp.near_random else ""
     say(
