@@ -18,17 +18,6 @@ static int timeout_ms_of(double s) {
     return (int)(s * 1000);
 }
 
-/** The arguments (props, name, timeout=30.0) of a call about one topic, parsed by ``fmt``: 0, or
- *  -1 with the exception set. */
-static int topic_args(PyObject *args, PyObject *kw, const char *fmt, PyObject **pd, const char **name, int *tms) {
-    static char *kwlist[] = {"props", "name", "timeout", NULL};
-    double timeout = 30.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &PyDict_Type, pd, name, &timeout))
-        return -1;
-    *tms = timeout_ms_of(timeout);
-    return *tms < 0 ? -1 : 0;
-}
-
 PyDoc_STRVAR(metadata_doc,
              "metadata(props, timeout=10.0) -> dict\n\n"
              "Cluster metadata: {'brokers': [(id, host, port)], 'controller_id': int, 'topics': {name:\n"
@@ -164,10 +153,14 @@ PyDoc_STRVAR(delete_topic_doc,
 
 static PyObject *py_delete_topic(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
+    static char *kwlist[] = {"props", "name", "timeout", NULL};
     PyObject *pd;
     const char *name;
-    int tms;
-    if (topic_args(args, kw, "O!s|d:delete_topic", &pd, &name, &tms) < 0)
+    double timeout = 30.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|d:delete_topic", kwlist, &PyDict_Type, &pd, &name, &timeout))
+        return NULL;
+    int tms = timeout_ms_of(timeout);
+    if (tms < 0)
         return NULL;
     kb_props p = {0};
     kb_error err = KB_ERROR_INIT;
@@ -195,10 +188,15 @@ PyDoc_STRVAR(describe_doc,
 
 static PyObject *py_describe(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
+    static char *kwlist[] = {"props", "name", "timeout", NULL};
     PyObject *pd;
     const char *name;
-    int tms;
-    if (topic_args(args, kw, "O!s|d:describe_topic_configs", &pd, &name, &tms) < 0)
+    double timeout = 30.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|d:describe_topic_configs", kwlist, &PyDict_Type, &pd, &name,
+                                     &timeout))
+        return NULL;
+    int tms = timeout_ms_of(timeout);
+    if (tms < 0)
         return NULL;
     kb_props p = {0};
     kb_admin_result r = {0};
