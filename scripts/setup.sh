@@ -48,11 +48,27 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# kbench's wheel (scripts/build-wheel.sh), rebuilt only when the sources changed since dist/ was made.
+# kbench's wheel (scripts/build-wheel.sh), rebuilt only when the sources changed since it was made:
+# dist/ of this checkout, else the build cache (~/.cache/kbench/wheels/<digest of the sources>, what
+# an earlier checkout of the same sources built; scripts/source_digest.py lists what the digest covers).
+digest=$("$PY" scripts/source_digest.py)
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/kbench/wheels/$digest"
 wheel=$(ls dist/kafka_kbench-*manylinux*.whl 2>/dev/null | head -n 1 || true)
-if [[ -z $wheel || ! -f dist/SOURCES.sha256 || $(cat dist/SOURCES.sha256) != $("$PY" scripts/source_digest.py) ]]; then
-  echo "setup: building kbench's wheel (scripts/build-wheel.sh)"
-  wheel=$(bash scripts/build-wheel.sh dist | tail -n 1)
+if [[ -z $wheel || ! -f dist/SOURCES.sha256 || $(cat dist/SOURCES.sha256) != "$digest" ]]; then
+  if [[ -f $cache/SOURCES.sha256 ]] && ls "$cache"/kafka_kbench-*manylinux*.whl >/dev/null 2>&1; then
+    echo "setup: kbench's wheel of these sources from the build cache ($cache)"
+    mkdir -p dist
+    rm -f dist/kafka_kbench-*.whl dist/kafka_kbench-*.tar.gz dist/SOURCES.sha256
+    cp "$cache"/kafka_kbench-* dist/
+    cp "$cache/SOURCES.sha256" dist/  # last: the stamp says the copy is whole
+  else
+    echo "setup: building kbench's wheel (scripts/build-wheel.sh)"
+    bash scripts/build-wheel.sh dist >/dev/null
+    tmp=$(mktemp -d "${cache%/*}/.tmp-XXXXXX" 2>/dev/null || { mkdir -p "${cache%/*}" && mktemp -d "${cache%/*}/.tmp-XXXXXX"; })
+    cp dist/kafka_kbench-* dist/SOURCES.sha256 "$tmp"/
+    rm -rf "$cache" && mv "$tmp" "$cache" || rm -rf "$tmp"
+  fi
+  wheel=$(ls dist/kafka_kbench-*manylinux*.whl | head -n 1)
 fi
 echo "setup: installing $wheel"
 # an editable install of kbench made before the distribution was renamed kafka-kbench

@@ -1,8 +1,10 @@
 """Print the SHA-256 of the sources a kbench wheel is built from (setup.py, pyproject.toml,
-MANIFEST.in, README.md, LICENSE, csrc/, kbench/; in-place builds and bytecode left out).
+MANIFEST.in, README.md, LICENSE, csrc/, kbench/, and the two build scripts; in-place builds and
+bytecode left out).
 
 scripts/build-wheel.sh writes it beside the wheel (dist/SOURCES.sha256); tests/test_installed_wheel.py
-reuses a wheel whose digest is the current one instead of building again.
+reuses a wheel whose digest is the current one instead of building again, and scripts/setup.sh
+keeps each built wheel in a cache under that digest.
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ import hashlib
 import sys
 from pathlib import Path
 
-FILES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE")
+FILES = (
+    "setup.py",
+    "pyproject.toml",
+    "MANIFEST.in",
+    "README.md",
+    "LICENSE",
+    "scripts/build-wheel.sh",
+    "scripts/repair_wheel.py",
+)
 TREES = ("csrc", "kbench")
 
 

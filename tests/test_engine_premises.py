@@ -90,7 +90,8 @@ def test_a_p99_above_knee_factor_times_the_floor_is_above_knee_with_both_figures
     assert row(4500.0)["status"] == Status.OK  # 9.0 <= 2 x 4.5
     assert row(4000.0, factor=3.0)["status"] == Status.OK  # the plan's factor is the one applied
     assert row(None)["status"] == Status.OK  # no floor measured: no knee bound
-    assert Status.ABOVE_KNEE not in RETRY_STATUSES  # the load caused it: a rerun is as far past the knee
+    # retried within the budget: at half the knee it is mostly one window's tail (docs/methodology.md §4)
+    assert Status.ABOVE_KNEE in RETRY_STATUSES
 
 
 class _Rising(FakeTransport):

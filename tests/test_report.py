@@ -290,6 +290,9 @@ rate = "auto"
     threats = md.split("## Threats to validity", 1)[1].split("\n## ", 1)[0]
     assert "the plan raised the CPU steal limit to 4% per repetition (the method's is 1%)" in threats
     for exp in "ABCD":
-        assert f"{exp}: rows of repetitions run again after an INVALID or REJECTED attempt: " in threats, exp
+        assert (
+            f"{exp}: rows of repetitions run again after an ABOVE_KNEE, INVALID, REJECTED or WARMING attempt: "
+            in threats
+        ), exp
     prov = json.loads((out / "provenance.json").read_text())
     assert untraceable_numbers(md, prov, [run]) == []

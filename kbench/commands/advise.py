@@ -75,7 +75,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=12, help="rows of the front to print (default 12)")
     p.add_argument("--verify", action="store_true", help="run recommendation, runner-up and none on a real cluster")
     p.add_argument("--bootstrap", default=None, help="with --verify: an existing cluster instead of a local one")
-    p.add_argument("--verify-duration", type=float, default=6.0, help="seconds of each verified run (default 6)")
+    p.add_argument(
+        "--verify-duration",
+        type=float,
+        default=6.0,
+        help="seconds of each verified run; each candidate is repeated, interleaved, and CPU is the median (default 6)",
+    )
     p.add_argument(
         "--verify-rate",
         type=float,

@@ -77,7 +77,7 @@ TOP_KEYS = {
     "sweep": "array of [[sweep]] tables",
     "corpus_size": 'bytes of each built-in corpus (or a size string, "4MiB")',
     "max_steal_pct": "CPU steal % above which a repetition is INVALID (default 1, as seed 000)",
-    "retries": "extra attempts per cell for INVALID or REJECTED repetitions (default: repetitions)",
+    "retries": "extra attempts per cell for INVALID, REJECTED, WARMING or ABOVE_KNEE repetitions (default: repetitions)",
     "saturation_bound_ms": "A: a repetition whose send delay p99, queue wait beyond linger.ms or consumer lag exceeds this is SATURATED (default 20)",
     "drift_rate_pct": "time series: a repetition whose per-second rate drifts by more than this % is flagged DRIFT (default 10)",
     "drift_p99_pct": "time series: a repetition whose per-second p99 drifts by more than this % is flagged DRIFT (default 50)",
@@ -228,7 +228,7 @@ class Plan:
     source: str = ""  # where it came from: builtin:<name> or a path
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     max_steal_pct: float = STEAL_LIMIT_PCT  # a run with more CPU steal is INVALID (seed 000: 1 %)
-    retries: int = 0  # extra attempts per cell for INVALID or REJECTED repetitions
+    retries: int = 0  # extra attempts per cell for retried statuses (status.RETRY_STATUSES)
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS  # A: the unsaturated check's bound
     drift_rate_pct: float = DEFAULT_DRIFT_RATE_PCT  # the time series' drift bounds (kbench.engine.series)
     drift_p99_pct: float = DEFAULT_DRIFT_P99_PCT

@@ -67,7 +67,7 @@ M_LABELS: tuple[str, ...] = ("codec", "level", "block_size", "corpus")
 CELL_COLUMNS: tuple[str, ...] = (
     "cell_id",
     "rep",
-    "attempt",  # 1 for a repetition's first run; 2, 3, ... for its retries (INVALID or REJECTED before)
+    "attempt",  # 1 for a repetition's first run; 2, 3, ... for its retries (a retried status before: status.RETRY_STATUSES)
     "sweep",
     *LABELS,
     "target_rate_msgs",

@@ -6,11 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kbench.engine.status import EXPLAIN, Status
+from kbench.engine.status import EXPLAIN, RETRY_STATUSES, Status
 from kbench.experiments import registry
 from kbench.kafka.procstat import STEAL_LIMIT_PCT
 from kbench.reporting import document as doc
 from kbench.reporting.context import ReportContext
+
+#: The statuses a repetition is run again after, as the report names them ("an INVALID, ... attempt").
+RETRIED = (
+    "an " + ", ".join(sorted(s.value for s in RETRY_STATUSES)[:-1]) + " or " + max(s.value for s in RETRY_STATUSES)
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +90,7 @@ def run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
                 nth = NTH.get(a, "later")
                 parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int').text} from a {nth} attempt")
             notes.append(
-                f"Rows from repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
+                f"Rows from repetitions run again after {RETRIED} attempt: {', '.join(parts)} "
                 "(column attempt; the excluded attempts are listed below)."
             )
     if notes:
@@ -242,7 +247,7 @@ def threats_section(ctx: ReportContext) -> None:
                 parts.append(f"{L.agg('count', [0.0] * len(g), sid, 'attempt', 'int')} from a {nth} attempt")
             if parts:
                 items.append(
-                    f"{exp}: rows of repetitions run again after an INVALID or REJECTED attempt: {', '.join(parts)} "
+                    f"{exp}: rows of repetitions run again after {RETRIED} attempt: {', '.join(parts)} "
                     "(column attempt): the first try of those cells did not hold."
                 )
     for exp, df in ctx.frames.items():
