@@ -194,6 +194,23 @@ def test_the_board_says_what_it_does_not_know() -> None:
     assert ended == ["REJECTED"] and s.reps_done == 1 and s.statuses == {"REJECTED": 1}
 
 
+def test_no_line_before_anything_is_planned() -> None:
+    """While the plan, corpus and cluster load, a non-terminal gets no "0/0 starting" line (a run
+    refused there ends with its one error line); once repetitions are planned, a line each period."""
+    import io
+
+    from kbench.engine.live_view import LiveView
+
+    out = io.StringIO()
+    board = LiveBoard()
+    view = LiveView(board, stream=out)
+    view._line()
+    assert out.getvalue() == ""
+    board.add_total(2)
+    view._line()
+    assert out.getvalue().startswith("kbench: 0/2 starting"), out.getvalue()
+
+
 LOCAL = """
 name = "live-kafka"
 description = "live figures on a local cluster"

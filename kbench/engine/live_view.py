@@ -89,7 +89,9 @@ class LiveView:
         s = self.board.snapshot()
         if self.log is not None:
             self.log({"event": "live", **s.as_dict()})
-        if self._live is None:
+        # nothing planned yet (the plan, corpus and cluster still loading): no figures to give, and a
+        # run refused there (a bad corpus) ends with its one error line, not "0/0 starting"
+        if self._live is None and s.reps_total:
             self.stream.write(f"kbench: {describe(s)}\n")
             self.stream.flush()
 
