@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -338,10 +339,10 @@ def test_bootstrap_cluster_with_broker_pid(tmp_path: Path, kafka1: object) -> No
     assert "broker versions equal" in g.stdout and "librdkafka version" in g.stdout
 
 
-#: msgs/s of the two-window test (~380 B JSON records): at 6,000 (2.3 MB/s) the broker's payload
-#: work was a small part of its CPU and one CI run read its two windows 0.65 apart; at 20,000 the
-#: payload's share is three times larger.
-RATE_WINDOWS = 20_000
+#: msgs/s of the two-window test (~380 B JSON records, 2.3 MB/s)
+RATE_WINDOWS = 6_000
+#: where the two windows of a 10 s repetition open (8 s and 4 s long)
+WINDOW_EARLY_S, WINDOW_LATE_S = 2.0, 6.0
 
 
 def window_plan(skip: float) -> str:
@@ -360,31 +361,37 @@ def window_plan(skip: float) -> str:
 
 
 def test_cpu_per_gb_is_the_same_for_two_window_lengths(tmp_path: Path) -> None:
-    """One steady fixed-rate run measured over an 8 s and a 4 s window: CPU-s/GB agrees
-    within noise for the producer and the broker.  Dividing by the whole run's payload (the
-    old rule) would make the short window read 4/8 of the long one.
+    """One steady fixed-rate run measured over an 8 s and a 4 s window: each role's CPU-s/GB is its
+    window's CPU over its window's payload.  Dividing by the whole run's payload (the old rule)
+    would give both windows the same payload and make the short window read 4/8 of the long one.
 
-    Both windows must hold enough steady, payload-driven work to stand above what the broker
-    does anyway.  Each repetition's first seconds carry its start-up (a new topic's partition
-    and segment, the consumer joining its group, the first fetches), and a broker at a few MB/s
-    spends much of its CPU on background work (the controller, GC, the metrics exporter) that
-    comes in bursts: windows of 4.5 s and 2 s (opening 0.5 s and 3 s in, 4,000 msgs/s) read the
-    broker at 644 and 378 CPU-s/GB, and windows of 5 s and 2.5 s opening 2 s and 4.5 s in still
-    read it at 207 and 480 in one of three tries.  So the windows open 2 s and 6 s in, on a broker
-    the plan's warm-up run has warmed (its JIT), at :data:`RATE_WINDOWS` msgs/s, and each side is the
-    median of three repetitions."""
+    So, for the producer and the broker: the 4 s window's payload is half the 8 s window's (the
+    fixed rate's schedule: within 3 %), and cpu_s_per_gb is cpu_s / payload_gb in every row.  The
+    producer's CPU-s/GB, payload-driven, agrees between the windows (median of three repetitions
+    each, within 0.7-1.45).  The broker's is not compared: at a few MB/s its CPU is mostly
+    background in bursts (per second 0.15-0.8 CPU-s at 2.3 MB/s), and its first seconds cost more
+    per byte: the window opening 2 s in read 1.45-2.0x the one opening 6 s in, in all four runs of
+    2026-12-03 (6,000-20,000 msgs/s; 4 s and 8 s in: 1.6x) — the window's position, which
+    docs/methodology.md §3.4 states, not the normalisation this test is about."""
     per_gb: dict[float, dict[str, float]] = {}
-    for skip in (2.0, 6.0):
+    payload: dict[float, dict[str, float]] = {}
+    for skip in (WINDOW_EARLY_S, WINDOW_LATE_S):
         p, run = run_kbench(tmp_path, window_plan(skip), name=f"skip{skip}")
         assert p.returncode == 0, p.stderr[-3000:]
         _, d = rows(run / "D.csv")
         assert {r["status"] for r in d} <= ALLOWED and any(r["status"] == "OK" for r in d)
-        per_gb[skip] = {}
+        per_gb[skip], payload[skip] = {}, {}
         for role in ("producer", "broker"):
-            vals = [float(r["cpu_s_per_gb"]) for r in d if r["role"].startswith(role) and r["status"] == "OK"]
-            assert vals, role
-            per_gb[skip][role] = sorted(vals)[len(vals) // 2]
-    print("CPU-s/GB by window opening (s):", per_gb)
+            ok = [r for r in d if r["role"].startswith(role) and r["status"] == "OK"]
+            assert ok, role
+            for r in ok:
+                assert float(r["cpu_s_per_gb"]) == pytest.approx(
+                    float(r["cpu_s"]) / float(r["payload_gb"]), rel=1e-3
+                ), r
+            per_gb[skip][role] = statistics.median(float(r["cpu_s_per_gb"]) for r in ok)
+            payload[skip][role] = statistics.median(float(r["payload_gb"]) for r in ok)
+    print("CPU-s/GB by window opening (s):", per_gb, "payload GB:", payload)
     for role in ("producer", "broker"):
-        ratio = per_gb[6.0][role] / per_gb[2.0][role]
-        assert 0.7 < ratio < 1.45, (role, per_gb)
+        assert payload[WINDOW_LATE_S][role] / payload[WINDOW_EARLY_S][role] == pytest.approx(0.5, rel=0.03), payload
+    ratio = per_gb[WINDOW_LATE_S]["producer"] / per_gb[WINDOW_EARLY_S]["producer"]
+    assert 0.7 < ratio < 1.45, per_gb
