@@ -1,21 +1,27 @@
-"""kbench's C consumer (a one-member group draining a backlog, as experiment G does) side by side
-with Kafka's ConsumerPerformance (the same jars as the broker) and ``kcat -C -e``.
+"""``kbench consume`` side by side with ``kcat -C`` and Kafka's ConsumerPerformance, reading the same
+backlog from the beginning, every tool for a steady window of >= --min-window seconds.
 
-One local 1-node Kafka 4.1.2 cluster; per codec (none, lz4, zstd) one 3-partition topic holding a
-backlog of the built-in JSON events produced by kbench (saturated); then ``--reps`` repetitions
-of the three tools in a rotating order, each reading the whole backlog from the beginning (a fresh
-group each time):
+One local 1-node Kafka cluster; per codec one topic (--partitions, default 1) holding a backlog of
+--records of the built-in JSON events, produced once by kbench (saturated, not timed).  Then a
+discarded warm-up round and --reps rounds of the three tools, the order rotating, each reading the
+whole backlog from the beginning as its own process (kbench and kcat assigning every partition,
+ConsumerPerformance in a fresh group, as it must):
 
-- kbench: records / (last record - first record), the C consumer's own clock (start-up and the
-  group's join excluded);
-- ConsumerPerformance: its ``fetch.nMsg.sec`` (its rebalance time excluded);
-- kcat: records / (its wall time - the wall time of the same command reading one record).
+- kbench: ``kbench consume --from beginning --count N --json``: its records/s over first .. last
+  record (its own clock) and CPU per record over its steady window (the end of the first batch ..
+  the end of the last; the loop thread plus librdkafka's threads); the join and the wait for the
+  first record are phases outside both;
+- kcat: ``kcat -C -o beginning -e -q -f '%o\\n'``, its output read as it comes: the window is the
+  first output chunk .. the last chunk before its exit flush, the records the newlines between them,
+  the CPU /proc/PID/stat at both edges;
+- ConsumerPerformance: ``--show-detailed-stats --reporting-interval 250``: the window is its first
+  progress line .. its last, the records its cumulative counts there, the CPU /proc/PID/stat as each
+  line arrives (the JVM's start, the group join and its first 250 ms of reading are outside).
 
-Client CPU per record: the process's CPU (kbench: this process's, by /proc; the others: the child's
-rusage) less that of the same tool reading one record, over the backlog's records.
+Every tool's whole process is kept apart: records / wall time (start-up included) and CPU / record.
 
-Usage: flock /tmp/kbench-kafka.lock python benchmarks/consumer_vs_peers.py --out results.json
-       python benchmarks/consumer_vs_peers.py --render results.json
+Usage: flock /tmp/kbench-kafka.lock python benchmarks/consumer_vs_peers.py --codecs none --out r.json
+       python benchmarks/consumer_vs_peers.py --render r1.json r2.json ...
 """
 
 from __future__ import annotations
@@ -24,89 +30,114 @@ import argparse
 import json
 import os
 import re
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kbench.kafka import admin, drivers, kafka_dist, procstat  # noqa: E402
+from steady_window import Run, line_parser, newline_counter, run_sampled  # noqa: E402
+
+from kbench.kafka import admin, drivers, kafka_dist  # noqa: E402
 from kbench.kafka.cluster import LocalCluster  # noqa: E402
 from kbench.model import corpus  # noqa: E402
 
-TOOLS = ("kbench", "ConsumerPerformance", "kcat")
+TOOLS = ("kbench", "kcat", "ConsumerPerformance")
 CODECS = ("none", "lz4", "zstd")
+DATE_LINE = re.compile(r"^\d{4}-\d\d-\d\d")
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
 
 
-def run_kbench(bs: str, topic: str, n: int, group: str) -> dict[str, float]:
-    before = procstat.snapshot([os.getpid()])
-    c = drivers.new_consumer(
-        {"bootstrap.servers": bs, "group.id": group},
-        topic,
-        0,
-        0,
-        120.0,
-        max_records=1 if n == 1 else 0,
-        group=True,
-        from_beginning=True,
-    )
-    c_out = drivers.Background(c, "kbench").result()
-    cpu = procstat.delta(before, procstat.snapshot([os.getpid()]))[0].total_s or 0.0
-    if n > 1 and c_out["records"] != n:
-        raise RuntimeError(f"kbench read {c_out['records']} of {n}")
-    span = (c_out["last_ns"] - c_out["first_ns"]) / 1e9
-    return {"records": c_out["records"], "msgs_per_s": (c_out["records"] - 1) / span if span > 0 else 0.0, "cpu_s": cpu}
+def run_kbench(bs: str, topic: str, n: int, group: str) -> dict[str, Any]:
+    del group
+    cmd = [sys.executable, "-m", "kbench", "consume", "--bootstrap", bs, "--topic", topic]
+    cmd += ["--from", "beginning", "--count", str(n), "--timeout", "600", "--json"]
+    r = run_sampled(cmd, lambda chunk: [], env=_env())
+    if r.rc != 0:
+        raise RuntimeError(f"kbench consume exited {r.rc}: {r.stderr[-400:]}")
+    out = json.loads(r.stdout_tail)
+    return {
+        "records": out["records"],
+        "msgs_per_s": out["records_per_s"],
+        "window_s": out["read_s"],
+        "cpu_us_per_record": out["loop_us_per_record"] + out["client_us_per_record"],
+        "loop_us_per_record": out["loop_us_per_record"],
+        "client_us_per_record": out["client_us_per_record"],
+        "cpu_window_s": out["cpu_window_s"],
+        "first_record_s": out["first_record_s"],
+        "fetch": out["fetch"],
+        **_whole(r, out["records"]),
+    }
 
 
-def run_cp(bs: str, topic: str, n: int, group: str) -> dict[str, float]:
-    args = ["--bootstrap-server", bs, "--topic", topic, "--messages", str(n), "--group", group, "--timeout", "60000"]
+def run_kcat(bs: str, topic: str, n: int, group: str) -> dict[str, Any]:
+    del group
+    cmd = ["kcat", "-C", "-b", bs, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%o\n"]
+    r = run_sampled(cmd, newline_counter())
+    if r.rc != 0:
+        raise RuntimeError(f"kcat exited {r.rc}: {r.stderr[-400:]}")
+    records = r.samples[-1].count if r.samples else 0
+    # the last chunk is kcat's exit flush (after its teardown): the window ends at the one before
+    return {"records": records, **r.window(last=-2), **_whole(r, records)}
+
+
+def _cp_count(line: str) -> int | None:
+    if not DATE_LINE.match(line):
+        return None
+    f = [x.strip() for x in line.split(",")]
+    # time, threadId, MB, MB/s, nMsg, nMsg/s, ... (detailed stats); the count is the first integer after MB/s
+    return int(f[4]) if len(f) >= 6 and f[4].isdigit() else int(f[3]) if f[3].isdigit() else None
+
+
+def run_cp(bs: str, topic: str, n: int, group: str) -> dict[str, Any]:
+    args = ["--bootstrap-server", bs, "--topic", topic, "--messages", str(n), "--group", group]
+    args += ["--timeout", "60000", "--show-detailed-stats", "--reporting-interval", "250"]
     cmd = kafka_dist.java_command(
         "org.apache.kafka.tools.ConsumerPerformance", args, heap="512m", jvm_opts=["-Dlog4j2.level=WARN"]
     )
-    before = _children_cpu()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    cpu = _children_cpu() - before
-    lines = [ln for ln in p.stdout.splitlines() if re.match(r"^\d{4}-\d\d-\d\d", ln)]
-    if p.returncode != 0 or not lines:
-        raise RuntimeError(f"ConsumerPerformance output not understood: {(p.stdout + p.stderr)[-300:]}")
-    f = [x.strip() for x in lines[-1].split(",")]
-    # start, end, MB, MB/s, nMsg, nMsg/s, rebalance ms, fetch ms, fetch MB/s, fetch nMsg/s
-    return {"records": float(f[4]), "msgs_per_s": float(f[9]), "cpu_s": cpu}
+    r = run_sampled(cmd, line_parser(_cp_count))
+    if r.rc != 0:
+        raise RuntimeError(f"ConsumerPerformance exited {r.rc}: {r.stderr[-400:]}")
+    return {"records": n, **r.window(), **_whole(r, n)}
 
 
-def run_kcat(bs: str, topic: str, n: int, group: str) -> dict[str, float]:
-    del group
-    cmd = ["kcat", "-C", "-b", bs, "-t", topic, "-o", "beginning", "-q", "-f", "%o\n"]
-    cmd += ["-c", "1"] if n == 1 else ["-e"]
-    before = _children_cpu()
-    t = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600, check=True)
-    wall = time.monotonic() - t
-    return {"records": float(p.stdout.count(b"\n")), "wall_s": wall, "cpu_s": _children_cpu() - before}
+def _whole(r: Run, records: int) -> dict[str, float]:
+    return {
+        "proc_wall_s": r.wall_s,
+        "proc_cpu_s": r.cpu_s,
+        "proc_msgs_per_s": records / r.wall_s,
+        "proc_cpu_us_per_record": r.cpu_s / records * 1e6,
+    }
 
 
-RUN = {"kbench": run_kbench, "ConsumerPerformance": run_cp, "kcat": run_kcat}
+RUN = {"kbench": run_kbench, "kcat": run_kcat, "ConsumerPerformance": run_cp}
 
 
-def measure(records: int, reps: int) -> dict[str, Any]:
+def measure(records: int, reps: int, partitions: int, codecs: list[str], min_window: float) -> dict[str, Any]:
     recs = corpus.generate("json", 4 << 20, seed=1).records
-    out: dict[str, Any] = {"records": records, "reps": reps, "librdkafka": drivers.librdkafka_version(), "codecs": {}}
+    out: dict[str, Any] = {
+        "records": records,
+        "reps": reps,
+        "partitions": partitions,
+        "min_window_s": min_window,
+        "librdkafka": drivers.librdkafka_version(),
+        "codecs": {},
+    }
     with tempfile.TemporaryDirectory() as d, LocalCluster(brokers=1, directory=Path(d)) as cluster:
         bs = cluster.bootstrap_servers
         out["kafka"] = kafka_dist.KAFKA_VERSION
-        for codec in CODECS:
+        for codec in codecs:
             topic = f"backlog-{codec}"
-            admin.create_topic({"bootstrap.servers": bs}, topic, partitions=3)
+            admin.create_topic({"bootstrap.servers": bs}, topic, partitions=partitions)
             spec = drivers.ProducerSpec(
                 topic=topic,
                 props={"bootstrap.servers": bs, "compression.type": codec, "batch.size": "65536", "linger.ms": "5"},
@@ -115,63 +146,109 @@ def measure(records: int, reps: int) -> dict[str, Any]:
                 headers=False,
             )
             assert drivers.produce(spec, recs).delivered == records
-            start = {t: RUN[t](bs, topic, 1, f"s-{t}-{codec}") for t in TOOLS}
             runs: list[dict[str, Any]] = []
-            for rep in range(reps):
+            for rep in range(-1, reps):  # rep -1: the discarded warm-up round
                 row: dict[str, Any] = {}
                 for i in range(len(TOOLS)):
                     tool = TOOLS[(rep + i) % len(TOOLS)]
                     r = RUN[tool](bs, topic, records, f"g-{tool}-{codec}-{rep}")
                     if r["records"] != records:
                         raise RuntimeError(f"{tool} read {r['records']} of {records}")
-                    if tool == "kcat":
-                        r["msgs_per_s"] = records / max(1e-9, r["wall_s"] - start[tool]["wall_s"])
-                    r["cpu_us_per_record"] = max(0.0, r["cpu_s"] - start[tool]["cpu_s"]) / records * 1e6
                     row[tool] = r
-                runs.append(row)
-            out["codecs"][codec] = {"startup": start, "runs": runs}
+                    print(
+                        f"{codec} rep {rep} {tool}: {r['msgs_per_s']:,.0f} rec/s over {r['window_s']:.2f} s, "
+                        f"{r['cpu_us_per_record']:.3f} us/rec; whole {r['proc_msgs_per_s']:,.0f} rec/s",
+                        flush=True,
+                    )
+                if rep >= 0:
+                    runs.append(row)
+            out["codecs"][codec] = {"runs": runs}
     return out
 
 
-def markdown(res: dict[str, Any]) -> str:
+def _med(xs: list[float]) -> str:
+    return f"{statistics.median(xs):,.0f} [{min(xs):,.0f}–{max(xs):,.0f}]"
+
+
+def _med2(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.3f} [{min(xs):.3f}–{max(xs):.3f}]"
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    res = results[0]
     lines = [
-        f"{res['records']:,} JSON records per backlog, {res['reps']} paired repetitions; librdkafka "
-        f"{res['librdkafka']} (kbench, kcat), ConsumerPerformance from the broker's Kafka jars.",
+        f"{res['records']:,} JSON records per backlog ({res['partitions']} partition(s)), {res['reps']} paired "
+        f"repetitions after a discarded warm-up round; librdkafka {res['librdkafka']} (kbench, kcat), "
+        f"ConsumerPerformance from the broker's Kafka {res.get('kafka', '?')} jars.",
         "",
-        "| codec | tool | msgs/s median [min–max] | client CPU µs/record median [min–max] | kbench / tool msgs/s (median of pairs) |",
-        "|---|---|---|---|---|",
+        "Steady window (start-up, join and teardown excluded):",
+        "",
+        "| codec | tool | records/s median [min–max] | CPU µs/record median [min–max] | window s (min) | kbench / tool records/s (median of pairs) | kbench / tool CPU per record (median of pairs) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for codec, c in res["codecs"].items():
-        for tool in TOOLS:
-            rate = [r[tool]["msgs_per_s"] for r in c["runs"]]
-            cpu = [r[tool]["cpu_us_per_record"] for r in c["runs"]]
-            ratio = (
-                ""
-                if tool == "kbench"
-                else f"{statistics.median(r['kbench']['msgs_per_s'] / r[tool]['msgs_per_s'] for r in c['runs']):.2f}"
-            )
-            lines.append(
-                f"| {codec} | {tool} | {statistics.median(rate):,.0f} [{min(rate):,.0f}–{max(rate):,.0f}] "
-                f"| {statistics.median(cpu):.2f} [{min(cpu):.2f}–{max(cpu):.2f}] | {ratio} |"
-            )
-    return "\n".join(lines)
+    whole = [
+        "",
+        "Whole process (start-up, join and teardown included):",
+        "",
+        "| codec | tool | records/s median [min–max] | CPU µs/record median [min–max] | wall s median | kbench / tool records/s (median of pairs) | kbench / tool CPU per record (median of pairs) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        for codec, c in res["codecs"].items():
+            runs = c["runs"]
+            for tool in TOOLS:
+
+                def ratio(key: str, tool: str = tool, runs: list[dict[str, Any]] = runs) -> str:
+                    if tool == "kbench":
+                        return ""
+                    return f"{statistics.median(r['kbench'][key] / r[tool][key] for r in runs):.2f}"
+
+                rate = [r[tool]["msgs_per_s"] for r in runs]
+                cpu = [r[tool]["cpu_us_per_record"] for r in runs]
+                win = min(r[tool]["window_s"] for r in runs)
+                lines.append(
+                    f"| {codec} | {tool} | {_med(rate)} | {_med2(cpu)} | {win:.1f} | {ratio('msgs_per_s')} "
+                    f"| {ratio('cpu_us_per_record')} |"
+                )
+                prate = [r[tool]["proc_msgs_per_s"] for r in runs]
+                pcpu = [r[tool]["proc_cpu_us_per_record"] for r in runs]
+                pwall = statistics.median(r[tool]["proc_wall_s"] for r in runs)
+                whole.append(
+                    f"| {codec} | {tool} | {_med(prate)} | {_med2(pcpu)} | {pwall:.1f} | {ratio('proc_msgs_per_s')} "
+                    f"| {ratio('proc_cpu_us_per_record')} |"
+                )
+    return "\n".join(lines + whole)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--records", type=int, default=6_000_000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--codecs", default=",".join(CODECS), help="comma-separated (default none,lz4,zstd)")
+    ap.add_argument("--min-window", type=float, default=5.0, help="refuse a run whose steady window is shorter")
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--render", type=Path)
+    ap.add_argument("--render", type=Path, nargs="+")
     a = ap.parse_args()
     if a.render:
-        print(markdown(json.loads(a.render.read_text())))
+        print(markdown([json.loads(p.read_text()) for p in a.render]))
         return 0
-    res = measure(a.records, a.reps)
+    res = measure(a.records, a.reps, a.partitions, a.codecs.split(","), a.min_window)
+    short = [
+        f"{codec} {tool} {r[tool]['window_s']:.2f} s"
+        for codec, c in res["codecs"].items()
+        for r in c["runs"]
+        for tool in TOOLS
+        if r[tool]["window_s"] < a.min_window
+    ]
+    res["short_windows"] = short
     text = json.dumps(res, indent=1, sort_keys=True)
     if a.out:
         a.out.write_text(text + "\n")
-    print(markdown(res))
+    print(markdown([res]))
+    if short:
+        print(f"windows shorter than {a.min_window} s (raise --records): {', '.join(short)}", file=sys.stderr)
+        return 1
     return 0
 
 

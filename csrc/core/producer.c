@@ -181,8 +181,10 @@ static void wait_until(rd_kafka_t *rk, int efd, int64_t t) {
 
 /** Take the per-thread CPU sample that opens the window, once, when due. */
 static inline void cpu_mark(kb_producer *p, int64_t now) {
-    if (p->cpu_skip_s >= 0 && !p->cpu_start.ok && now >= p->t0 + (int64_t)(p->cpu_skip_s * 1e9))
+    if (p->cpu_skip_s >= 0 && !p->cpu_start.ok && now >= p->t0 + (int64_t)(p->cpu_skip_s * 1e9)) {
         kb_thread_cpu_read(kb_gettid(), KB_CLIENT_THREAD_PREFIX, &p->cpu_start, NULL);
+        p->win_delivered0 = p->delivered; /* delivery reports are served on this thread */
+    }
 }
 
 /** Check the topic exists (metadata); 0 or < 0 with err set. */

@@ -61,6 +61,7 @@ typedef struct {
     int64_t sampled;         /* messages sent with a kb header */
     int64_t wakes;           /* fixed-rate: times the loop woke up */
     kb_thread_cpu cpu_start, cpu_end; /* per-thread CPU window (cpu_start.ok = 0: not taken) */
+    int64_t win_delivered0;  /* delivered when the CPU window opened (its messages: delivered - this) */
     int stopped;             /* 1 when stop was requested */
     kb_errcount dr_errors;   /* delivery errors by code */
     kb_errcount client_errors; /* error_cb events by code */

@@ -275,6 +275,15 @@ static PyObject *producer_run(ProducerObject *o, PyObject *unused) {
     PyObject *cpu = thread_cpu_window(&p->cpu_start, &p->cpu_end);
     if (!cpu)
         return NULL;
+    if (cpu != Py_None) { /* the messages of the window: delivered - delivered_at_start */
+        PyObject *d0 = PyLong_FromLongLong((long long)p->win_delivered0);
+        int bad = !d0 || PyDict_SetItemString(cpu, "delivered_at_start", d0) < 0;
+        Py_XDECREF(d0);
+        if (bad) {
+            Py_DECREF(cpu);
+            return NULL;
+        }
+    }
     PyObject *ivs = intervals_list(&p->iv);
     kb_iv_free(&p->iv);
     if (!ivs) {

@@ -35,7 +35,9 @@ from kbench.kafka.drivers import (
     produce_and_consume,
     redact,
 )
+from kbench.kafka.sendwindow import STEADY_SKIP_S, send_window
 from kbench.model import corpus, limits
+from kbench.model.corpus_cache import load_cached
 from kbench.model.stats import histogram_us
 
 #: Seconds a driver may take to start (a JVM, the corpus) and a consumer to be assigned.
@@ -130,6 +132,7 @@ def _summary(r: ProducerResult) -> dict[str, Any]:
         "delay": _pcts(r.delay),
         "corrected": _pcts(r.corrected),
         "stopped": r.stopped,
+        "steady": w.as_dict() if (w := send_window(r)) is not None else None,
     }
 
 
@@ -280,8 +283,9 @@ def run(args: argparse.Namespace) -> int:
         stats_path=args.stats,
         connect_timeout=args.connect_timeout,
         header_sample=args.header_sample,
+        cpu_skip=STEADY_SKIP_S,
     )
-    corp = corpus.load(args.corpus, size=args.corpus_size, seed=1, fmt=args.corpus_format)
+    corp = load_cached(args.corpus, size=args.corpus_size, seed=1, fmt=args.corpus_format)
     try:
         if args.create:
             admin.create_topic(
@@ -344,6 +348,13 @@ def _print(out: dict[str, Any]) -> None:
     )
     dev = f" (target {s['target_rate']:,.0f}, deviation {100 * s['rate_deviation']:+.4f} %)" if s["target_rate"] else ""
     print(f"rate: {s['achieved_rate']:,.0f} msg/s sent{dev}; {s['delivered_rate']:,.0f} msg/s delivered")
+    w = s.get("steady")
+    if w:
+        print(
+            f"steady window ({STEADY_SKIP_S:g} s after the first send .. the end of the flush, {w['window_s']:.2f} s): "
+            f"{w['delivered_per_s']:,.0f} msg/s delivered, {w['cpu_us_per_msg']:.3f} µs CPU per message "
+            f"(loop {w['loop_us_per_msg']:.3f}, librdkafka {w['client_us_per_msg']:.3f}), {w['cpu_pct']:.1f} % of a core"
+        )
     for name in ("service", "delay", "corrected"):
         if s[name]:
             print(f"{name:9} " + "  ".join(f"{k}={v:,.1f}" for k, v in s[name].items() if k != "count"))
