@@ -1,10 +1,11 @@
 """``kbench produce``'s start-up: the whole process's CPU (user + sys, its rusage) sending one
 message, against the bare interpreter's (``python -c pass``) and ``kbench produce --help``,
-alternated --reps times on a local 1-node cluster (started here).  The built-in corpus is read from
+alternated --reps times against librdkafka's in-process mock cluster (tests/test_consume.py's
+MockCluster: no Kafka needed, the broker side runs in this script's process, not the measured one).  The built-in corpus is read from
 its cache (kbench.model.corpus_cache), warmed by one run first; the runs use the caller's
 environment as it is (its PYTHONDONTWRITEBYTECODE included: the script prints it).
 
-    flock /tmp/kbench-kafka.lock python benchmarks/produce_startup.py --reps 10
+    python benchmarks/produce_startup.py --reps 10
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from kbench.kafka import admin  # noqa: E402
-from kbench.kafka.cluster import LocalCluster  # noqa: E402
+from test_consume import MockCluster  # noqa: E402
 
 
 def cpu_of(cmd: list[str], env: dict[str, str]) -> float:
@@ -39,9 +39,9 @@ def main() -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     print(f"PYTHONDONTWRITEBYTECODE={env.get('PYTHONDONTWRITEBYTECODE', '')!r}")
-    with tempfile.TemporaryDirectory() as d, LocalCluster(brokers=1, directory=Path(d)) as cluster:
-        bs = cluster.bootstrap_servers
-        admin.create_topic({"bootstrap.servers": bs}, "startup", partitions=1)
+    mock = MockCluster({"startup": 1})
+    try:
+        bs = mock.bootstrap_servers
         cmds = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "kbench produce --help": [sys.executable, "-m", "kbench", "produce", "--help"],
@@ -67,6 +67,8 @@ def main() -> int:
             names = list(cmds) if rep % 2 == 0 else list(reversed(cmds))
             for k in names:
                 cpu[k].append(cpu_of(cmds[k], env))
+    finally:
+        mock.close()
     for k, xs in cpu.items():
         print(f"| {k} | {statistics.median(xs):.3f} [{min(xs):.3f}–{max(xs):.3f}] |")
     own = [p - b for p, b in zip(cpu["kbench produce (1 message)"], cpu["python -c pass"], strict=True)]
