@@ -82,11 +82,8 @@ final class ConsumerRole {
                     timedOut = true;
                     break;
                 }
-                ConsumerRecords<byte[], byte[]> batch;
-                try {
-                    batch = c.poll(Duration.ofMillis(Math.min(100, (deadline - now) / 1_000_000 + 1)));
-                } catch (RuntimeException e) {
-                    Main.count(errors, e);
+                ConsumerRecords<byte[], byte[]> batch = Main.poll(c, deadline, now, errors);
+                if (batch == null) {
                     continue;
                 }
                 tally.tick(System.nanoTime());

@@ -222,11 +222,8 @@ final class GroupConsumer {
                         continue;
                     }
                 }
-                ConsumerRecords<byte[], byte[]> batch;
-                try {
-                    batch = c.poll(Duration.ofMillis(Math.min(100, (deadline - now) / 1_000_000 + 1)));
-                } catch (RuntimeException e) {
-                    Main.count(errors, e);
+                ConsumerRecords<byte[], byte[]> batch = Main.poll(c, deadline, now, errors);
+                if (batch == null) {
                     continue;
                 }
                 idle = batch.isEmpty();

@@ -5,12 +5,15 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
@@ -51,6 +54,18 @@ public final class Main {
     }
 
     /** Add one occurrence of an error name to a counter map. */
+    /** One poll of a consumer, at most 100 ms and not past the deadline (ns); null when it threw
+     *  (the exception counted in errors). */
+    static ConsumerRecords<byte[], byte[]> poll(KafkaConsumer<byte[], byte[]> c, long deadline, long now,
+            ConcurrentHashMap<String, AtomicLong> errors) {
+        try {
+            return c.poll(Duration.ofMillis(Math.min(100, (deadline - now) / 1_000_000 + 1)));
+        } catch (RuntimeException e) {
+            count(errors, e);
+            return null;
+        }
+    }
+
     static void count(ConcurrentHashMap<String, AtomicLong> m, Throwable e) {
         String name = e.getClass().getSimpleName();
         m.computeIfAbsent(name, k -> new AtomicLong()).incrementAndGet();
