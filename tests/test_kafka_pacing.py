@@ -65,7 +65,9 @@ def test_10k_msgs_loop_thread_uses_at_most_10pct_of_a_cpu(kafka1: LocalCluster, 
     lib = c["client_usr_s"] + c["client_sys_s"]
     total = c["usr_s"] + c["sys_s"]
     assert gen > 0 and lib > 0 and c["client_threads"] >= 2, c
-    assert abs(gen + lib - total) <= 0.03, c  # /proc counts 10 ms ticks per thread
+    # /proc counts 10 ms ticks per thread: 3 ticks, compared in whole ticks (0.17 + 0.12 - 0.32 is
+    # 0.030000000000000360 in floating point, one CI run's failure)
+    assert round(abs(gen + lib - total) * 100) <= 3, c
     assert loop <= gen + 0.01
 
 
