@@ -7,14 +7,17 @@
 #   bash scripts/setup.sh --test    # the above, plus what the test suite needs: sanitizer, valgrind,
 #                                   # cross-architecture and browser tools, the test Python packages,
 #                                   # the Java and Go drivers (scripts/test.sh calls this)
+#   bash scripts/setup.sh --test-fast   # --test without building the Java and Go drivers, which
+#                                   # only the slow tiers use (scripts/test.sh --fast calls this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-TEST=0
+TEST=0 DRIVERS=0
 case "${1:-}" in
   "") ;;
-  --test) TEST=1 ;;
-  *) echo "setup: unknown argument '$1'; use: bash scripts/setup.sh [--test]" >&2; exit 2 ;;
+  --test) TEST=1 DRIVERS=1 ;;
+  --test-fast) TEST=1 ;;
+  *) echo "setup: unknown argument '$1'; use: bash scripts/setup.sh [--test | --test-fast]" >&2; exit 2 ;;
 esac
 
 # What the main job runs: build the extension, run a local broker (Java 17+, Maven for its jars).
@@ -76,16 +79,16 @@ if "$PY" -m pip show -q kbench >/dev/null 2>&1; then
   "$PY" -m pip uninstall -q -y kbench
 fi
 "$PY" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-extras=testbed
-((TEST)) && extras=test
-"$PY" -m pip install -q --disable-pip-version-check "$wheel[$extras]"
+# its dependencies and, for the tests, the development tools: one pip run (one resolution)
 if ((TEST)); then
-  "$PY" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+  "$PY" -m pip install -q --disable-pip-version-check "$wheel[test]" -r requirements-dev.txt
+else
+  "$PY" -m pip install -q --disable-pip-version-check "$wheel[testbed]"
 fi
 # -P: the installed kbench, never the source tree's (which has no built extension)
 "$PY" -P -c "import kbench; print('setup: kbench', kbench.__version__, 'from', kbench.__path__[0], 'codecs:', ', '.join(kbench.codecs.available()))"
 
-if ((TEST)); then
+if ((DRIVERS)); then
   # The Java driver (docs/drivers.md): built with Maven against kafka-clients of the pinned Kafka
   # version, cached under ~/.cache/kbench/java-driver-<version>-<hash of its sources>.
   "$PY" -P -c "from kbench.kafka import java_driver; print('setup: java driver', java_driver.build().jar)"

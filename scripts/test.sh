@@ -28,7 +28,7 @@ while (($#)); do
   esac
 done
 both() { if [[ -n $want ]]; then echo "($1) and ($want)"; else echo "$1"; fi; }
-bash scripts/setup.sh --test
+if ((fast)); then bash scripts/setup.sh --test-fast; else bash scripts/setup.sh --test; fi
 PY=${PYTHON:-python3}
 # kbench is installed from its wheel (scripts/setup.sh): never import the source tree's copy (it has
 # no built extension), in this script, pytest or any Python the tests start.
