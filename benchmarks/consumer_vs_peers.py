@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from steady_window import Run, line_parser, newline_counter, run_sampled  # noqa: E402
+from steady_window import Run, finish, line_parser, newline_counter, run_sampled  # noqa: E402
 
 from kbench.kafka import admin, drivers, kafka_dist  # noqa: E402
 from kbench.kafka.cluster import LocalCluster  # noqa: E402
@@ -234,22 +234,7 @@ def main() -> int:
         print(markdown([json.loads(p.read_text()) for p in a.render]))
         return 0
     res = measure(a.records, a.reps, a.partitions, a.codecs.split(","), a.min_window)
-    short = [
-        f"{codec} {tool} {r[tool]['window_s']:.2f} s"
-        for codec, c in res["codecs"].items()
-        for r in c["runs"]
-        for tool in TOOLS
-        if r[tool]["window_s"] < a.min_window
-    ]
-    res["short_windows"] = short
-    text = json.dumps(res, indent=1, sort_keys=True)
-    if a.out:
-        a.out.write_text(text + "\n")
-    print(markdown([res]))
-    if short:
-        print(f"windows shorter than {a.min_window} s (raise --records): {', '.join(short)}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(res, TOOLS, a.min_window, a.out, markdown([res]), "raise --records")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,16 @@ Used by consumer_vs_peers.py and producer_vs_peers_rdkafka.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -129,3 +133,25 @@ def run_sampled(cmd: Sequence[str], parser: Parser, timeout: float = 900.0, env:
         run.stderr = err.read().decode(errors="replace")
         run.stdout_tail = tail
     return run
+
+
+def finish(
+    res: dict[str, Any], tools: Sequence[str], min_window: float, out: Path | None, table: str, hint: str
+) -> int:
+    """Record the windows shorter than ``min_window`` in ``res``, write it as JSON to ``out``, print
+    ``table``; exit status 1 (and why, with ``hint``) when a window was too short."""
+    short = [
+        f"{codec} {tool} {r[tool]['window_s']:.2f} s"
+        for codec, c in res["codecs"].items()
+        for r in c["runs"]
+        for tool in tools
+        if r[tool]["window_s"] < min_window
+    ]
+    res["short_windows"] = short
+    if out:
+        out.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    print(table)
+    if short:
+        print(f"windows shorter than {min_window} s ({hint}): {', '.join(short)}", file=sys.stderr)
+        return 1
+    return 0
