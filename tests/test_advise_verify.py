@@ -37,6 +37,10 @@ def test_verify_stored_bytes_within_3pct_and_producer_cpu_within_30pct(tmp_path:
         stored = next(c for q, c in judged.items() if q.startswith("stored bytes"))
         assert stored.measured
         assert abs(stored.error) <= av.STORED_TOLERANCE, (v.role, stored)
+        # the judged figure is at the run's batch count; the model's count is an upper bound: a
+        # linger timer fires late on a loaded host, never early (CI: 691-898 batches against 1,000)
+        batches = next(c for c in v.checks if c.quantity == "stored batches")
+        assert batches.predicted and batches.measured and batches.measured <= batches.predicted * 1.02, batches
         if v.candidate.codec == "none":  # none's producer CPU calibrates the per-record cost: not judged
             assert not any(q.startswith("producer CPU") for q in judged)
             continue

@@ -85,8 +85,14 @@ def test_two_producers_one_consumer_every_record_once_at_the_total_rate(tmp_path
     assert a["status"] == "OK", a["reason"]
     assert int(a["messages"]) == int(rate * 3)
     assert (a["lost"], a["duplicated"], a["delivery_errors"]) == ("0", "0", "0")
-    # The merged achieved rate (sum of the producers' rates) is the target within 0.1 %.
-    assert abs(float(a["achieved_rate_msgs"]) - rate) / rate < 0.001, a["achieved_rate_msgs"]
+    # The merged achieved rate is the sum of the producers' rates (an average would read half, one
+    # producer's alone half too). Each is (sent - 1) / (last send - first due): the tick rule keeps
+    # the due times exact, so it is off only by its last send's lateness, a scheduler wake-up on a
+    # host of three JVM brokers, two Dask workers and the run on 2 CPUs (CI: 4.4 ms). Bound: 10 ms
+    # over the 3 s window, per producer, below the target only.
+    late = 0.010 / 3
+    achieved = float(a["achieved_rate_msgs"])
+    assert rate * (1 - late) <= achieved <= rate * 1.0001, a["achieved_rate_msgs"]
     assert a["e2e_p99_us"] != "" and a["corrected_p99_us"] != ""
     # CPU rows per host and role; the manifest lists every worker's host.
     roles = {r["role"] for r in _rows(tmp_path / "run" / "D.csv")}
