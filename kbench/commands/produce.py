@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,19 @@ from kbench.commands.args import (
     output_file,
     publish,
 )
-from kbench.kafka import admin, clients
+from kbench.engine.cell import Cell
+from kbench.engine.transports.base import RunRequest, TransportError
+from kbench.engine.transports.local_pool import LocalPool
+from kbench.engine.transports.measure import DriverPool, Jobs, Window
+from kbench.kafka import admin, clients, procstat
 from kbench.kafka.address import check_bootstrap
 from kbench.kafka.cluster_state import ClusterError, default_dir, read_state
-from kbench.kafka.driver_client import DriverClient
 from kbench.kafka.drivers import (
     DEFAULT_HEADER_SAMPLE,
     KafkaError,
     ProducerResult,
     ProducerSpec,
+    new_run_id,
     produce,
     produce_and_consume,
     redact,
@@ -39,9 +42,6 @@ from kbench.kafka.sendwindow import STEADY_SKIP_S, send_window
 from kbench.model import corpus, limits
 from kbench.model.corpus_cache import load_cached
 from kbench.model.stats import histogram_us
-
-#: Seconds a driver may take to start (a JVM, the corpus) and a consumer to be assigned.
-START_TIMEOUT = 60.0
 
 #: The results file ``-o DIR`` holds.
 RESULT_FILE = "produce.json"
@@ -151,60 +151,62 @@ def _hist_pcts(h: dict[str, Any] | None) -> dict[str, float | None]:
     return {**{out: h[k] for k, out in names.items()}, "count": h["count"]}
 
 
+def _span_s(args: argparse.Namespace) -> float:
+    """The run's span as the pool's request carries it (the drivers' timeouts: a consumer's
+    span + 60 s, the producer's span + 120 s): --count / --rate at a fixed rate with a count, else
+    --duration.  A saturated run of a count has no span: 0 when a consumer waits (its 60 s), else
+    the longest duration kbench takes (the producer ends by its count)."""
+    if args.mode == "fixed-rate" and args.count:
+        return float(args.count / args.rate)
+    if args.duration or args.consume:
+        return float(args.duration)
+    return limits.BOUNDS["duration_s"].high
+
+
 def _run_driver(
     args: argparse.Namespace, props: dict[str, str], corp: corpus.Corpus, tmp: Path
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Producer (and consumer) as driver processes of --client; their summaries."""
-    f = corpus.write_lenprefixed(corp.records, tmp / "corpus.bin")
-    run_id = random.getrandbits(62) + 1
+    """Producer (and consumer) as driver processes of --client, run by the local pool (the
+    ``DriverPool`` every experiment's repetition runs through); their summaries."""
+    if args.consume and not args.count:
+        raise KafkaError(
+            f"--consume with --client {args.client} needs --count (the consumer checks every sequence number)"
+        )
+    fixed = args.mode == "fixed-rate"
     base = {
+        "props": props,
         "topic": args.topic,
-        "run_id": run_id,
+        "run_id": new_run_id(),
         "connect_timeout": args.connect_timeout,
         "header_sample": args.header_sample,
     }
-    cons = None
-    if args.consume:
-        if not args.count:
-            raise KafkaError(
-                f"--consume with --client {args.client} needs --count (the consumer checks every sequence number)"
-            )
-        cons = DriverClient.start(
-            "consumer",
-            {
-                **base,
-                "props": props,
-                "expected": args.count,
-                "timeout": 60.0 + (args.count / args.rate if args.rate else args.duration),
-            },
-            client=args.client,
-        )
-        cons.expect("READY", START_TIMEOUT)
-    prod = DriverClient.start(
-        "producer",
-        {
-            **base,
-            "props": props,
-            "corpus_file": str(f),
-            "corpus_format": "lenprefixed",
-            "mode": args.mode,
-            "rate": args.rate,
-            "count": args.count,
-            "duration": args.duration,
-            "keys": args.keys,
-            "nkeys": args.nkeys,
-        },
+    producer = {**base, "mode": args.mode, "count": args.count, "duration": args.duration}
+    producer.update(keys=args.keys, nkeys=args.nkeys)
+    consumer = {**base, "expected": args.count} if args.consume else None
+    # the pool reads a cell's client (and, for librdkafka's statistics, its codec); the producer's
+    # settings are in its props, verbatim
+    cell = Cell(
+        cell_id="produce",
+        sweep="produce",
+        experiments=(),
+        codec="none",
+        corpus=str(corp.source),
+        batch_size=0,
+        linger_ms=0.0,
+        partitions=args.partitions,
+        acks="",
+        rate=args.rate if fixed else "saturated",
+        topic_compression="producer",
         client=args.client,
     )
+    req = RunRequest(cell, args.topic, corp, args.rate if fixed else None, _span_s(args), steady_skip_s=0.0)
+    brokers = Window(lambda: procstat.snapshot([]), procstat.system_cpu)  # no broker pids: the window is the drivers'
+    pool: DriverPool = LocalPool(tmp, args.header_sample)
     try:
-        prod.expect("STARTED", START_TIMEOUT)
-        pres = prod.result(None)  # the producer ends by its count or duration
-        cres = cons.result(None) if cons is not None else None
-    finally:
-        prod.kill()
-        if cons is not None:
-            cons.kill()
-    fixed = args.mode == "fixed-rate"
+        ran = pool.run(req, Jobs(producer, consumer, args.count), brokers)
+    except TransportError as e:  # a driver failed, timed out or could not start (its message)
+        raise KafkaError(str(e)) from None
+    pres, cres = ran.producer, ran.consumer
     summary = {
         "mode": args.mode,
         **{k: pres[k] for k in ("sent", "delivered", "failed", "undelivered", "bytes", "achieved_rate")},
@@ -221,11 +223,11 @@ def _run_driver(
         "cpu": pres.get("cpu"),
         "client_stats": pres.get("client_stats"),
     }
-    consumer = None
+    out = None
     if cres is not None:
-        consumer = {k: cres[k] for k in ("records", "bytes", "unique", "lost", "duplicates", "timed_out")}
-        consumer["e2e"] = _hist_pcts(cres.get("e2e"))
-    return summary, consumer
+        out = {k: cres[k] for k in ("records", "bytes", "unique", "lost", "duplicates", "timed_out")}
+        out["e2e"] = _hist_pcts(cres.get("e2e"))
+    return summary, out
 
 
 def _check_bounds(args: argparse.Namespace) -> None:
