@@ -160,10 +160,11 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         return tuple(d[c] for c in order)
 
     totals: dict[tuple[str, ...], Fig] = {}
+    # one family: every role's comparisons on CPU-s/GB (as the console's), the brokers' printed here
     judged = [
         k
         for k in sorted(all_keys, key=sort_key)
-        if k in base and k[1].startswith("broker") and base[k] in per_gb and k in per_gb
+        if k in base and base[k] in per_gb and k in per_gb
         if per_gb[k].ok and per_gb[base[k]].ok
     ]
     bv, _ = family(ctx, "cpu_s_per_gb", True, [(per_gb[base[k]], per_gb[k], base[k][2], k[2]) for k in judged])
@@ -200,7 +201,7 @@ def _section(ctx: ReportContext, df: pd.DataFrame) -> None:
         ):
             ch = ctx.ledger.derive("pct_change", [per_gb[base[k]].median, per_gb[k].median], "pct")
             v = broker_verdicts[k]
-            rest = " ".join(k[3:])
+            rest = " ".join(x for x in k[3:] if x not in ("", "NA"))
             who = k[1] if ctx.one_machine else f"{k[0]} {k[1]}"
             ctx.headline.append(
                 f"Broker CPU change, {who}{(' ' + rest) if rest else ''}: {ch} CPU-s/GB with {k[2]} vs {base[k][2]} "
@@ -265,13 +266,13 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
         if sb is not None and sk is not None and sb.ok and sk.ok:
             groups.setdefault((b[:-1], k[:-1], q), []).append((k[-1], sb, sk))
     out = []
-    verdict = {}  # one family per role: every codec against the baseline (Holm over them)
-    controls = aa_pairs(st, keys)  # (baseline, A/A control) per role: the noise floor
-    for role in ("producer", "consumer"):
-        mine = [(g, sb, sk) for g, roles in groups.items() for r, sb, sk in roles if r == role]
-        aa = [(st[b], st[c]) for b, c in controls if b[-1] == role and st[b].ok and st[c].ok]
-        fam, _ = family(ctx, "cpu_s_per_gb", True, [(sb, sk, g[0][1], g[1][1]) for g, sb, sk in mine], aa)
-        verdict.update({(g, role): v for (g, _, _), v in zip(mine, fam)})
+    # one family, as the console's and the D table's: every role's codec-against-baseline comparison
+    # on CPU-s/GB (Holm over all of them; docs/methodology.md §5), the A/A pairs its noise floor
+    controls = aa_pairs(st, keys)
+    mine = [(g, r, sb, sk) for g, roles in groups.items() for r, sb, sk in roles]
+    aa = [(st[b], st[c]) for b, c in controls if st[b].ok and st[c].ok]
+    fam, _ = family(ctx, "cpu_s_per_gb", True, [(sb, sk, g[0][1], g[1][1]) for g, _, sb, sk in mine], aa)
+    verdict = {(g, r): v for (g, r, _, _), v in zip(mine, fam)}
     for (b, k, q), roles in groups.items():
         for role in ("producer", "consumer"):
             for sb, sk in [(x, y) for r, x, y in roles if r == role]:
