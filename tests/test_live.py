@@ -203,12 +203,15 @@ def test_no_line_before_anything_is_planned() -> None:
 
     out = io.StringIO()
     board = LiveBoard()
-    view = LiveView(board, stream=out)
+    logged: list[dict[str, object]] = []
+    view = LiveView(board, stream=out, log=logged.append)
     view._line()
-    assert out.getvalue() == ""
+    # nor a run.log line: a run refused while loading leaves its new run directory empty (removed)
+    assert out.getvalue() == "" and logged == []
     board.add_total(2)
     view._line()
     assert out.getvalue().startswith("kbench: 0/2 starting"), out.getvalue()
+    assert [d["event"] for d in logged] == ["live"]
 
 
 LOCAL = """

@@ -15,11 +15,18 @@ from kbench.engine.estimate import estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Real runs (local cluster, testbed with knee probes, the Java and Go drivers).  Not catch-up:
-#: G's repetitions last until the backlog is drained, not duration_s.  Phases a run predates (the
+#: Real runs (local cluster, testbed with knee probes, the Java and Go drivers, a catch-up plan
+#: whose runs last until the backlog is drained: CATCH_UP_RUN_S, calibrated on that run).  Phases a run predates (the
 #: cluster's warm-up, the floor probes: no ``warm_up`` entry, no ``floor`` in its derivation) are
 #: left out of its estimate.
-RUNS = ("quick-2026-12-02", "seed000-testbed-2026-12-02", "clients-2026-12-02")
+RUNS = (
+    "quick-2026-12-02",
+    "seed000-testbed-2026-12-02",
+    "clients-2026-12-02",
+    "quick-2026-12-04",
+    "seed000-testbed-2026-12-04a",
+    "catch-up-2026-12-04",
+)
 
 
 @pytest.mark.parametrize("name", RUNS)

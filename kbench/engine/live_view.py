@@ -87,11 +87,14 @@ class LiveView:
 
     def _line(self) -> None:
         s = self.board.snapshot()
+        # nothing planned yet (the plan, corpus and cluster still loading): no figures to give, and a
+        # run refused there (a bad corpus) ends with its one error line, not "0/0 starting", and
+        # leaves no run.log behind (the run directory it made stays empty, so it is removed)
+        if not s.reps_total:
+            return
         if self.log is not None:
             self.log({"event": "live", **s.as_dict()})
-        # nothing planned yet (the plan, corpus and cluster still loading): no figures to give, and a
-        # run refused there (a bad corpus) ends with its one error line, not "0/0 starting"
-        if self._live is None and s.reps_total:
+        if self._live is None:
             self.stream.write(f"kbench: {describe(s)}\n")
             self.stream.flush()
 
