@@ -55,6 +55,7 @@ typedef struct kb_batch {
     uint8_t *seen;    /* assign mode: the sampled sequence numbers' bitmap */
     int64_t *samples_seen;
     int eof;          /* group mode: a partition reached its end in this batch */
+    int clocked;      /* 1 once now was read for this batch */
     int (*record)(struct kb_batch *b, rd_kafka_message_t *m);
 } kb_batch;
 
@@ -83,43 +84,88 @@ static int64_t process_cpu_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/** Records dequeued at most per batch. */
+/** Records dequeued at most per batch (rd_kafka_consume_batch_queue). */
 #define KB_BATCH 1024
 
-/** One batch: wait at most 100 ms (less when the deadline is nearer) for the first message, then take
- *  every message already queued, up to KB_BATCH, without waiting (rd_kafka_consume_batch_queue waits
- *  for a full batch until its timeout: one call of 1 with the timeout, one of the rest with none, so
- *  a record is never held back).  Callbacks (rebalance, statistics, errors) are served inside.  One
- *  clock read for the batch: *now is the time after the dequeue, and the time series is advanced to
- *  it also when nothing arrived (a stall is a run of empty intervals). */
-static int serve_batch(rd_kafka_queue_t *q, kb_batch *b, int64_t deadline, int64_t *now) {
+/** The batch's one clock read: b->now, and the time series advanced to it (also when nothing
+ *  arrived: a stall is a run of empty intervals). */
+static void batch_clock(kb_batch *b) {
+    b->now = kb_now_ns();
+    if (b->c->iv.width_ns)
+        kb_iv_at(&b->c->iv, b->now);
+    b->clocked = 1;
+}
+
+/** After a batch that read records (before: the count before it): the steady window's edge. */
+static void batch_end(kb_consumer *c, int64_t before, int64_t now) {
+    if (c->cpu_window && c->records > before) {
+        int64_t *w = before == 0 ? c->w0 : c->w1;
+        w[0] = c->records;
+        w[1] = now;
+        w[2] = process_cpu_ns();
+        w[3] = kb_thread_cpu_ns();
+    }
+}
+
+/** The wait for a batch's first message: at most 100 ms, less when the deadline is nearer. */
+static int wait_ms(int64_t deadline, int64_t now) {
+    int64_t left_ms = (deadline - now) / 1000000;
+    return left_ms < 100 ? (int)(left_ms < 0 ? 0 : left_ms) + 1 : 100;
+}
+
+/** One batch from q (the consumer queue): wait at most tmo ms for the first message, then take every
+ *  message already queued, up to KB_BATCH, without waiting (rd_kafka_consume_batch_queue waits for a
+ *  full batch until its timeout: one call of 1 with the timeout, one of the rest with none, so a
+ *  record is never held back).  Callbacks (rebalance, statistics, errors) are served inside.  One
+ *  clock read for the batch: *now is the time after the dequeue. */
+static int serve_batch(rd_kafka_queue_t *q, kb_batch *b, int tmo, int64_t *now) {
     kb_consumer *c = b->c;
     rd_kafka_message_t *ms[KB_BATCH];
-    int64_t left_ms = (deadline - *now) / 1000000;
     int64_t before = c->records;
     b->eof = 0;
-    ssize_t n = rd_kafka_consume_batch_queue(q, left_ms < 100 ? (int)left_ms + 1 : 100, ms, 1);
+    ssize_t n = rd_kafka_consume_batch_queue(q, tmo, ms, 1);
     if (n == 1) {
         ssize_t more = rd_kafka_consume_batch_queue(q, 0, ms + 1, KB_BATCH - 1);
         if (more > 0)
             n += more;
     }
-    *now = kb_now_ns();
-    if (c->iv.width_ns)
-        kb_iv_at(&c->iv, *now);
-    b->now = *now;
+    if (n > 0 || tmo > 0) { /* else the caller's clock stands (nothing was waited for or read) */
+        batch_clock(b);
+        *now = b->now;
+    }
     for (ssize_t i = 0; i < n; i++) {
         on_record(ms[i], b);
         rd_kafka_message_destroy(ms[i]);
     }
-    if (c->cpu_window && c->records > before) {
-        int64_t *w = before == 0 ? c->w0 : c->w1;
-        w[0] = c->records;
-        w[1] = *now;
-        w[2] = process_cpu_ns();
-        w[3] = kb_thread_cpu_ns();
-    }
+    batch_end(c, before, *now);
     return b->rc;
+}
+
+/** rd_kafka_consume_callback_queue's per-message function: the clock is read at the batch's first message. */
+static void on_message(rd_kafka_message_t *m, void *opaque) {
+    kb_batch *b = opaque;
+    if (!b->clocked)
+        batch_clock(b);
+    on_record(m, b);
+}
+
+/** Assign mode's batch: every message queued in mq (the partitions' messages, forwarded there) after
+ *  waiting at most tmo ms for the first, moved out of the queue under one lock
+ *  (rd_kafka_consume_callback_queue, as kcat reads; rd_kafka_consume_batch_queue locks the queue and
+ *  serves the callbacks once per message); then the consumer queue's callbacks (statistics, errors)
+ *  without waiting.  One clock read for the batch, as serve_batch. */
+static int serve_messages(rd_kafka_queue_t *mq, rd_kafka_queue_t *cq, kb_batch *b, int tmo, int64_t *now) {
+    kb_consumer *c = b->c;
+    int64_t before = c->records;
+    b->clocked = 0;
+    rd_kafka_consume_callback_queue(mq, tmo, on_message, b);
+    if (!b->clocked)
+        batch_clock(b);
+    *now = b->now;
+    batch_end(c, before, *now);
+    if (b->rc < 0)
+        return b->rc;
+    return serve_batch(cq, b, 0, now);
 }
 
 /** The steady window's figures from its edges (see consumer.h). */
@@ -166,9 +212,11 @@ static int start_offset(rd_kafka_t *rk, const kb_consumer *c, int32_t pid, int64
     }
 }
 
-/** Assign all partitions of c->topic at their start offsets (start_mode); 0 or < 0 with err set.  *out = the assignment. */
-static int assign_start(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_partition_list_t **out,
-                        kb_error *err) {
+/** Assign all partitions of c->topic at their start offsets (start_mode), every partition's messages
+ *  forwarded to mq first (the fetcher keeps an application's forwarding); 0 or < 0 with err set.
+ *  *out = the assignment. */
+static int assign_start(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_queue_t *mq,
+                        rd_kafka_topic_partition_list_t **out, kb_error *err) {
     const struct rd_kafka_metadata *md = NULL;
     if (topic_metadata(rk, c, tms, &md, err))
         return KB_EKAFKA;
@@ -181,6 +229,13 @@ static int assign_start(rd_kafka_t *rk, kb_consumer *c, int tms, rd_kafka_topic_
         if ((rc = watermarks(rk, c, pid, tms, &lo, &hi, err)) != 0 ||
             (rc = start_offset(rk, c, pid, lo, hi, tms, &o, err)) != 0)
             break;
+        rd_kafka_queue_t *pq = rd_kafka_queue_get_partition(rk, c->topic, pid);
+        if (!pq) {
+            rc = kb_error_set(err, KB_EKAFKA, -1, "no queue for %s [%d]", c->topic, pid);
+            break;
+        }
+        rd_kafka_queue_forward(pq, mq);
+        rd_kafka_queue_destroy(pq);
         rd_kafka_topic_partition_list_add(l, c->topic, pid)->offset = o;
     }
     rd_kafka_metadata_destroy(md);
@@ -595,7 +650,7 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
                 continue;
             }
         }
-        if (serve_batch(q, &b, deadline, &now) < 0)
+        if (serve_batch(q, &b, wait_ms(deadline, now), &now) < 0)
             break;
         if (b.eof)
             next_check = 0;
@@ -685,6 +740,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     }
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *start = NULL;
+    rd_kafka_queue_t *mq = NULL; /* assign mode: the partitions' messages */
     int tms = (int)(c->connect_timeout_s * 1000);
     if (kb_wait_reachable(rk, &c->props, tms, &c->conn_err, err) < 0)
         goto out;
@@ -692,7 +748,8 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
         group_loop(rk, c, tms, err);
         goto out;
     }
-    if (assign_start(rk, c, tms, &start, err) < 0)
+    mq = rd_kafka_queue_new(rk);
+    if (assign_start(rk, c, tms, mq, &start, err) < 0)
         goto out;
     c->t_start = c->t_assigned = kb_now_ns();
     if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
@@ -722,7 +779,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
             c->timed_out = 1;
             break;
         }
-        if (serve_batch(q, &b, deadline, &now) < 0)
+        if (serve_messages(mq, q, &b, wait_ms(deadline, now), &now) < 0)
             break;
     }
     rd_kafka_queue_destroy(q);
@@ -741,6 +798,8 @@ out:
     if (start)
         rd_kafka_topic_partition_list_destroy(start);
     rd_kafka_consumer_close(rk);
+    if (mq) /* after the close (the fetchers stopped: nothing is forwarded to it any more), before the destroy */
+        rd_kafka_queue_destroy(mq);
     rd_kafka_destroy(rk);
     free(seen);
     return err->code;

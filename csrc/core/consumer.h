@@ -99,7 +99,11 @@ typedef struct {
 /**
  * Records are dequeued in batches (every record queued when the client is served: one clock read
  * and one interval tick per batch, not per record); the counts, the e2e histogram and the
- * time series are per record as before.
+ * time series are per record as before.  Assign mode forwards every partition's messages to a queue
+ * of their own and takes that whole queue at once (rd_kafka_consume_callback_queue, as kcat does):
+ * librdkafka 2.0.2's fetcher stops for up to 1 s whenever its queue holds queued.min.messages
+ * (100,000 by default), and a reader that leaves records queued while it works on a batch
+ * (rd_kafka_consume_batch_queue, at most KB_BATCH at a time) hits that stop.
  *
  * Assign every partition of the topic at its current high watermark (or where start_mode says), signal
  * ready, then consume until `expected` records were read and every expected
