@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -31,9 +32,17 @@ def _advise(swept, prices: adv.Prices, work: adv.Workload = WORK) -> adv.Advice:
 
 
 def test_m_cache_is_reused(swept):
-    c, _, _, cache = swept
+    c, m, _, cache = swept
     again = mtable.measure_m(c, SPECS, cache_dir=cache)
-    assert again.measured == 0 and again.speeds
+    assert again.measured == 0 and again.speeds and again.fresh == m.fresh
+    assert set(m.fresh) == set(m.speeds)  # every cell has the producer's new-context figure too
+    # the entries carry their format in the key: a kbench of another format never reads them as its own
+    entries = json.loads((cache / "advise-m.json").read_text())
+    assert entries and all(k.startswith(mtable.CACHE_FORMAT + "|") and len(v) == 3 for k, v in entries.items())
+    # an entry of another format under another key is ignored, not misread
+    entries["m1|" + next(iter(entries)).split("|", 1)[1]] = [1.0, 2.0]
+    (cache / "advise-m.json").write_text(json.dumps(entries))
+    assert mtable.measure_m(c, SPECS, cache_dir=cache).speeds == m.speeds
 
 
 def test_expensive_network_buys_ratio_expensive_cpu_buys_a_cheaper_codec(swept):

@@ -208,7 +208,7 @@ def shape_of(stored: float, steady: bool = True, raw: float = 4096.0) -> adv.Sha
 def test_advise_prices_given_shapes_and_recommends(tmp_path: Path) -> None:
     corpus = Corpus("c", (b"x" * 1000,) * 10)
     work = adv.Workload(rate=10_000, partitions=2, replication_factor=3, retention_hours=24.0)
-    m = MTable(speeds={("zstd:3", 4096): (500.0, 1000.0)})
+    m = MTable(speeds={("zstd:3", 4096): (500.0, 1000.0)}, fresh={("zstd:3", 4096): 400.0})
     shapes = {("none", 16384, 5.0): (shape_of(1.0), ()), ("zstd:3", 16384, 5.0): (shape_of(0.25), (65536,))}
     a = adv.advise(corpus, work, adv.Prices(), specs=[CodecSpec("none"), parse_spec("zstd:3")], shapes=shapes, m=m)
     z = adv.price(parse_spec("zstd:3"), 16384, 5.0, shapes[("zstd:3", 16384, 5.0)][0], 1e7, work, adv.Prices(), m)

@@ -7,7 +7,8 @@ below is arithmetic a reader can check on paper:
 - workload: 10,000 records/s of 1,000 bytes = 10 MB/s = 0.01 GB/s of payload, RF 3, retention
   24 h, one consumer group;
 - shape: stored = 0.25 x payload (ratio 4), produced = 0.26 x payload, batches of 64 KiB raw;
-- codec: zstd:3 at 500 MB/s compress, 1,000 MB/s decompress (2 and 1 CPU-s per GB);
+- codec: zstd:3 at 500 MB/s compress with a new context per batch (the producer's; M's reused-context
+  figure, 800, must not be used), 1,000 MB/s decompress (2 and 1 CPU-s per GB);
 - prices: the defaults (``Prices()``), 730 hours a month.
 
 Exact to 1e-9 relative (floating point only): the model is arithmetic on these inputs.
@@ -39,7 +40,9 @@ def shape(stored: float = 0.25, produced: float = 0.26) -> adv.Shape:
     )
 
 
-M = MTable(speeds={("zstd:3", RAW): (500.0, 1000.0)})
+#: M's reused-context compress figure (800) is not the producer's: it compresses each batch with a
+#: new context (500), the figure every hand calculation below uses
+M = MTable(speeds={("zstd:3", RAW): (800.0, 1000.0)}, fresh={("zstd:3", RAW): 500.0})
 WORK = adv.Workload(rate=10_000, partitions=6, replication_factor=3, retention_hours=24.0)
 
 
@@ -126,7 +129,7 @@ def test_non_unit_prices_percentiles_and_the_budget_boundary() -> None:
     waits = tuple(float(i) for i in range(200))  # 0..199 ms
     raws = tuple(float(RAW) if i < 199 else float(2 * RAW) for i in range(200))  # the last in a 128 KiB batch
     sh = adv.Shape(0.25, 0.26, float(RAW), 65.0, 150.0, waits, raws, False)
-    m = MTable(speeds={("zstd:3", RAW): (500.0, 1000.0)})
+    m = MTable(speeds={("zstd:3", RAW): (800.0, 1000.0)}, fresh={("zstd:3", RAW): 500.0})
     prices = adv.Prices(broker_cpu_s_per_gb=2.0, cross_zone_replication=0.5, cross_zone_produce=0.25)
     c = adv.price(parse_spec("zstd:3"), RAW, 5.0, sh, 10_000 * 1_000.0, WORK, prices, m)
     # the candidate says what it is

@@ -38,7 +38,6 @@ from kbench.model import advise as adv
 from kbench.model import batch as batch_mod
 from kbench.model import mtable
 from kbench.model import simulator as sim
-from kbench.model.batch_compress import per_batch_s_per_byte
 from kbench.model.codecs import parse_spec
 from kbench.model.corpus import Corpus, write_lenprefixed
 
@@ -140,7 +139,7 @@ def predict(
     _, dec = m.speed(cand.spec, cand.raw_batch_p50)
     compressed = spec.codec != "none"
     # the producer compresses each batch with a context of its own (librdkafka), not M's reused one
-    compress_s_per_gb = adv.GB * per_batch_s_per_byte(corpus, spec, int(cand.raw_batch_p50)) if compressed else 0.0
+    compress_s_per_gb = adv.GB / 1e6 / m.producer_speed(cand.spec, cand.raw_batch_p50) if compressed else 0.0
     decompress_s_per_gb = adv.GB / 1e6 / dec if compressed else 0.0
     records_per_gb = count / (seq.size / adv.GB)
     stored_per_payload = res.stored_bytes / seq.size

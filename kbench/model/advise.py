@@ -159,7 +159,9 @@ def price(
     m: MTable,
 ) -> Candidate:
     """The cost model of ``docs/advise.md`` for one candidate."""
-    comp, dec = m.speed(str(spec), shape.raw_batch_p50)
+    # the producer compresses each batch with a new context (librdkafka), not M's reused one
+    _, dec = m.speed(str(spec), shape.raw_batch_p50)
+    comp = m.producer_speed(str(spec), shape.raw_batch_p50)
     gbps = payload_bytes_per_s / GB  # payload GB per second
     stored_gbps = gbps * shape.stored_per_payload
     produced_gbps = gbps * shape.produced_per_payload
