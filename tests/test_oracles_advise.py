@@ -16,6 +16,8 @@ Exact to 1e-9 relative (floating point only): the model is arithmetic on these i
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kbench.model import advise as adv
@@ -66,6 +68,9 @@ def test_every_cost_term_of_zstd_against_the_hand_calculation() -> None:
     assert c.ratio == pytest.approx(4.0, rel=REL)
     # producer: 10,000 x 7 us = 0.07 cores; compressing 0.01 GB/s at 2 s/GB = 0.02 cores
     assert c.producer_cores == pytest.approx(0.07 + 0.02, rel=REL)
+    # the Java client is priced at M's reused-context figure: 0.01 GB/s at 1.25 s/GB
+    java = priced(work=dataclasses.replace(WORK, client="java"))
+    assert java.producer_cores == pytest.approx(0.07 + 0.0125, rel=REL) and java.compress_mb_s == 800.0
     # broker: the leader decompresses 0.01 GB/s at 1 s/GB = 0.01; 3 replicas x 10,000 x 19 us =
     # 0.57; 3 replicas x 0.0025 GB/s stored x 1 s/GB = 0.0075
     assert c.broker_cores == pytest.approx(0.01 + 0.57 + 0.0075, rel=REL)
