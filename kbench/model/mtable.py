@@ -27,7 +27,7 @@ __all__ = ["M_BLOCKS", "MTable", "default_cache_dir", "m_corpus", "measure_m"]
 M_BLOCKS: tuple[int, ...] = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
 #: The cache entries' format: [compress MB/s (M, one context reused), decompress MB/s, compress MB/s
 #: with a new context per block]; part of every key.
-CACHE_FORMAT = "m2"
+CACHE_FORMAT = "m3"
 #: Experiment M runs on the first records of the corpus, this many bytes (at least the largest block).
 M_CORPUS = 1 << 20
 
