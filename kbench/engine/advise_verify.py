@@ -92,6 +92,16 @@ def _header(seq: int, rate: float, run_id: int) -> tuple[batch_mod.Header, ...]:
     return (batch_mod.Header(HEADER_KEY, struct.pack(">qqQ", sent, seq, run_id)),)
 
 
+def _tagged(seq: Corpus, lo: int, hi: int, rate: float) -> list[batch_mod.Record]:
+    """Records ``lo``..``hi`` of the run as the producer sends them: the instrument's header on
+    every ``header_sample``-th (seq % header_sample == 0)."""
+    every = DEFAULT_HEADER_SAMPLE
+    return [
+        batch_mod.Record(value=seq.records[j], headers=_header(j, rate, 0x5EED) if j % every == 0 else ())
+        for j in range(lo, hi)
+    ]
+
+
 def stored_at_batches(corpus: Corpus, cand: adv.Candidate, rate: float, count: int, batches: int) -> float:
     """Stored bytes of the run's ``count`` records, with the instrument's header, cut into ``batches``
     contiguous batches of sizes as equal as they go (the run's own batch count; the records of one
@@ -99,15 +109,11 @@ def stored_at_batches(corpus: Corpus, cand: adv.Candidate, rate: float, count: i
     seq = _sequence(corpus, count)
     spec = parse_spec(cand.spec)
     n = max(1, min(batches, count))
-    every = DEFAULT_HEADER_SAMPLE
     total = 0
     for k in range(n):
-        lo, hi = k * count // n, (k + 1) * count // n
-        recs = [
-            batch_mod.Record(value=seq.records[j], headers=_header(j, rate, 0x5EED) if j % every == 0 else ())
-            for j in range(lo, hi)
-        ]
-        enc, _ = batch_mod.encode_ex(recs, spec.codec, spec.level, client="librdkafka")
+        enc, _ = batch_mod.encode_ex(
+            _tagged(seq, k * count // n, (k + 1) * count // n, rate), spec.codec, spec.level, client="librdkafka"
+        )
         total += len(enc)
     return float(total)
 
@@ -125,13 +131,9 @@ def predict(
     # The header's share: the model's batches, in order, as contiguous runs of the sent records.
     delta = 0
     i = 0
-    every = DEFAULT_HEADER_SAMPLE  # the producer's sampling: seq % header_sample == 0 carries the header
     for b in sorted(res.batches, key=lambda b: (b.t_close_ms, b.partition)):
         plain = [batch_mod.Record(value=seq.records[j]) for j in range(i, i + b.records)]
-        tagged = [
-            batch_mod.Record(value=seq.records[j], headers=_header(j, rate, 0x5EED) if j % every == 0 else ())
-            for j in range(i, i + b.records)
-        ]
+        tagged = _tagged(seq, i, i + b.records, rate)
         with_h, _ = batch_mod.encode_ex(tagged, spec.codec, spec.level, client="librdkafka")
         without, _ = batch_mod.encode_ex(plain, spec.codec, spec.level, client="librdkafka")
         delta += len(with_h) - len(without)

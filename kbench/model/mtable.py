@@ -121,7 +121,7 @@ def measure_m(
             if b > corpus.size:
                 continue
             key = f"{prefix}|{spec}|{b}"
-            if len(cache.get(key, ())) != 3:
+            if key not in cache:
                 rows = microbench.bench_cell(corpus, spec, b, min_time=min_time, repeats=repeats)
                 (s,) = microbench.summarize(rows)
                 spb = per_batch_s_per_byte(corpus, spec, b, repeats=repeats, min_time=max(min_time, 0.02))
