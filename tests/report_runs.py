@@ -197,22 +197,24 @@ IMPOSSIBLE_RATE = 2000000
 
 
 def kafka_runs(root: Path) -> Path:
-    """One short run of :data:`KAFKA` on a local Kafka cluster (3 repetitions of 1 s per cell).
+    """One short run of :data:`KAFKA` on a local Kafka cluster (3 repetitions of 1.5 s per cell).
 
     Run the tests that use it under ``flock /tmp/kbench-kafka.lock`` (one cluster at a time)."""
     key = f"kafka:{root}"
     if key not in _CACHE:
         root.mkdir(parents=True, exist_ok=True)
         # no retries: the report tests count exactly 3 REJECTED rows of the impossible cell
-        # 1 s windows opening 0.5 s in: the consumer that has just joined catches up on the first
+        # 1.5 s windows opening 0.5 s in: the consumer that has just joined catches up on the first
         # records before the window (a 0.5 s window from 0 s read one repetition's e2e p50 21 ms
-        # above its corrected p50: SATURATED, and no retry to replace it)
+        # above its corrected p50: SATURATED, and no retry to replace it); 1.5 s rather than 1 s:
+        # a scheduler stall of 30 ms (three brokers on 2 CPUs) put a 1 s window's send delay p99
+        # over A's 20 ms bound in CI; the tests accept a SATURATED repetition and check its wording
         _CACHE[key] = _run(
             root,
             "kafka-report",
             KAFKA,
             transport="local",
-            duration=1.0,
+            duration=1.5,
             top="retries = 0\n",
             ok=(EXIT_SHORT,),
             skip=0.5,

@@ -12,6 +12,7 @@ import csv
 import json
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -51,14 +52,34 @@ def report(kafka_report_run: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return out
 
 
+def _ok(run: Path, codec: str) -> list[dict[str, str]]:
+    """The fixed cell's OK repetitions of one codec: what the report's figures are made of."""
+    return [r for r in _rows(run, "A") if r["codec"] == codec and r["sweep"] == "fixed" and r["status"] == "OK"]
+
+
+def _saturated(run: Path) -> str:
+    """A's count of the fixed cell's SATURATED rows, as its p99 verdict words it ("" if none)."""
+    fixed = [r for r in _rows(run, "A") if r["sweep"] == "fixed"]
+    return ", ".join(
+        f"{c} {n} of 3 rows"
+        for c in ("none", "zstd:3")
+        if (n := sum(r["codec"] == c and r["status"] == "SATURATED" for r in fixed))
+    )
+
+
 def test_the_runs_are_what_the_report_tests_need(kafka_report_run: Path) -> None:
     a = _rows(kafka_report_run, "A")
     fixed = [r for r in a if r["sweep"] == "fixed"]
     impossible = [r for r in a if r["sweep"] == "impossible"]
-    # every fixed repetition measured: OK, nothing lost or duplicated, latencies present
-    assert [(r["codec"], r["status"]) for r in sorted(fixed, key=lambda r: (r["codec"], r["rep"]))] == [
-        ("none", "OK")
-    ] * 3 + [("zstd:3", "OK")] * 3, [r["reason"] for r in fixed]
+    # every fixed repetition measured, 3 per codec: OK, or SATURATED by A's own rule (2 CPUs shared
+    # with three brokers: a scheduler stall of 20+ ms puts a 1 s window's send delay p99 over the
+    # bound now and then; the run has no retries, see report_runs.kafka_runs) — never anything
+    # else, and at least 2 OK per codec, so that every figure below has a median and a range
+    assert sorted((r["codec"], r["rep"]) for r in fixed) == [(c, str(i)) for c in ("none", "zstd:3") for i in (1, 2, 3)]
+    for r in fixed:
+        assert r["status"] == "OK" or (r["status"] == "SATURATED" and r["reason"].startswith("saturated: ")), r
+    for codec in ("none", "zstd:3"):
+        assert len(_ok(kafka_report_run, codec)) >= 2, [(r["codec"], r["status"], r["reason"]) for r in fixed]
     for r in fixed:
         assert (r["lost"], r["duplicated"], r["delivery_errors"]) == ("0", "0", "0")
         assert float(r["corrected_p99_us"]) >= float(r["service_p50_us"]) > 0
@@ -73,10 +94,7 @@ def test_the_runs_are_what_the_report_tests_need(kafka_report_run: Path) -> None
 def test_a_latencies_and_a_p99_verdict(kafka_report_run: Path, report: Path) -> None:
     md = (report / "report.md").read_text()
     a = _section(md, "A")
-    ok = {
-        c: [r for r in _rows(kafka_report_run, "A") if r["codec"] == c and r["sweep"] == "fixed"]
-        for c in ("none", "zstd:3")
-    }
+    ok = {c: _ok(kafka_report_run, c) for c in ("none", "zstd:3")}
     lines = a.splitlines()
     first = next(i for i, x in enumerate(lines) if x.startswith("|"))
     header = _cells(lines[first])  # A's figures table: its header names each column
@@ -91,14 +109,14 @@ def test_a_latencies_and_a_p99_verdict(kafka_report_run: Path, report: Path) -> 
         )
         cells = _cells(line)
         assert len(cells) == len(header), (header, line)
-        # each printed percentile median stands in its own column: the median of the three OK
-        # rows' figure of that percentile (3 significant digits or more, so within 1 %)
+        # each printed percentile median stands in its own column: the median of the OK rows'
+        # figure of that percentile (3 significant digits or more, so within 1 %)
         for metric, title in (("p50", "p50 ms"), ("p95", "p95 ms"), ("p99", "p99 ms"), ("p999", "p99.9 ms")):
             cell = cells[header.index(title)]
             assert re.fullmatch(NUM, cell), (title, line)
-            med = sorted(float(r[f"corrected_{metric}_us"]) for r in rows)[1]  # µs in the CSV, ms in the report
+            med = statistics.median(float(r[f"corrected_{metric}_us"]) for r in rows)  # µs in the CSV, ms in the report
             assert abs(float(cell.replace(",", "")) * 1000 - med) <= max(0.01 * med, 0.01), (title, cell, med, line)
-        assert cells[col["n"]] == "3"  # n: OK repetitions
+        assert cells[col["n"]] == str(len(rows))  # n: OK repetitions
     verdict = next(x for x in a.splitlines() if "p99 verdict" in x)
     m = re.search(rf"none range ({NUM})–({NUM}) / zstd:3 range ({NUM})–({NUM}) → (.+)", verdict)
     assert m, verdict
@@ -107,11 +125,15 @@ def test_a_latencies_and_a_p99_verdict(kafka_report_run: Path, report: Path) -> 
     z99 = [float(r["corrected_p99_us"]) for r in ok["zstd:3"]]
     assert lo_n == pytest.approx(min(n99), rel=0.01) and hi_n == pytest.approx(max(n99), rel=0.01)
     assert lo_z == pytest.approx(min(z99), rel=0.01) and hi_z == pytest.approx(max(z99), rel=0.01)
-    # the verdict the shared rule gives for those repetitions (the plan's default rule; one pair at
-    # this rate, so Holm leaves its p as it is): its words, up to the figures in parentheses
-    (j,) = judge.judge([(judge.Sample("none", n99), judge.Sample("zstd:3", z99))], P99, True, judge.Rule())
-    assert m.group(5).startswith(j.text.split(" (")[0]), (verdict, j.text)
-    assert "Latency increment at the fixed rate" in md
+    saturated = _saturated(kafka_report_run)
+    if saturated:  # a SATURATED repetition: A's rule gives no p99 for the pair, and says why
+        assert m.group(5).startswith(f"no p99: SATURATED ({saturated}): queueing, not the codec"), verdict
+    else:
+        # the verdict the shared rule gives for those repetitions (the plan's default rule; one pair
+        # at this rate, so Holm leaves its p as it is): its words, up to the figures in parentheses
+        (j,) = judge.judge([(judge.Sample("none", n99), judge.Sample("zstd:3", z99))], P99, True, judge.Rule())
+        assert m.group(5).startswith(j.text.split(" (")[0]), (verdict, j.text)
+    assert ("Latency increment at the fixed rate" in md) == (not saturated)  # a headline only with a verdict
 
 
 def test_the_rejected_cell_is_excluded_and_listed(kafka_report_run: Path, report: Path) -> None:
@@ -134,7 +156,8 @@ def test_an_invalid_row_leaves_the_figures_and_is_listed(kafka_report_run: Path,
     run = tmp_path / kafka_report_run.name
     shutil.copytree(kafka_report_run, run)
     rows = _rows(run, "A")
-    target = next(r for r in rows if r["codec"] == "zstd:3" and r["sweep"] == "fixed" and r["rep"] == "2")
+    ok = len(_ok(run, "zstd:3"))  # ≥ 2 (the first test)
+    target = [r for r in rows if r["codec"] == "zstd:3" and r["sweep"] == "fixed" and r["status"] == "OK"][-1]
     target["status"] = "INVALID"
     target["reason"] = "CPU steal 5.00% > 1% during the run"
     with (run / "A.csv").open("w", newline="") as f:
@@ -146,9 +169,10 @@ def test_an_invalid_row_leaves_the_figures_and_is_listed(kafka_report_run: Path,
     shutil.copytree(report, copy)
     p = kbench("report", str(run), "-o", str(copy), "--verify-only", check=False)
     assert p.returncode == 1 and re.search(
-        r"figure \d+ \([^)]*A\.corrected_p99_us\): uses \S+/A\.csv row \d+ \(fixed-\d+ rep 2, INVALID\)", p.stderr
+        rf"figure \d+ \([^)]*A\.corrected_p99_us\): uses \S+/A\.csv row \d+ \(fixed-\d+ rep {target['rep']}, INVALID\)",
+        p.stderr,
     ), p.stderr
-    # a new report: the row is excluded and listed, the cell's figures are over the 2 OK rows
+    # a new report: the row is excluded and listed, the cell's figures are over the other OK rows
     out = tmp_path / "new-report"
     kbench("report", str(run), "-o", str(out), "--no-plots", "--verify")
     md = (out / "report.md").read_text()
@@ -160,7 +184,7 @@ def test_an_invalid_row_leaves_the_figures_and_is_listed(kafka_report_run: Path,
     assert "A: 1 rows invalid (steal above the limit)" in md
     a = _section(md, "A")
     zline = next(x for x in a.splitlines() if x.startswith("|") and "zstd:3" in _cells(x) and "2,000" in _cells(x))
-    assert _cells(zline)[-1] == "2"
+    assert _cells(zline)[-1] == str(ok - 1)
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["figures"]
 
@@ -176,11 +200,13 @@ def test_report_with_plots_on_the_real_run_answers_and_traces_every_number(
     measured = [r for r in _rows(kafka_report_run, "A") if r["sweep"] == "fixed"]
     assert measured and all(float(r["corrected_p99_us"]) > 0 for r in measured), "a real Kafka run measures latency"
     assert all(r["lost"] == "0" and r["duplicated"] == "0" for r in measured)
-    assert {r["status"] for r in measured} == {"OK"}
+    assert {r["status"] for r in measured} <= {"OK", "SATURATED"}  # ≥ 2 OK per codec: the first test
     answer = md.split("## The answer", 1)[1].split("\n## ", 1)[0]
     row = next(x for x in answer.splitlines() if x.startswith("| zstd:3 vs none | json |"))
-    assert "no p99" not in row, row
-    assert re.search(r"Latency increment at the fixed rate[^:\n]*: p99 zstd:3 − none = ", md), answer
+    saturated = _saturated(kafka_report_run)
+    assert ("no p99" not in row) if not saturated else (f"no p99: SATURATED ({saturated})" in row), row
+    increment = re.search(r"Latency increment at the fixed rate[^:\n]*: p99 zstd:3 − none = ", md)
+    assert bool(increment) == (not saturated), answer
     d = _section(md, "D")
     assert "producer" in d and "consumer" in d and "broker-" in d
     assert (out / "plots" / "a_latency.png").is_file()
