@@ -24,6 +24,7 @@ from kbench.engine.runner import execute
 from kbench.engine.transports.base import RunRequest, TransportError
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.engine.transports.local_pool import LocalPool
+from kbench.experiments.g_axes import catch_up
 from kbench.kafka import admin, drivers, merge
 from kbench.model import corpus
 
@@ -93,7 +94,7 @@ def test_group_plan_keys_are_checked(tmp_path: Path) -> None:
         (2, 65536),
         (2, 1048576),
     ]
-    assert all(c.catch_up and c.max_partition_fetch_bytes == 1048576 and c.fetch_min_bytes == 1 for c in cells)
+    assert all(catch_up(c) and c.max_partition_fetch_bytes == 1048576 and c.fetch_min_bytes == 1 for c in cells)
     p.write_text('name = "x"\n[transport]\nconsumers = 2\n[[sweep]]\nexperiments = ["A"]\nrate = 100\n')
     with pytest.raises(PlanError, match="consumer_group = true"):
         plan_mod.load(str(p))

@@ -16,11 +16,13 @@ import pytest
 from engine_fakes import FakeTransport, lat
 from test_knee import _a, _light, _ms, _opts, _plan, _text
 
-from kbench.engine import backlog, control, floor, premises, topology, warmup, window
+from kbench.engine import control, floor, premises, topology, warmup, window
 from kbench.engine import plan as plan_mod
 from kbench.engine.runner import execute
 from kbench.engine.status import RETRY_STATUSES, Status
 from kbench.engine.transports.base import RunRequest, RunResult, TransportError
+from kbench.experiments import g_backlog as backlog
+from kbench.experiments.g_axes import catch_up
 
 # ------------------------------------------------------------------ the A/A control cell
 
@@ -301,7 +303,7 @@ class _Draining(FakeTransport):
 
     def run(self, req: RunRequest) -> RunResult:
         res = super().run(req)
-        if not req.cell.catch_up:
+        if not catch_up(req.cell):
             return res
         b = req.cell.backlog_bytes
         drain = {"span_s": b / 200e6, "bytes": b, "unique": b // 300, "lost": 0, "duplicated": 0, "members": []}

@@ -112,22 +112,6 @@ class Cell:
         object.__setattr__(self, "key_policy", KEY_POLICY_SPELLINGS.get(self.key_policy, self.key_policy))
 
     @property
-    def catch_up(self) -> bool:
-        """A backlog is produced, then drained by a consumer group (``backlog_bytes`` > 0)."""
-        return self.backlog_bytes > 0
-
-    def fetch_props(self) -> dict[str, str]:
-        """The consumer's fetch settings as client properties.  librdkafka refuses a
-        ``fetch.max.bytes`` below ``message.max.bytes`` (default 1000000; a consumer sends only small
-        requests): that is lowered with it, to at least librdkafka's minimum 1000."""
-        return {
-            "message.max.bytes": str(max(1000, min(1000000, self.fetch_max_bytes))),
-            "fetch.max.bytes": str(self.fetch_max_bytes),
-            "max.partition.fetch.bytes": str(self.max_partition_fetch_bytes),
-            "fetch.min.bytes": str(self.fetch_min_bytes),
-        }
-
-    @property
     def saturated(self) -> bool:
         return self.rate == "saturated"
 

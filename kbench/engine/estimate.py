@@ -9,8 +9,9 @@ Phases (each an estimate from the plan alone, nothing is run):
 - knee probes: with ``auto_rate_basis = "pipeline"``, short probe repetitions of every distinct
   pipeline whose rate is derived (kbench.engine.knee), about :data:`PROBES_PER_CELL` each, after
   its latency floor's probes (at least :data:`SETTLE_PROBES`);
-- warm-ups and repetitions: their planned seconds; a catch-up (G) run instead lasts until its
-  backlog is produced and drained, which ``duration_s`` does not bound: :data:`CATCH_UP_RUN_S` each;
+- warm-ups and repetitions: their planned seconds; an experiment's own run (e.g. G's catch-up,
+  which lasts until its backlog is produced and drained, not bounded by ``duration_s``) takes the
+  seconds its experiment estimates (``Experiment.own_run_s``, through the registry);
 - per-run overhead: each run's topic creation, driver start, consumer assignment and drain.
 
 The constants are calibrated on committed runs (benchmarks/results/*/manifest.json: started_at
@@ -25,8 +26,9 @@ from dataclasses import dataclass
 from kbench.engine import knee
 from kbench.engine import plan as plan_mod
 from kbench.engine.cell import Cell
+from kbench.experiments import registry
 
-__all__ = ["CATCH_UP_RUN_S", "PROBES_PER_CELL", "Estimate", "estimate"]
+__all__ = ["PROBES_PER_CELL", "Estimate", "estimate"]
 
 #: Seconds to open a transport: start the cluster (per kind; + per broker beyond the first) ...
 SETUP_S: Mapping[str, float] = {"local": 12.0, "testbed": 40.0, "bootstrap": 3.0}
@@ -39,10 +41,6 @@ DRIVER_START_S = 2.0
 PROBES_PER_CELL = 1.5
 #: Probes of a settle loop (the cluster's warm-up, a pipeline's floor): two that agree, at least.
 SETTLE_PROBES = 2
-#: Seconds of one catch-up (G) run, warm-up or repetition: producing the backlog, sized so that a
-#: drain lasts MIN_DRAIN_S x MARGIN (kbench.engine.backlog), then draining it.  Calibrated on
-#: benchmarks/results/catch-up-2026-12-04 (42 runs, backlogs of 2.0-3.7 GB, 1,388 s in all).
-CATCH_UP_RUN_S = 32.0
 #: The environment gate's default sampling window (kbench run --gate-sample-s).
 GATE_S = 1.0
 
@@ -76,6 +74,12 @@ class Estimate:
         }
 
 
+def _run_s(cell: Cell, planned_s: float) -> float:
+    """Seconds of one run of ``cell``: its experiment's own estimate for its own run, else planned."""
+    own = registry.own_run_s(cell)
+    return planned_s if own is None else own
+
+
 def _per_run(kind: str, cell: Cell) -> float:
     base = PER_RUN_S.get(kind, 0.0)
     return base + (DRIVER_START_S if base and cell.client != "librdkafka" else 0.0)
@@ -101,14 +105,14 @@ def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None, warm: bool = 
         probes_s = sum(each * (plan.knee_probe_s + _per_run(kind, c)) for c in probed)
     warm_s = 0.0
     if warm and plan.premises.warm_cluster and kind in SETUP_S:
-        first = {c.client: c for c in cells if not c.catch_up}  # one series per client (warmup.warm_cells)
+        first = {c.client: c for c in cells if not registry.own_run(c)}  # one series per client (warmup.warm_cells)
         warm_s = sum(SETTLE_PROBES * (plan.knee_probe_s + _per_run(kind, c)) for c in first.values())
     return Estimate(
         setup_s=setup,
         warm_s=warm_s,
         probes_s=probes_s,
-        warmups_s=sum(wup * (CATCH_UP_RUN_S if c.catch_up else plan.warmup_s) for c in cells),
-        repetitions_s=sum(plan.repetitions * (CATCH_UP_RUN_S if c.catch_up else plan.duration_s) for c in cells),
+        warmups_s=sum(wup * _run_s(c, plan.warmup_s) for c in cells),
+        repetitions_s=sum(plan.repetitions * _run_s(c, plan.duration_s) for c in cells),
         overhead_s=overhead,
         runs=len(cells) * (plan.repetitions + wup),
         probes=probes,

@@ -12,14 +12,13 @@ attempt.  The method is described in ``docs/methodology.md``.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import secrets as _secrets
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kbench.engine import backlog, knee, rules, series, store
+from kbench.engine import knee, rules, series, store
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.console import short_cells, tables
@@ -41,6 +40,8 @@ from kbench.engine.session import (
     warm_cluster,
 )
 from kbench.engine.transports.base import RunResult, Transport, TransportError
+from kbench.engine.tune import tune_warm_up
+from kbench.experiments import registry
 from kbench.model.corpus import Corpus, CorpusError
 from kbench.model.corpus import load as corpus_load
 
@@ -99,23 +100,7 @@ def _warm_up(s: Session, progress: Progress, run_id: str, cell: Cell, target: fl
         s.opts.live.begin(f"{cell.cell_id} warm-up", "warm-up")
     try:
         res = s.transport.run(request(s, run_id, cell, target, None))
-        sizings = 1
-        while cell.catch_up and sizings <= backlog.MAX_SIZINGS:  # G: a drain of >= MIN_DRAIN_S (kbench.engine.backlog)
-            cur = backlog.sized(cell, s.man.get("backlog", {})).backlog_bytes
-            nxt = backlog.next_size(res, cur)
-            if nxt is None:
-                break
-            s.man["backlog"] = {
-                **s.man.get("backlog", {}),
-                cell.cell_id: {"backlog_bytes": nxt, "from": dict(res.drain)},
-            }
-            s.save()
-            s.log(
-                f"{cell.cell_id}: drain of {cur} bytes took {res.drain.get('span_s')} s; backlog sized to {nxt} bytes"
-            )
-            req = request(s, run_id, cell, target, None)
-            res = s.transport.run(dataclasses.replace(req, topic=f"{req.topic}{sizings}"))
-            sizings += 1
+        tune_warm_up(s, run_id, cell, target, res)  # an experiment's tuning of the cell (G: its backlog)
     except TransportError as e:
         s.log(f"{cell.cell_id} warm-up failed: {e}")
     progress.advance(s.plan.warmup_s, f"{cell.cell_id} warm-up done")
@@ -287,7 +272,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         saturated_ids = [c.cell_id for c in cells if c.saturated]
         warmed: set[str] = set()
         if plan.warmup and any(groups):
-            warm_cluster(s, run_id, cells)
+            warm_cluster(s, run_id, [c for c in cells if not registry.own_run(c)])  # own runs: not probed
         for queue in groups:
             while queue:
                 cell, rep, attempt = queue.popleft()

@@ -12,16 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kbench.engine import backlog, rules, runlog, store, warmup
 from kbench.engine import gate as gate_mod
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
+from kbench.engine import rules, runlog, store, warmup
 from kbench.engine.live import LiveBoard
 from kbench.engine.machine import versions
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.redact import Scrubber, redact, redact_argv
 from kbench.engine.runlock import is_empty as _dir_empty
 from kbench.engine.transports.base import RunRequest, RunResult, Transport, TransportInfo
+from kbench.experiments import registry
 from kbench.kafka.procstat import StealSource
 from kbench.model.corpus import Corpus
 
@@ -298,13 +299,12 @@ def warm_cluster(s: Session, run_id: str, cells: Sequence[Cell]) -> None:
 
     def probe(cell: Cell, rate: float, n: int) -> RunResult:
         req = request(s, run_id, dataclasses.replace(cell, rate=rate), rate, None)
-        skip = min(s.plan.steady_skip_s, probe_s / 2)
         return s.transport.run(
             dataclasses.replace(
                 req,
                 topic=f"kbench-{run_id}-warm{len(s.man.get('resumes', []))}-{n}",
                 duration_s=probe_s,
-                steady_skip_s=skip,
+                steady_skip_s=min(s.plan.steady_skip_s, probe_s / 2),
             )
         )
 
@@ -317,7 +317,7 @@ def request(s: Session, run_id: str, cell: Cell, target: float | None, rep: int 
     plan = s.plan
     suffix = "w" if rep is None else (f"r{rep}" if attempt == 1 else f"r{rep}a{attempt}")
     return RunRequest(
-        cell=backlog.sized(cell, s.man.get("backlog", {})),
+        cell=registry.tuned(cell, s.man),  # as the experiments' warm-up tuning recorded it
         topic=f"kbench-{run_id}-{cell.cell_id}-{suffix}",
         corpus=s.corpora[cell.corpus],
         rate=target,

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from kbench.engine.plan_schema import GROUP_CLIENTS, PlanError
 from kbench.engine.plan_values import as_list, axis_values, bounded, number_value
 from kbench.engine.status import Status, Verdict
+from kbench.experiments.g_axes import catch_up
+from kbench.experiments.g_backlog import CATCH_UP_RUN_S, TUNING
 from kbench.experiments.g_drain import catch_up_jobs
 from kbench.experiments.rowkit import GB, cpu_role, finish, per_gb, row_base
 from kbench.experiments.spec import AnswerCell, Experiment, RowInput, head, units
@@ -276,5 +278,8 @@ EXPERIMENT = Experiment(
     sweep_check=_sweep_check,
     sweep_axes=_sweep_axes,
     jobs=catch_up_jobs,
+    own_run=catch_up,
+    own_run_s=CATCH_UP_RUN_S,
+    tuning=TUNING,
     console_note="(G: drain rate from the first record read to the last, any member; the backlog is produced untimed)",
 )

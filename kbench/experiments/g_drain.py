@@ -12,6 +12,7 @@ from typing import Any
 from kbench.engine.transports.base import CpuSample, RunRequest
 from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool, kill_all, schedule_fields
 from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult, Window, delivered
+from kbench.experiments.g_axes import catch_up, fetch_props
 from kbench.kafka import drivers, merge
 from kbench.kafka.driver_client import results
 
@@ -23,7 +24,7 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
     corpus, not timed), then ``consumers`` group members drain it from the start offsets; None for
     a cell without a backlog."""
     cell = req.cell
-    if not cell.catch_up:
+    if not catch_up(cell):
         return None
     run_id = drivers.new_run_id()
     mean = req.corpus.size / max(1, len(req.corpus.records))
@@ -42,7 +43,7 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         "tick_s": drivers.DEFAULT_TICK_S,
     }
     consumer = {
-        "props": {**req.client_properties, **cell.fetch_props(), "bootstrap.servers": inputs.bootstrap},
+        "props": {**req.client_properties, **fetch_props(cell), "bootstrap.servers": inputs.bootstrap},
         "topic": req.topic,
         "run_id": run_id,
         "expected": 0,  # every record stored when the drain starts

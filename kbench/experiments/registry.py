@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kbench.engine.cell import Cell
 from kbench.engine.transports.base import RunRequest, RunResult
 from kbench.engine.transports.measure import JobInputs, Jobs
 from kbench.experiments import (
@@ -23,7 +24,7 @@ from kbench.experiments import (
     g_catchup,
     m_microbench,
 )
-from kbench.experiments.spec import Experiment, PlotSpec
+from kbench.experiments.spec import Experiment, PlotSpec, Tuning
 
 __all__ = [
     "EXPERIMENTS",
@@ -33,11 +34,15 @@ __all__ = [
     "ids",
     "needs_stored",
     "own_jobs",
+    "own_run",
+    "own_run_s",
     "plots",
     "premise_reasons",
     "run_experiments",
     "saturated",
     "sweep_axes",
+    "tuned",
+    "tunings",
 ]
 
 #: id -> experiment, in report order.  Adding an experiment: one module and one line here.
@@ -109,6 +114,30 @@ def own_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         if own is not None:
             return own
     return None
+
+
+def own_run(cell: Cell) -> bool:
+    """Whether ``cell`` runs as an experiment's own run (each experiment's ``own_run``)."""
+    return any(e.own_run is not None and e.own_run(cell) for e in EXPERIMENTS.values())
+
+
+def own_run_s(cell: Cell) -> float | None:
+    """Seconds of one run of ``cell`` when it is an experiment's own run (None: the plan's)."""
+    return next((e.own_run_s for e in EXPERIMENTS.values() if e.own_run is not None and e.own_run(cell)), None)
+
+
+def tunings() -> list[Tuning]:
+    """Every experiment's tuning of cells by their warm-ups, in report order."""
+    return [e.tuning for e in EXPERIMENTS.values() if e.tuning is not None]
+
+
+def tuned(cell: Cell, manifest: Mapping[str, Any]) -> Cell:
+    """``cell`` as it runs: with every tuning its warm-ups recorded in ``manifest`` applied."""
+    for t in tunings():
+        recorded = manifest.get(t.key, {})
+        entry = recorded.get(cell.cell_id) if isinstance(recorded, Mapping) else None
+        cell = t.apply(cell, entry if isinstance(entry, Mapping) else None)
+    return cell
 
 
 def needs_stored(experiments: Iterable[str]) -> bool:

@@ -36,6 +36,7 @@ __all__ = [
     "RowInput",
     "SATURATED_FLAG",
     "TAIL_COLUMNS",
+    "Tuning",
     "rate_error_pct",
     "row_columns",
 ]
@@ -135,6 +136,22 @@ class PlotSpec:
     rank: int
 
 
+@dataclass(frozen=True)
+class Tuning:
+    """An experiment's tuning of a cell by its warm-up (G: its backlog sized from the measured
+    drain rate): after the cell's warm-up, ``step`` proposes the next tuning from the warm-up's
+    result; the runner records it in the manifest under ``key`` (cell id -> entry), logs its line
+    and runs the warm-up again with it, at most ``max_rounds`` times (kbench.engine.tune).  Every
+    request of the cell runs the cell as ``apply`` makes it from its recorded entry."""
+
+    key: str
+    #: (the cell, its recorded entry or None) -> the cell it runs as
+    apply: Callable[[Cell, Mapping[str, Any] | None], Cell]
+    #: (the cell as it ran, its warm-up's result) -> (the next entry, a log line), None: tuned enough
+    step: Callable[[Cell, RunResult], tuple[dict[str, Any], str] | None]
+    max_rounds: int
+
+
 RowsFn = Callable[[RowInput], list[dict[str, Any]]]
 #: A report section and its threats take the report's context (kbench.reporting.context.ReportContext;
 #: typed Any here so that this leaf imports nothing of the reporting layer) and the experiment's frame.
@@ -195,6 +212,13 @@ class Experiment:
     #: the cell's linger.ms, the plan's saturation_bound_ms) -> reasons.  The knee's probes must
     #: pass every experiment's check (kbench.engine.knee via the registry).
     premise_check: Callable[[RunResult, float, float], list[str]] | None = None
+    #: Whether a cell runs as this experiment's own run (its own jobs, not the common producing
+    #: window of ``duration_s``): the cluster's warm-up does not probe such a cell, and each of its
+    #: runs, warm-up or repetition, is estimated at ``own_run_s`` seconds (kbench.engine.estimate).
+    own_run: Callable[[Cell], bool] | None = None
+    own_run_s: float = 0.0
+    #: Its tuning of a cell by the cell's warm-up (None: a warm-up is run once, as planned).
+    tuning: Tuning | None = None
 
     @property
     def csv(self) -> str:

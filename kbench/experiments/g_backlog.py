@@ -1,4 +1,4 @@
-"""G's backlog sized from the measured drain rate, so that a drain lasts at least
+"""Experiment G's backlog sized from the measured drain rate, so that a drain lasts at least
 :data:`MIN_DRAIN_S` (docs/methodology.md §4): a drain of a fraction of a second is start-up and
 scheduling, not the consumer group's rate.
 
@@ -6,7 +6,8 @@ The cell's warm-up drains its planned ``backlog_bytes``; from that drain's bytes
 backlog becomes ``rate × MIN_DRAIN_S × MARGIN`` (never below the plan's, at most
 :data:`MAX_BACKLOG_BYTES`), and the warm-up runs again with it until a drain lasts long enough
 (at most :data:`MAX_SIZINGS` warm-ups).  The manifest's ``backlog`` entry records each cell's
-sizing; every repetition of the cell runs with it (its rows' ``backlog_bytes`` say so).
+sizing; every repetition of the cell runs with it (its rows' ``backlog_bytes`` say so).  The
+runner reaches this through the registry (Experiment.tuning, run by kbench.engine.tune).
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ from typing import Any
 
 from kbench.engine.cell import Cell
 from kbench.engine.transports.base import RunResult
+from kbench.experiments.g_axes import catch_up
+from kbench.experiments.spec import Tuning
 
-__all__ = ["MARGIN", "MAX_BACKLOG_BYTES", "MAX_SIZINGS", "MIN_DRAIN_S", "next_size", "sized"]
+__all__ = [
+    "CATCH_UP_RUN_S",
+    "MARGIN",
+    "MAX_BACKLOG_BYTES",
+    "MAX_SIZINGS",
+    "MIN_DRAIN_S",
+    "TUNING",
+    "next_size",
+    "sized",
+]
 
 #: A drain shorter than this many seconds is not judged (G's window).
 MIN_DRAIN_S = 5.0
@@ -29,6 +41,10 @@ MARGIN = 1.5
 MAX_BACKLOG_BYTES = 8 << 30
 #: Warm-ups of a catch-up cell spent on sizing its backlog, at most.
 MAX_SIZINGS = 3
+#: Seconds of one catch-up run, warm-up or repetition (kbench.engine.estimate): producing the
+#: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, then draining it.  Calibrated on
+#: benchmarks/results/catch-up-2026-12-04 (42 runs, backlogs of 2.0-3.7 GB, 1,388 s in all).
+CATCH_UP_RUN_S = 32.0
 
 
 def next_size(res: RunResult, current: int) -> int | None:
@@ -46,7 +62,28 @@ def next_size(res: RunResult, current: int) -> int | None:
 def sized(cell: Cell, sizing: Mapping[str, Any]) -> Cell:
     """``cell`` with the backlog its sizing recorded (``sizing``: the manifest's ``backlog``)."""
     entry = sizing.get(cell.cell_id)
-    if not cell.catch_up or not isinstance(entry, Mapping):
+    return _apply(cell, entry if isinstance(entry, Mapping) else None)
+
+
+def _apply(cell: Cell, entry: Mapping[str, Any] | None) -> Cell:
+    if not catch_up(cell) or entry is None:
         return cell
     b = entry.get("backlog_bytes")
     return dataclasses.replace(cell, backlog_bytes=int(b)) if isinstance(b, int) and b > 0 else cell
+
+
+def _step(cell: Cell, res: RunResult) -> tuple[dict[str, Any], str] | None:
+    """After a catch-up cell's warm-up (``cell`` with the backlog it drained): the backlog its next
+    warm-up drains, with the drain it was sized from, and the log line saying so."""
+    if not catch_up(cell):
+        return None
+    cur = cell.backlog_bytes
+    nxt = next_size(res, cur)
+    if nxt is None:
+        return None
+    line = f"drain of {cur} bytes took {res.drain.get('span_s')} s; backlog sized to {nxt} bytes"
+    return {"backlog_bytes": nxt, "from": dict(res.drain)}, line
+
+
+#: G's tuning of a catch-up cell by its warm-ups (the manifest's ``backlog`` entry).
+TUNING = Tuning(key="backlog", apply=_apply, step=_step, max_rounds=MAX_SIZINGS)
