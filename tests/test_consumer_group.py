@@ -24,7 +24,7 @@ from kbench.engine.runner import execute
 from kbench.engine.transports.base import RunRequest, TransportError
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.engine.transports.local_pool import LocalPool
-from kbench.experiments.g_axes import catch_up
+from kbench.experiments.g_axes import axis, catch_up
 from kbench.kafka import admin, drivers, merge
 from kbench.model import corpus
 
@@ -47,7 +47,7 @@ def test_a_catch_up_sweep_on_dask_workers_is_refused_with_one_line(
     p = tmp_path / "p.toml"
     sweep = '[[sweep]]\nexperiments = ["G"]\nrate = "saturated"\nbacklog_bytes = 1000000\nconsumers = [2]\n'
     p.write_text('name = "x"\n[transport]\nkind = "local"\nconsumer_group = true\n' + sweep)
-    assert plan_mod.load(str(p)).sweeps[0].backlog_bytes == 1000000  # on this machine: accepted
+    assert plan_mod.load(str(p)).sweeps[0].extras["backlog_bytes"] == (1000000,)  # on this machine: accepted
     p.write_text('name = "x"\n[transport]\nkind = "local"\nworkers = "tcp://127.0.0.1:8786"\n' + sweep)
     with pytest.raises(PlanError) as e:
         plan_mod.load(str(p))
@@ -88,13 +88,14 @@ def test_group_plan_keys_are_checked(tmp_path: Path) -> None:
         plan_mod.load(str(p))
     p.write_text(base + "backlog_bytes = 1000000\nconsumers = [1, 2]\nfetch_max_bytes = [65536, 1048576]\n")
     cells = plan_mod.expand(plan_mod.load(str(p)))
-    assert sorted((c.consumers, c.fetch_max_bytes) for c in cells) == [
+    assert sorted((axis(c, "consumers"), axis(c, "fetch_max_bytes")) for c in cells) == [
         (1, 65536),
         (1, 1048576),
         (2, 65536),
         (2, 1048576),
     ]
-    assert all(catch_up(c) and c.max_partition_fetch_bytes == 1048576 and c.fetch_min_bytes == 1 for c in cells)
+    assert all(catch_up(c) and c.extras["max_partition_fetch_bytes"] == 1048576 for c in cells)
+    assert all(c.extras["fetch_min_bytes"] == 1 for c in cells)
     p.write_text('name = "x"\n[transport]\nconsumers = 2\n[[sweep]]\nexperiments = ["A"]\nrate = 100\n')
     with pytest.raises(PlanError, match="consumer_group = true"):
         plan_mod.load(str(p))
@@ -186,10 +187,12 @@ def _catch_up_request(codec: str, consumers: int, topic: str) -> RunRequest:
         acks="1",
         rate="saturated",
         topic_compression="producer",
-        consumers=consumers,
-        backlog_bytes=2_000_000,
-        fetch_max_bytes=65536,
-        max_partition_fetch_bytes=65536,
+        extras={
+            "consumers": consumers,
+            "backlog_bytes": 2_000_000,
+            "fetch_max_bytes": 65536,
+            "max_partition_fetch_bytes": 65536,
+        },
     )
     return RunRequest(cell, topic, corpus.generate("json", 200_000, seed=3), None, 10.0, 0.0)
 
@@ -363,7 +366,7 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
     class Drains(FakeTransport):
         def run(self, req: RunRequest) -> RunResult:
             res = super().run(req)
-            k = req.cell.consumers
+            k = axis(req.cell, "consumers")
             per = 10**9 // k
             cpu = tuple(
                 CpuSample(f"consumer-{i + 1}", 1.0, 0.5, 4.0, loadgen_s=0.3, client_s=1.2, window_payload_bytes=per)

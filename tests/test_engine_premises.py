@@ -22,7 +22,7 @@ from kbench.engine.runner import execute
 from kbench.engine.status import RETRY_STATUSES, Status
 from kbench.engine.transports.base import RunRequest, RunResult, TransportError
 from kbench.experiments import g_backlog as backlog
-from kbench.experiments.g_axes import catch_up
+from kbench.experiments.g_axes import axis, catch_up
 
 # ------------------------------------------------------------------ the A/A control cell
 
@@ -268,10 +268,10 @@ def test_g_sizes_its_backlog_so_that_a_drain_lasts_five_seconds() -> None:
     huge = backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 1 << 30}), 1 << 30)
     assert huge == backlog.MAX_BACKLOG_BYTES
     cell = plan_mod.Cell(
-        "g-000", "g", ("G",), "none", "json", 65536, 5, 2, "1", "saturated", "producer", backlog_bytes=100
+        "g-000", "g", ("G",), "none", "json", 65536, 5, 2, "1", "saturated", "producer", extras={"backlog_bytes": 100}
     )
-    assert backlog.sized(cell, {"g-000": {"backlog_bytes": 5000}}).backlog_bytes == 5000
-    assert backlog.sized(cell, {}).backlog_bytes == 100
+    assert axis(backlog.sized(cell, {"g-000": {"backlog_bytes": 5000}}), "backlog_bytes") == 5000
+    assert axis(backlog.sized(cell, {}), "backlog_bytes") == 100
 
 
 # ------------------------------------------------------------------ the topology a machine carries
@@ -305,7 +305,7 @@ class _Draining(FakeTransport):
         res = super().run(req)
         if not catch_up(req.cell):
             return res
-        b = req.cell.backlog_bytes
+        b = axis(req.cell, "backlog_bytes")
         drain = {"span_s": b / 200e6, "bytes": b, "unique": b // 300, "lost": 0, "duplicated": 0, "members": []}
         return dataclasses.replace(res, drain=drain)
 
@@ -336,9 +336,9 @@ backlog_bytes = 134217728
     # 128 MiB at 200 MB/s drains in 0.67 s: sized to 200 MB/s x 5 s x 1.5 = 1.5 GB, which drains in 7.5 s
     assert man["backlog"]["drain-000"]["backlog_bytes"] == 1_500_000_000
     warm = [r for r in t.requests if r.warmup]
-    assert [r.cell.backlog_bytes for r in warm] == [134217728, 1_500_000_000]  # sized once, then long enough
+    assert [axis(r.cell, "backlog_bytes") for r in warm] == [134217728, 1_500_000_000]  # sized once, then long enough
     reps = [r for r in t.requests if not r.warmup]
-    assert {r.cell.backlog_bytes for r in reps} == {1_500_000_000}
+    assert {axis(r.cell, "backlog_bytes") for r in reps} == {1_500_000_000}
     with (tmp_path / "run" / "G.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert {r["backlog_bytes"] for r in rows} == {"1500000000"} and {r["status"] for r in rows} == {"OK"}

@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         t = dataclasses.replace(plan.transport, **fields)
         if t.kind == "bootstrap" and not t.bootstrap:
             raise plan_mod.PlanError("--transport bootstrap: give --bootstrap host:port")
-        plan_mod.check_catch_up_pool(plan.sweeps, t.workers)
+        plan_mod.check_local_only(plan.sweeps, t.workers)
         plan = dataclasses.replace(plan, transport=t)
     if args.seed is not None:
         plan = dataclasses.replace(plan, seed=args.seed)

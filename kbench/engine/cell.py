@@ -30,16 +30,9 @@ KEY_POLICY_SPELLINGS = {"roundrobin": "round-robin"}
 
 #: The axes of the traffic a producer sends, in the order a sweep and a CSV row list them.
 TRAFFIC_AXES = ("codec", "corpus", "batch_size", "linger_ms", "partitions", "acks", "rate")
-#: A sweep's axes: its cells are their product (kbench.engine.plan.expand).
-AXES = (
-    *TRAFFIC_AXES,
-    "topic_compression",
-    "client",
-    "consumers",
-    "fetch_max_bytes",
-    "max_partition_fetch_bytes",
-    "fetch_min_bytes",
-)
+#: A sweep's axes: its cells are their product with the experiments' own axes (the sweep's
+#: ``extras``; kbench.engine.plan_expand.expand).
+AXES = (*TRAFFIC_AXES, "topic_compression", "client")
 #: Most cells a plan may have: each is a topic on the brokers, a line of every table and a group
 #: of rows; 10^4 cells of one minute is a week of runs (the plan time limit).
 MAX_CELLS = 10_000
@@ -67,7 +60,9 @@ def sweep_name_problem(name: object) -> str | None:
 def cell_count(sweeps: Sequence[Any]) -> int:
     """How many cells ``sweeps`` expand to, counted without expanding them (a sweep with an A/A
     ``control`` has one more: kbench.engine.control)."""
-    counts = [(math.prod(len(getattr(s, a)) for a in AXES), getattr(s, "control", "")) for s in sweeps]
+    counts = [
+        (math.prod([len(getattr(s, a)) for a in AXES] + [len(v) for v in s.extras.values()]), s.control) for s in sweeps
+    ]
     return sum(n + (1 if control and n else 0) for n, control in counts)
 
 
@@ -89,15 +84,10 @@ class Cell:
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"  # one of kbench.kafka.drivers.KEY_POLICIES
     client: str = "librdkafka"  # the driver: librdkafka or java (kbench.kafka.clients)
-    #: The catch-up run (docs/methodology.md): a backlog of this many payload bytes produced first
-    #: (0: none, the ordinary run), drained by a consumer group of ``consumers`` members with
-    #: these fetch settings (Kafka's defaults).  Not in :meth:`params`: the experiments reading
-    #: them add them as their own columns.
-    consumers: int = 1
-    backlog_bytes: int = 0
-    fetch_max_bytes: int = 52428800
-    max_partition_fetch_bytes: int = 1048576
-    fetch_min_bytes: int = 1
+    #: The experiments' own axes of this cell (name -> value: each experiment's ``sweep_axes``,
+    #: through the registry; e.g. G's consumers, fetch sizes and backlog_bytes).  The engine only
+    #: carries them; not in :meth:`params`: the experiments reading them add their own columns.
+    extras: Mapping[str, Any] = field(default_factory=dict)
     #: An A/A control (docs/methodology.md §5): the id of the baseline cell this cell repeats with
     #: identical settings ("" for every other cell); the control's own id is ``<baseline>-aa``.
     control_of: str = ""

@@ -18,7 +18,7 @@ from pathlib import Path
 from kbench.engine.cell import Cell
 from kbench.engine.plan_expand import (
     check_budget,
-    check_catch_up_pool,
+    check_local_only,
     expand,
 )
 from kbench.engine.plan_parse import (
@@ -56,7 +56,7 @@ __all__ = [
     "TRANSPORT_KINDS",
     "check_budget",
     "builtin_plans",
-    "check_catch_up_pool",
+    "check_local_only",
     "check_client",
     "expand",
     "is_derived_rate",

@@ -1,5 +1,5 @@
 """A plan's expansion into cells (one per combination of a sweep's axes, stable ids) and the
-checks on the expanded plan: its time budget and where a catch-up drain may run."""
+checks on the expanded plan: its time budget and the cells that run only on this machine."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from kbench.engine.plan_schema import (
     PlanError,
     Sweep,
 )
+from kbench.experiments import registry
 from kbench.model import limits
 
 __all__ = [
     "check_budget",
-    "check_catch_up_pool",
+    "check_local_only",
     "expand",
 ]
 
@@ -29,8 +30,9 @@ def expand(plan: Plan) -> list[Cell]:
         combos = itertools.product(
             s.codec, s.corpus, s.batch_size, s.linger_ms, s.partitions, s.acks, s.rate, s.topic_compression, s.client
         )
-        catch = list(itertools.product(s.consumers, s.fetch_max_bytes, s.max_partition_fetch_bytes, s.fetch_min_bytes))
-        for j, ((c, corp, bs, lg, p, a, r, tc, cl), (k, fmx, mpf, fmn)) in enumerate(itertools.product(combos, catch)):
+        names = list(s.extras)
+        own = [dict(zip(names, v)) for v in itertools.product(*s.extras.values())]  # the experiments' axes
+        for j, ((c, corp, bs, lg, p, a, r, tc, cl), extras) in enumerate(itertools.product(combos, own)):
             cells.append(
                 Cell(
                     cell_id=f"{s.name}-{j:03d}",
@@ -48,11 +50,7 @@ def expand(plan: Plan) -> list[Cell]:
                     topic_config=s.topic_config,
                     key_policy=s.key_policy,
                     client=cl,
-                    consumers=k,
-                    backlog_bytes=s.backlog_bytes,
-                    fetch_max_bytes=fmx,
-                    max_partition_fetch_bytes=mpf,
-                    fetch_min_bytes=fmn,
+                    extras=extras,
                 )
             )
     return control.add(plan.sweeps, cells)
@@ -78,12 +76,11 @@ def check_budget(plan: Plan) -> None:
         )
 
 
-def check_catch_up_pool(sweeps: Sequence[Sweep], workers: str | None) -> None:
-    """A catch-up drain (G's backlog_bytes) runs on this machine's driver pool: DaskPool runs timed
-    repetitions only, so a plan (or ``--workers``) putting one on Dask workers is refused."""
+def check_local_only(sweeps: Sequence[Sweep], workers: str | None) -> None:
+    """Cells an experiment runs only on this machine's driver pool (its own schedule: DaskPool runs
+    timed repetitions only; the experiment's ``local_only``, through the registry): a plan (or
+    ``--workers``) putting them on Dask workers is refused with the experiment's reason."""
     for i, s in enumerate(sweeps):
-        if workers is not None and s.backlog_bytes > 0:
-            raise PlanError(
-                f"sweep[{i}].backlog_bytes: a catch-up drain runs on this machine's driver pool, not on Dask "
-                "workers; drop transport.workers (--workers) or run this sweep in a plan of its own"
-            )
+        why = registry.local_only(s.extras) if workers is not None else ""
+        if why:
+            raise PlanError(f"sweep[{i}].{why}")

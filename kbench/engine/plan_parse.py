@@ -12,7 +12,7 @@ from kbench.engine.cell import MAX_CELLS, cell_count
 from kbench.engine.judge import rule_from_plan
 from kbench.engine.plan_expand import (
     check_budget,
-    check_catch_up_pool,
+    check_local_only,
     expand,
 )
 from kbench.engine.plan_schema import (
@@ -200,7 +200,7 @@ def parse(data: Mapping[str, Any], source: str = "<plan>", base_dir: Path | None
     if not isinstance(sweeps_raw, list):
         raise PlanError("sweep: write it as [[sweep]] (an array of tables)")
     sweeps = tuple(parse_sweep(i, s, corpora, base, corpus_size) for i, s in enumerate(sweeps_raw))
-    check_catch_up_pool(sweeps, workers)
+    check_local_only(sweeps, workers)
     for i, s in enumerate(sweeps):
         if group and not {family(c) for c in s.client} <= set(GROUP_CLIENTS):
             raise PlanError(

@@ -138,11 +138,6 @@ SWEEP_KEYS = {
     "topic_config": "table of extra topic configs",
     "key_policy": "none, round-robin or random",
     "client": "the Kafka client driving the cell: librdkafka or java, or a list",
-    "consumers": "catch-up: members of the consumer group that drains the backlog, or a list (default 1)",
-    "backlog_bytes": "catch-up: payload bytes of the backlog produced before the drain (> 0 makes the cell a catch-up run)",
-    "fetch_max_bytes": "catch-up: the consumer's fetch.max.bytes, or a list (default 52428800, Kafka's)",
-    "max_partition_fetch_bytes": "catch-up: the consumer's max.partition.fetch.bytes, or a list (default 1048576)",
-    "fetch_min_bytes": "catch-up: the consumer's fetch.min.bytes, or a list (default 1)",
     "control": control.KEY_HELP,
 }
 
@@ -202,11 +197,9 @@ class Sweep:
     topic_config: Mapping[str, str] = field(default_factory=dict)
     key_policy: str = "none"
     client: tuple[str, ...] = ("librdkafka",)
-    consumers: tuple[int, ...] = (1,)
-    backlog_bytes: int = 0
-    fetch_max_bytes: tuple[int, ...] = (52428800,)
-    max_partition_fetch_bytes: tuple[int, ...] = (1048576,)
-    fetch_min_bytes: tuple[int, ...] = (1,)
+    #: The experiments' own axes (name -> values; each experiment's ``sweep_axes``): the sweep's
+    #: cells are the product of these with the axes above (kbench.engine.plan_expand).
+    extras: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     control: str = ""  # the A/A control's baseline (kbench.engine.control): "" none, "first" or a cell id
 
 

@@ -102,7 +102,7 @@ def parse_sweep(
     w = f"sweep[{i}]."
     if not isinstance(tbl, dict):
         raise PlanError(f"sweep[{i}]: must be a [[sweep]] table")
-    check_keys(w, tbl, SWEEP_KEYS)
+    check_keys(w, tbl, {**SWEEP_KEYS, **registry.sweep_keys()})  # with the experiments' own keys
     name = tbl.get("name", f"s{i}")
     if (why := sweep_name_problem(name)) is not None:
         raise PlanError(f"{w}name: {why}")
@@ -176,8 +176,8 @@ def parse_sweep(
         "partitions": parts,
     }
     axes.update(acks=acks, rate=rates, topic_compression=tc, client=clients)
-    brought = registry.sweep_axes(w, tbl, clients)  # G's catch-up axes (kbench/experiments/g_catchup.py)
-    axes.update({k: list(v) if isinstance(v, tuple) else [v] for k, v in brought.items()})
+    brought = registry.sweep_axes(w, tbl, clients)  # the experiments' own axes (e.g. G's catch-up)
+    axes.update({k: list(v) for k, v in brought.items()})
     for e in exps:
         check = registry.get(e).sweep_check
         problem = check(axes) if check is not None else ""
@@ -198,7 +198,7 @@ def parse_sweep(
         key_policy=kp,
         client=tuple(clients),
         control=control_mark(f"{w}control", tbl.get("control", False)),
-        **brought,
+        extras=brought,
     )
 
 

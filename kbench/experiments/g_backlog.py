@@ -19,7 +19,7 @@ from typing import Any
 
 from kbench.engine.cell import Cell
 from kbench.engine.transports.base import RunResult
-from kbench.experiments.g_axes import catch_up
+from kbench.experiments.g_axes import axis, catch_up
 from kbench.experiments.spec import Tuning
 
 __all__ = [
@@ -69,7 +69,9 @@ def _apply(cell: Cell, entry: Mapping[str, Any] | None) -> Cell:
     if not catch_up(cell) or entry is None:
         return cell
     b = entry.get("backlog_bytes")
-    return dataclasses.replace(cell, backlog_bytes=int(b)) if isinstance(b, int) and b > 0 else cell
+    if not isinstance(b, int) or b <= 0:
+        return cell
+    return dataclasses.replace(cell, extras={**cell.extras, "backlog_bytes": int(b)})
 
 
 def _step(cell: Cell, res: RunResult) -> tuple[dict[str, Any], str] | None:
@@ -77,7 +79,7 @@ def _step(cell: Cell, res: RunResult) -> tuple[dict[str, Any], str] | None:
     warm-up drains, with the drain it was sized from, and the log line saying so."""
     if not catch_up(cell):
         return None
-    cur = cell.backlog_bytes
+    cur = axis(cell, "backlog_bytes")
     nxt = next_size(res, cur)
     if nxt is None:
         return None

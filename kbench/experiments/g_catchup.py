@@ -12,18 +12,14 @@ records counted per partition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kbench.engine.plan_schema import GROUP_CLIENTS, PlanError
-from kbench.engine.plan_values import as_list, axis_values, bounded, number_value
 from kbench.engine.status import Status, Verdict
-from kbench.experiments.g_axes import catch_up
+from kbench.experiments.g_axes import AXES, SWEEP_KEYS, axis, catch_up, local_only, sweep_axes
 from kbench.experiments.g_backlog import CATCH_UP_RUN_S, TUNING
 from kbench.experiments.g_drain import catch_up_jobs
 from kbench.experiments.rowkit import GB, cpu_role, finish, per_gb, row_base
 from kbench.experiments.spec import AnswerCell, Experiment, RowInput, head, units
-from kbench.kafka.clients import family as client_family
 from kbench.reporting import document as doc
 from kbench.reporting.context import ReportContext, answer_pairs, label_cols, na_stat, pairs, rows_keys
 from kbench.reporting.summary import Stat, stats, stats_many
@@ -31,9 +27,6 @@ from kbench.reporting.verdicts import family
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: The catch-up axes a row carries (Cell fields), besides the labels.
-AXES = ("consumers", "backlog_bytes", "fetch_max_bytes", "max_partition_fetch_bytes", "fetch_min_bytes")
 
 HEAD = head(False, ("drain_records_per_s", "records/s"), ("drain_mb_per_s", "MB/s"))
 
@@ -45,7 +38,7 @@ def _sum(vals: list[float | None]) -> float | None:
 def _rows(x: RowInput) -> list[dict[str, Any]]:
     res, row = x.res, row_base(x)
     for a in AXES:
-        row[a] = getattr(x.cell, a)
+        row[a] = axis(x.cell, a)
     d = res.drain
     v = x.verdict
     if not d:
@@ -188,36 +181,6 @@ def _answer(ctx: ReportContext, df: pd.DataFrame) -> list[AnswerCell]:
     return out
 
 
-#: The catch-up axes of a sweep with their defaults (Kafka's, one member); ``backlog_bytes`` > 0
-#: makes a sweep's cells catch-up runs.
-AXIS_DEFAULTS = (
-    ("consumers", 1),
-    ("fetch_max_bytes", 52428800),
-    ("max_partition_fetch_bytes", 1048576),
-    ("fetch_min_bytes", 1),
-)
-
-
-def _sweep_axes(w: str, tbl: Mapping[str, Any], clients: Sequence[str]) -> dict[str, Any]:
-    """A sweep's catch-up axes (Sweep fields): refused when set without a backlog, when a fetch
-    size is below librdkafka's smallest, or when a client of the sweep has no consumer group."""
-    catch = {
-        k: axis_values(f"{w}{k}", [int(number_value(f"{w}{k}", v, integer=True)) for v in as_list(tbl.get(k, d))])
-        for k, d in AXIS_DEFAULTS
-    }
-    if any(v < 1000 for v in catch["fetch_max_bytes"]):
-        raise PlanError(f"{w}fetch_max_bytes: must be >= 1000 (librdkafka's smallest message.max.bytes)")
-    backlog = int(bounded(f"{w}backlog_bytes", tbl.get("backlog_bytes", 0), "backlog_bytes"))
-    if not backlog and any(k in tbl for k in catch):
-        raise PlanError(f"{w}backlog_bytes: consumers and fetch settings are catch-up axes; give backlog_bytes > 0")
-    if backlog and not {client_family(c) for c in clients} <= set(GROUP_CLIENTS):
-        raise PlanError(
-            f"{w}client: a catch-up drain (backlog_bytes) needs consumer groups, which only the "
-            f"{' and '.join(GROUP_CLIENTS)} drivers have; drop the others"
-        )
-    return {**{k: tuple(v) for k, v in catch.items()}, "backlog_bytes": backlog}
-
-
 def _sweep_check(axes: Any) -> str:
     if axes.get("backlog_bytes", [0])[0] <= 0:
         return "backlog_bytes: experiment G drains a backlog; give backlog_bytes > 0 (payload bytes to produce first)"
@@ -276,7 +239,9 @@ EXPERIMENT = Experiment(
     answer_note="catch-up drain: the change of the median drain rate (records/s, a consumer group reading a backlog, "
     "experiment G) against the baseline's, with the verdict of the exact test on their repetitions.",
     sweep_check=_sweep_check,
-    sweep_axes=_sweep_axes,
+    sweep_axes=sweep_axes,
+    sweep_keys=SWEEP_KEYS,
+    local_only=local_only,
     jobs=catch_up_jobs,
     own_run=catch_up,
     own_run_s=CATCH_UP_RUN_S,

@@ -2,7 +2,7 @@
 the backlog (not timed), then a consumer group drains it from the start offsets; the drain's span
 and each member's CPU (RunResult.drain).  The transport asks for the jobs through the registry
 (Experiment.jobs); the local pool runs them by ``Jobs.schedule``.  The Dask pool does not run a
-drain: a plan with one on Dask workers is refused (engine.plan_expand.check_catch_up_pool)."""
+drain: a plan with one on Dask workers is refused (engine.plan_expand.check_local_only)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from kbench.engine.transports.base import CpuSample, RunRequest
 from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool, kill_all, schedule_fields
 from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult, Window, delivered
-from kbench.experiments.g_axes import catch_up, fetch_props
+from kbench.experiments.g_axes import axis, catch_up, fetch_props
 from kbench.kafka import drivers, merge
 from kbench.kafka.driver_client import results
 
@@ -28,7 +28,7 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         return None
     run_id = drivers.new_run_id()
     mean = req.corpus.size / max(1, len(req.corpus.records))
-    count = max(1, int(round(cell.backlog_bytes / mean)))
+    count = max(1, int(round(axis(cell, "backlog_bytes") / mean)))
     producer = {
         "props": dict(inputs.producer_props),
         "topic": req.topic,
@@ -53,7 +53,7 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         "group": True,
         "from_beginning": True,
     }
-    return Jobs(producer, consumer, count, consumers=cell.consumers, schedule=drain)
+    return Jobs(producer, consumer, count, consumers=axis(cell, "consumers"), schedule=drain)
 
 
 def drain_summary(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ __all__ = [
     "fixed_rate",
     "get",
     "ids",
+    "local_only",
     "needs_stored",
     "own_jobs",
     "own_run",
@@ -41,6 +42,7 @@ __all__ = [
     "run_experiments",
     "saturated",
     "sweep_axes",
+    "sweep_keys",
     "tuned",
     "tunings",
 ]
@@ -96,14 +98,25 @@ def premise_reasons(res: RunResult, linger_ms: float, bound_ms: float) -> list[s
     ]
 
 
-def sweep_axes(where: str, tbl: Mapping[str, Any], clients: Sequence[str]) -> dict[str, Any]:
-    """The axes the experiments bring to a sweep (each experiment's ``sweep_axes``): Sweep field
-    -> value."""
-    out: dict[str, Any] = {}
+def sweep_axes(where: str, tbl: Mapping[str, Any], clients: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """The axes the experiments bring to a sweep (each experiment's ``sweep_axes``): axis name ->
+    its values (the sweep's ``extras``)."""
+    out: dict[str, tuple[Any, ...]] = {}
     for e in EXPERIMENTS.values():
         if e.sweep_axes is not None:
             out.update(e.sweep_axes(where, tbl, clients))
     return out
+
+
+def sweep_keys() -> dict[str, str]:
+    """The plan keys of a [[sweep]] the experiments read (their ``sweep_keys``): key -> help."""
+    return {k: v for e in EXPERIMENTS.values() for k, v in e.sweep_keys.items()}
+
+
+def local_only(extras: Mapping[str, Sequence[Any]]) -> str:
+    """Why a sweep with these own axes runs only on this machine's driver pool ("" when it may run
+    on Dask workers): the first experiment's ``local_only`` reason."""
+    return next((why for e in EXPERIMENTS.values() if e.local_only is not None and (why := e.local_only(extras))), "")
 
 
 def own_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:

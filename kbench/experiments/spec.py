@@ -202,9 +202,15 @@ class Experiment:
     #: A sweep's axes (name -> values) -> what this experiment cannot measure in them ("" when fine).
     sweep_check: Callable[[Mapping[str, Sequence[Any]]], str] | None = None
     #: The sweep axes this experiment brings (G: the catch-up drain's): (where, the [[sweep]]
-    #: table, its clients) -> Sweep field -> value, the plan's defaults where the table is silent.
-    #: Read for every sweep, so that a sweep setting them without the experiment is refused here.
-    sweep_axes: Callable[[str, Mapping[str, Any], Sequence[str]], dict[str, Any]] | None = None
+    #: table, its clients) -> axis name -> its values (a tuple; the cells are their product with
+    #: the sweep's other axes, each cell carrying its values in ``Cell.extras``), the defaults where
+    #: the table is silent.  Read for every sweep, so that a sweep setting them without the
+    #: experiment is refused here.  ``sweep_keys``: the plan keys it reads, with their help.
+    sweep_axes: Callable[[str, Mapping[str, Any], Sequence[str]], dict[str, tuple[Any, ...]]] | None = None
+    sweep_keys: Mapping[str, str] = field(default_factory=dict)
+    #: (a sweep's own axes, Sweep.extras) -> why its cells run only on this machine's driver pool
+    #: ("" when they may run on Dask workers): such a plan on Dask workers is refused with it.
+    local_only: Callable[[Mapping[str, Sequence[Any]]], str] | None = None
     #: The experiment's own driver jobs for a repetition (None from it: the common jobs), with
     #: their schedule on the local pool (G: the backlog, then its drain; kbench/experiments/g_drain.py).
     jobs: Callable[[RunRequest, JobInputs], Jobs | None] | None = None

@@ -148,7 +148,7 @@ class DaskPool:
     def run(self, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
         """One repetition on the Dask workers; the broker window spans the whole cell, so its
         payload is the cell's."""
-        if jobs.schedule is not None:  # the plan refuses this first (plan_expand.check_catch_up_pool)
+        if jobs.schedule is not None:  # the plan refuses this first (plan_expand.check_local_only)
             raise TransportError(
                 "an experiment's own schedule (a catch-up drain) runs on this machine's driver pool, "
                 "not on Dask workers; drop transport.workers (--workers) for that sweep"
