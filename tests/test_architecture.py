@@ -217,3 +217,89 @@ def test_the_layer_check_finds_an_upward_import(tmp_path: Path) -> None:
         "kbench.experiments.a_latency (engine -> experiments)",
         "kbench.reporting.report (engine -> reporting)",
     ]
+
+
+#: The layers that carry an experiment's own axes without reading them (Cell.extras, Sweep.extras).
+CARRIERS = ("engine", "reporting", "commands", "kafka", "model", "testbed")
+#: ... but for the one table of bounds on every number a user gives (docs/plan-format.md "Limits"),
+#: which holds an experiment's plan keys' bounds beside the engine's.
+BOUNDS_TABLE = ROOT / "model" / "limits.py"
+
+
+def _names_in_code(tree: ast.AST) -> list[tuple[str, int]]:
+    """Every identifier (attribute, name, keyword, parameter, definition) and every string constant
+    that is a whole value (a key, an argument) in ``tree``, with its line; docstrings and the text
+    inside f-strings are prose, left out."""
+    prose = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+    }
+    prose |= {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    out: list[tuple[str, int]] = []
+    for n in ast.walk(tree):
+        line = getattr(n, "lineno", 0)
+        if isinstance(n, ast.Attribute):
+            out.append((n.attr, line))
+        elif isinstance(n, ast.Name):
+            out.append((n.id, line))
+        elif isinstance(n, ast.keyword) and n.arg:
+            out.append((n.arg, line))
+        elif isinstance(n, ast.arg):
+            out.append((n.arg, line))
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((n.name, line))
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in prose:
+            out.append((n.value, line))
+    return out
+
+
+def _own_names() -> set[str]:
+    """Every experiment's own plan keys (its sweep axes) and warm-up tuning keys (manifest entries),
+    less the keys the engine defines itself (e.g. transport.consumers, the drivers per cell)."""
+    from kbench.engine import plan_schema, premises
+    from kbench.experiments import registry
+
+    own = set(registry.sweep_keys()) | {t.key for t in registry.tunings()}
+    engine = {*plan_schema.TOP_KEYS, *plan_schema.TRANSPORT_KEYS, *plan_schema.CORPUS_KEYS}
+    engine |= {*plan_schema.SWEEP_KEYS, *premises.KEYS}
+    return own - engine
+
+
+def _naming(paths: list[Path], own: set[str]) -> list[str]:
+    found = []
+    for p in paths:
+        for name, line in _names_in_code(ast.parse(p.read_text(), str(p))):
+            if name in own:
+                found.append(f"{p.relative_to(ROOT.parent)}:{line} names {name!r}")
+    return found
+
+
+def test_the_engine_names_no_experiments_own_axis() -> None:
+    """An experiment's own sweep axes and tuning (G's backlog_bytes, fetch sizes, its manifest
+    ``backlog`` entry) are read only by its module: the layers below carry them unread, so no
+    identifier or key of theirs names one (a move of G's behaviour back into the engine fails here)."""
+    own = _own_names()
+    assert {"backlog_bytes", "fetch_max_bytes", "backlog"} <= own  # G's, through the registry
+    paths = [p for layer in CARRIERS for p in (ROOT / layer).rglob("*.py") if p != BOUNDS_TABLE]
+    found = _naming(paths, own)
+    assert not found, "\n".join(found)
+
+
+def test_the_own_axis_check_finds_a_named_axis(tmp_path: Path) -> None:
+    # the check can fail: an engine module reading G's backlog off a cell, or its manifest entry
+    f = tmp_path / "kbench" / "engine" / "x.py"
+    f.parent.mkdir(parents=True)
+    f.write_text(
+        '"""Sizes backlog_bytes (prose: not a name)."""\n'
+        "def f(cell, man):\n"
+        "    n = cell.backlog_bytes\n"
+        '    return man.get("backlog"), f"{n} backlog_bytes"\n'
+    )
+    global ROOT
+    saved, ROOT = ROOT, tmp_path / "kbench"
+    try:
+        found = _naming([f], _own_names())
+    finally:
+        ROOT = saved
+    assert found == ["kbench/engine/x.py:3 names 'backlog_bytes'", "kbench/engine/x.py:4 names 'backlog'"]

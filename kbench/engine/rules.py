@@ -91,7 +91,7 @@ def rows_for(
     steady skip, the plan's min_window_s): a shorter judged window is SHORT_WINDOW (kbench.engine.window)."""
     v = judge(cell, res, steal_limit_pct)
     if min_window is not None:
-        v = v.merged(window.check(res, *min_window))
+        v = v.merged(window.check(res, *min_window, own_fix=registry.short_window_fix(cell)))
     x = RowInput(
         cell,
         rep,

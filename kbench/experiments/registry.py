@@ -41,6 +41,7 @@ __all__ = [
     "premise_reasons",
     "run_experiments",
     "saturated",
+    "short_window_fix",
     "sweep_axes",
     "sweep_keys",
     "tuned",
@@ -137,6 +138,12 @@ def own_run(cell: Cell) -> bool:
 def own_run_s(cell: Cell) -> float | None:
     """Seconds of one run of ``cell`` when it is an experiment's own run (None: the plan's)."""
     return next((e.own_run_s for e in EXPERIMENTS.values() if e.own_run is not None and e.own_run(cell)), None)
+
+
+def short_window_fix(cell: Cell) -> str:
+    """What to change when ``cell``'s own run judged too short a window ("" when it is no
+    experiment's own run, or its experiment says nothing: kbench.engine.window's own fix)."""
+    return next((e.short_window_fix for e in EXPERIMENTS.values() if e.own_run is not None and e.own_run(cell)), "")
 
 
 def tunings() -> list[Tuning]:

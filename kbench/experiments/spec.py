@@ -223,6 +223,8 @@ class Experiment:
     #: runs, warm-up or repetition, is estimated at ``own_run_s`` seconds (kbench.engine.estimate).
     own_run: Callable[[Cell], bool] | None = None
     own_run_s: float = 0.0
+    #: What SHORT_WINDOW's reason says to change when such a run's judged window is too short.
+    short_window_fix: str = ""
     #: Its tuning of a cell by the cell's warm-up (None: a warm-up is run once, as planned).
     tuning: Tuning | None = None
 

@@ -192,9 +192,11 @@ class RunResult:
     #: interval log ('' when no driver gave intervals).  Empty: not measured by this transport.
     series: tuple[Mapping[str, Any], ...] = ()
     hlog: str = ""
-    #: A catch-up repetition (Cell.catch_up): consumers, records, payload bytes, span_s (first
-    #: fetched record to last record, any member), lost, duplicated, and per member its records,
-    #: bytes and CPU (usr_s, sys_s, app_s: the loop thread, client_s: librdkafka's threads).  Empty otherwise.
+    #: A consumer group's drain of a stored backlog, filled by an experiment's own schedule that
+    #: drains one (G's catch-up, kbench/experiments/g_drain.py): consumers, records, payload bytes,
+    #: span_s (first fetched record to last record, any member; the judged window, engine/window),
+    #: lost, duplicated, and per member its records, bytes and CPU (usr_s, sys_s, app_s: the loop
+    #: thread, client_s: librdkafka's threads).  Empty otherwise.
     drain: Mapping[str, Any] = field(default_factory=dict)
 
 

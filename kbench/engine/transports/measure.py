@@ -235,7 +235,9 @@ class PoolResult:
     coordinator: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     samples: tuple[SecondSample, ...] = ()  # the per-second sampler's (empty: none ran)
-    drain: Mapping[str, Any] = field(default_factory=dict)  # a catch-up repetition's drain (RunResult.drain)
+    drain: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # a consumer group's drain, from an own schedule (RunResult.drain)
 
 
 class DriverPool(Protocol):
