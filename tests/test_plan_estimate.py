@@ -16,7 +16,7 @@ from kbench.engine.estimate import estimate
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Real runs (local cluster, testbed with knee probes, the Java and Go drivers, a catch-up plan
-#: whose runs last until the backlog is drained: CATCH_UP_RUN_S, calibrated on that run).  Phases a run predates (the
+#: whose runs last until the backlog is drained: G's own_run_s, g_backlog.CATCH_UP_RUN_S, calibrated on that run).  Phases a run predates (the
 #: cluster's warm-up, the floor probes: no ``warm_up`` entry, no ``floor`` in its derivation) are
 #: left out of its estimate.
 RUNS = (
