@@ -122,7 +122,6 @@ static int serve_batch(rd_kafka_queue_t *q, kb_batch *b, int tmo, int64_t *now) 
     kb_consumer *c = b->c;
     rd_kafka_message_t *ms[KB_BATCH];
     int64_t before = c->records;
-    b->eof = 0;
     ssize_t n = rd_kafka_consume_batch_queue(q, tmo, ms, 1);
     if (n == 1) {
         ssize_t more = rd_kafka_consume_batch_queue(q, 0, ms + 1, KB_BATCH - 1);
@@ -149,15 +148,20 @@ static void on_message(rd_kafka_message_t *m, void *opaque) {
     on_record(m, b);
 }
 
-/** Assign mode's batch: every message queued in mq (the partitions' messages, forwarded there) after
- *  waiting at most tmo ms for the first, moved out of the queue under one lock
- *  (rd_kafka_consume_callback_queue, as kcat reads; rd_kafka_consume_batch_queue locks the queue and
- *  serves the callbacks once per message); then the consumer queue's callbacks (statistics, errors)
- *  without waiting.  One clock read for the batch, as serve_batch. */
+/** One take: every message queued in mq (the partitions' messages, forwarded there) after waiting at
+ *  most tmo ms for the first (0 when the consumer queue still holds something), moved out of the queue
+ *  under one lock (rd_kafka_consume_callback_queue, as kcat reads; rd_kafka_consume_batch_queue locks
+ *  the queue and serves the callbacks once per message); then the consumer queue cq (rebalances,
+ *  statistics, errors, a partition's messages that were not forwarded) without waiting.  An op arriving
+ *  on cq ends the wait on mq (wake_messages).  b->eof: a partition reached its end in this take.  One
+ *  clock read for the batch, as serve_batch. */
 static int serve_messages(rd_kafka_queue_t *mq, rd_kafka_queue_t *cq, kb_batch *b, int tmo, int64_t *now) {
     kb_consumer *c = b->c;
     int64_t before = c->records;
     b->clocked = 0;
+    b->eof = 0;
+    if (tmo > 0 && rd_kafka_queue_length(cq) > 0)
+        tmo = 0; /* more than KB_BATCH messages were left there: no wait */
     rd_kafka_consume_callback_queue(mq, tmo, on_message, b);
     if (!b->clocked)
         batch_clock(b);
@@ -166,6 +170,13 @@ static int serve_messages(rd_kafka_queue_t *mq, rd_kafka_queue_t *cq, kb_batch *
     if (b->rc < 0)
         return b->rc;
     return serve_batch(cq, b, 0, now);
+}
+
+/** The consumer queue's event (an op enqueued on it while it was empty; librdkafka calls this from any
+ *  thread with that queue locked): end the loop's wait on mq, so a rebalance is served at once. */
+static void wake_messages(rd_kafka_t *rk, void *opaque) {
+    (void)rk;
+    rd_kafka_queue_yield(((kb_consumer *)opaque)->mq);
 }
 
 /** The steady window's figures from its edges (see consumer.h). */
@@ -419,6 +430,14 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
                 p->assigned = 1;
                 p->eof = 0;
             }
+            /* into the loop's queue: forwarded again at every assignment (stopping a partition's fetcher
+             * drops the forwarding, and then the fetcher keeps none); a partition without a queue here is
+             * fetched into the consumer queue, which the loop serves too */
+            rd_kafka_queue_t *pq = rd_kafka_queue_get_partition(rk, parts->elems[i].topic, parts->elems[i].partition);
+            if (pq) {
+                rd_kafka_queue_forward(pq, c->mq);
+                rd_kafka_queue_destroy(pq);
+            }
         }
         if (cooperative)
             rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));
@@ -619,6 +638,7 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
     int rechecked = 0;
     kb_batch b = {.c = c, .err = err, .record = group_record};
     rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
+    rd_kafka_queue_cb_event_enable(q, wake_messages, c);
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         int64_t now = kb_now_ns();
         if (c->max_records > 0 && c->records >= c->max_records)
@@ -650,11 +670,12 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
                 continue;
             }
         }
-        if (serve_batch(q, &b, wait_ms(deadline, now), &now) < 0)
+        if (serve_messages(c->mq, q, &b, wait_ms(deadline, now), &now) < 0)
             break;
         if (b.eof)
             next_check = 0;
     }
+    rd_kafka_queue_cb_event_enable(q, NULL, NULL);
     rd_kafka_queue_destroy(q);
     c->loop_cpu_ns = kb_thread_cpu_ns() - cpu0;
     c->stopped = atomic_load(&c->stop);
@@ -740,16 +761,15 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     }
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *start = NULL;
-    rd_kafka_queue_t *mq = NULL; /* assign mode: the partitions' messages */
     int tms = (int)(c->connect_timeout_s * 1000);
+    c->mq = rd_kafka_queue_new(rk);
     if (kb_wait_reachable(rk, &c->props, tms, &c->conn_err, err) < 0)
         goto out;
     if (c->group) {
         group_loop(rk, c, tms, err);
         goto out;
     }
-    mq = rd_kafka_queue_new(rk);
-    if (assign_start(rk, c, tms, mq, &start, err) < 0)
+    if (assign_start(rk, c, tms, c->mq, &start, err) < 0)
         goto out;
     c->t_start = c->t_assigned = kb_now_ns();
     if (c->interval_ns > 0 && kb_iv_init(&c->iv, c->interval_ns, c->t_start, err) < 0)
@@ -761,6 +781,7 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
     int rechecked = 0;
     kb_batch b = {.c = c, .err = err, .seen = seen, .samples_seen = &samples_seen, .record = assign_record};
     rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
+    rd_kafka_queue_cb_event_enable(q, wake_messages, c);
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         if (c->expected > 0 && c->records >= target && samples_seen >= c->samples_expected) {
             if (rechecked)
@@ -779,9 +800,10 @@ int kb_consumer_run(kb_consumer *c, kb_error *e) {
             c->timed_out = 1;
             break;
         }
-        if (serve_messages(mq, q, &b, wait_ms(deadline, now), &now) < 0)
+        if (serve_messages(c->mq, q, &b, wait_ms(deadline, now), &now) < 0)
             break;
     }
+    rd_kafka_queue_cb_event_enable(q, NULL, NULL);
     rd_kafka_queue_destroy(q);
     c->loop_cpu_ns = kb_thread_cpu_ns() - cpu0;
     c->stopped = atomic_load(&c->stop);
@@ -798,8 +820,9 @@ out:
     if (start)
         rd_kafka_topic_partition_list_destroy(start);
     rd_kafka_consumer_close(rk);
-    if (mq) /* after the close (the fetchers stopped: nothing is forwarded to it any more), before the destroy */
-        rd_kafka_queue_destroy(mq);
+    /* after the close (the fetchers stopped: nothing is forwarded to it any more), before the destroy */
+    rd_kafka_queue_destroy(c->mq);
+    c->mq = NULL;
     rd_kafka_destroy(rk);
     free(seen);
     return err->code;

@@ -93,17 +93,23 @@ typedef struct {
      * window: fewer than two batches read records) */
     int64_t win_records, win_ns, win_proc_cpu_ns, win_loop_cpu_ns;
     int64_t w0[4], w1[4]; /* records, time, process CPU, loop CPU at the window's edges (internal) */
+    rd_kafka_queue_t *mq;  /* internal: the queue every consumed partition's messages are forwarded to (the
+                              loop takes it whole; group mode forwards at each assignment) */
     kb_intervals iv;       /* the time series (interval_ns > 0): records, bytes and e2e per interval; the caller frees it (kb_iv_free) */
 } kb_consumer;
 
 /**
  * Records are dequeued in batches (every record queued when the client is served: one clock read
  * and one interval tick per batch, not per record); the counts, the e2e histogram and the
- * time series are per record as before.  Assign mode forwards every partition's messages to a queue
- * of their own and takes that whole queue at once (rd_kafka_consume_callback_queue, as kcat does):
- * librdkafka 2.0.2's fetcher stops for up to 1 s whenever its queue holds queued.min.messages
- * (100,000 by default), and a reader that leaves records queued while it works on a batch
- * (rd_kafka_consume_batch_queue, at most KB_BATCH at a time) hits that stop.
+ * time series are per record as before.  Both modes forward every consumed partition's messages to
+ * a queue of their own (mq; assign mode before it assigns, group mode in the rebalance callback
+ * before each assignment) and take that whole queue at once (rd_kafka_consume_callback_queue, as
+ * kcat does): librdkafka 2.0.2's fetcher stops for up to 1 s whenever its queue holds
+ * queued.min.messages (100,000 by default), and a reader that leaves records queued while it works
+ * on a batch (rd_kafka_consume_batch_queue, at most KB_BATCH at a time) hits that stop.  The
+ * consumer queue (rebalances, statistics, errors, and the messages of a partition not forwarded) is
+ * served without waiting after each take; an event on it wakes a wait on mq at once
+ * (rd_kafka_queue_yield), so a rebalance is served as soon as it arrives.
  *
  * Assign every partition of the topic at its current high watermark (or where start_mode says), signal
  * ready, then consume until `expected` records were read and every expected

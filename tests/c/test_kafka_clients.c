@@ -6,7 +6,8 @@
  * is assigned; every record is delivered once and seen once.  Then a producer
  * with SASL properties against the same PLAINTEXT listener fails at
  * kb_wait_reachable naming the SASL handshake, not an unreachable broker, and
- * without its password (kafka_conf.c: kb_conn_err).
+ * without its password (kafka_conf.c: kb_conn_err).  Between the two, a group of one reads the
+ * records again from the beginning: group mode's own queue, exact per partition.
  *
  * Usage: test_kafka_clients BOOTSTRAP TOPIC.  Prints "ok N" and exits 0 on success.
  */
@@ -111,6 +112,54 @@ int main(int argc, char **argv) {
     CHECK(p.corrected->max >= p.service->max);
     CHECK(c.records == N && c.unique == N && c.duplicates == 0 && c.foreign == 0 && c.no_header == 0);
     CHECK(c.bytes == p.bytes && !c.timed_out && c.e2e->total == N);
+
+    /* the same records again by a group of one from the beginning (group mode: every assigned partition's
+     * queue forwarded to the loop's own in the rebalance callback), the catch-up drain (expected 0: what
+     * was stored when it began): each of the two partitions read once, whole, with its e2e and intervals */
+    static kb_consumer g; /* zeroed */
+    CHECK(kb_props_add(&g.props, "bootstrap.servers", argv[1]) == 0);
+    CHECK(kb_props_add(&g.props, "group.id", "kbench-sanitized-group") == 0);
+    g.topic = c.topic;
+    g.e2e = hist();
+    CHECK(g.e2e != NULL);
+    g.run_id = run_id;
+    g.group = 1;
+    g.from_beginning = 1;
+    g.timeout_s = 60;
+    g.connect_timeout_s = 20;
+    g.interval_ns = 50 * 1000 * 1000;
+    g.cpu_window = 1;
+    kb_error ge = KB_ERROR_INIT;
+    rc = g.e2e ? kb_consumer_run(&g, &ge) : -1;
+    if (rc != 0)
+        fprintf(stderr, "group consumer: %s\n", ge.msg);
+    CHECK(rc == 0);
+    CHECK(g.records == N && g.unique == N && g.duplicates == 0 && g.foreign == 0 && g.no_header == 0);
+    CHECK(g.bytes == p.bytes && !g.timed_out && g.e2e && g.e2e->total == N && g.sampled == N);
+    CHECK(g.stored_records == N && g.rebalances >= 1 && g.t_assigned >= g.t_start && g.t_first >= g.t_assigned);
+    CHECK(g.nparts == 2 && g.mq == NULL);
+    int64_t read = 0;
+    for (int i = 0; i < g.nparts; i++) {
+        const kb_part_seen *ps = &g.parts[i];
+        CHECK_MSG(ps->nruns == 1 && ps->runs[0] == ps->start && ps->runs[1] == ps->end && ps->records == ps->end - ps->start,
+                  "partition %d: %d runs, start %lld end %lld records %lld", ps->partition, ps->nruns,
+                  (long long)ps->start, (long long)ps->end, (long long)ps->records);
+        read += ps->records;
+    }
+    CHECK(read == N);
+    int64_t iv_records = 0, iv_bytes = 0, iv_e2e = 0;
+    for (size_t k = 0; k < g.iv.n; k++) {
+        iv_records += g.iv.rows[k].sent;
+        iv_bytes += g.iv.rows[k].bytes;
+        iv_e2e += g.iv.rows[k].total;
+    }
+    CHECK_MSG(iv_records == N && iv_bytes == p.bytes && iv_e2e == N, "intervals: %lld records, %lld bytes, %lld e2e",
+              (long long)iv_records, (long long)iv_bytes, (long long)iv_e2e);
+    kb_iv_free(&g.iv);
+    kb_consumer_free_parts(&g);
+    free(g.stats);
+    free(g.e2e);
+    kb_props_free(&g.props);
 
     /* SASL against the PLAINTEXT listener: the handshake fails, and says so */
     static kb_producer q; /* zeroed */
