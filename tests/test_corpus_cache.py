@@ -21,7 +21,7 @@ def test_a_cached_corpus_is_the_generated_one_and_a_tampered_file_is_not_used(
     assert len(files) == 1 and files[0].stem.endswith(want.sha256)
     second = load_cached("json", 64 << 10, seed=3)  # read back from the file
     assert first.records == second.records == want.records
-    assert (second.source, second.name) == (want.source, "json")
+    assert (second.source, second.name, second.sha256) == (want.source, "json", want.sha256)
     files[0].write_bytes(corpus.lenprefixed_bytes([b"tampered"]))
     assert load_cached("json", 64 << 10, seed=3).records == want.records  # regenerated, not the file's
     assert load_cached("json", 32 << 10, seed=3).records == corpus.generate("json", 32 << 10, seed=3).records

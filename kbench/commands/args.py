@@ -215,12 +215,12 @@ def publish(
 
 def add_cluster_target(p: argparse.ArgumentParser) -> None:
     """--bootstrap and --cluster-dir: the cluster a client command talks to (the one place both are defined)."""
-    from kbench.kafka.cluster_state import default_dir
+    from kbench.kafka.kafka_dist import default_cluster_dir
 
     p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
     p.add_argument(
         "--cluster-dir",
         type=Path,
         default=None,
-        help=f"cluster started by 'kbench cluster up' (default {default_dir()})",
+        help=f"cluster started by 'kbench cluster up' (default {default_cluster_dir()})",
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbench.commands.args import (
     add_client_props,
@@ -21,13 +21,8 @@ from kbench.commands.args import (
     output_file,
     publish,
 )
-from kbench.engine.cell import Cell
-from kbench.engine.transports.base import RunRequest, TransportError
-from kbench.engine.transports.local_pool import LocalPool
-from kbench.engine.transports.measure import DriverPool, Jobs, Window
-from kbench.kafka import admin, clients, procstat
+from kbench.kafka import admin, clients
 from kbench.kafka.address import check_bootstrap
-from kbench.kafka.cluster_state import ClusterError, default_dir, read_state
 from kbench.kafka.drivers import (
     DEFAULT_HEADER_SAMPLE,
     KafkaError,
@@ -38,10 +33,14 @@ from kbench.kafka.drivers import (
     produce_and_consume,
     redact,
 )
+from kbench.kafka.kafka_dist import default_cluster_dir
 from kbench.kafka.sendwindow import STEADY_SKIP_S, send_window
 from kbench.model import corpus, limits
 from kbench.model.corpus_cache import load_cached
-from kbench.model.stats import histogram_us
+from kbench.model.stats import SATURATED_FLAG, histogram_us
+
+if TYPE_CHECKING:
+    from kbench.engine.transports.measure import DriverPool
 
 #: The results file ``-o DIR`` holds.
 RESULT_FILE = "produce.json"
@@ -167,7 +166,15 @@ def _run_driver(
     args: argparse.Namespace, props: dict[str, str], corp: corpus.Corpus, tmp: Path
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Producer (and consumer) as driver processes of --client, run by the local pool (the
-    ``DriverPool`` every experiment's repetition runs through); their summaries."""
+    ``DriverPool`` every experiment's repetition runs through); their summaries.  The engine's
+    modules are imported here, so that a librdkafka run starts without them (its start-up,
+    benchmarks/README.md)."""
+    from kbench.engine.cell import Cell
+    from kbench.engine.transports.base import RunRequest, TransportError
+    from kbench.engine.transports.local_pool import LocalPool
+    from kbench.engine.transports.measure import Jobs, Window
+    from kbench.kafka import procstat
+
     if args.consume and not args.count:
         raise KafkaError(
             f"--consume with --client {args.client} needs --count (the consumer checks every sequence number)"
@@ -254,14 +261,16 @@ def _check_bounds(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_bounds(args)
-    try:
-        if args.bootstrap is not None:
-            bs = check_bootstrap("--bootstrap", args.bootstrap)
-        else:
-            bs = read_state(args.cluster_dir or default_dir()).bootstrap_servers
-    except ClusterError as e:
-        print(f"kbench: error: {e}; or give --bootstrap", file=sys.stderr)
-        return 2
+    if args.bootstrap is not None:
+        bs = check_bootstrap("--bootstrap", args.bootstrap)
+    else:
+        from kbench.kafka.cluster_state import ClusterError, read_state  # only without --bootstrap
+
+        try:
+            bs = read_state(args.cluster_dir or default_cluster_dir()).bootstrap_servers
+        except ClusterError as e:
+            print(f"kbench: error: {e}; or give --bootstrap", file=sys.stderr)
+            return 2
     clients.check_properties("-X", dict(args.props), {args.client})  # before connecting or writing
     props = {"bootstrap.servers": bs}
     if args.codec:
@@ -361,8 +370,6 @@ def _print(out: dict[str, Any]) -> None:
         if s[name]:
             print(f"{name:9} " + "  ".join(f"{k}={v:,.1f}" for k, v in s[name].items() if k != "count"))
     if not s["latency_comparable"]:
-        from kbench.experiments.spec import SATURATED_FLAG  # the experiments' package: only for this line
-
         print(f"{SATURATED_FLAG}: saturated latencies are queueing, not service")
     if "consumer" in out:
         c = out["consumer"]

@@ -16,6 +16,7 @@ from kbench.engine.cell import TRAFFIC_AXES, Cell
 from kbench.engine.status import Verdict
 from kbench.engine.transports.base import RunRequest, RunResult
 from kbench.model.corpus import Corpus
+from kbench.model.stats import SATURATED_FLAG
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,9 +46,6 @@ __all__ = [
 #: beyond linger.ms and the consumer's lag must each stay below this many milliseconds (the
 #: plan's ``saturation_bound_ms`` overrides it).
 DEFAULT_SATURATION_BOUND_MS = 20.0
-
-#: The flag carried by every saturated (B) latency: queueing, not service.
-SATURATED_FLAG = "latency-NOT-comparable-saturated"
 
 #: Every plan axis a CSV row carries (``rate`` is the plan's rate: msgs/s, ``saturated``,
 #: ``auto`` or ``auto:F``).  Rows equal on all of these (and on the machine) are repetitions of one cell.

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kbench.kafka import kafka_dist
+from kbench.kafka.kafka_dist import default_cluster_dir as default_dir
 
 __all__ = [
     "BrokerInfo",
@@ -189,11 +189,6 @@ class ClusterState:
     @property
     def metrics_urls(self) -> list[str]:
         return [b.metrics_url for b in self.brokers if b.metrics_url]
-
-
-def default_dir() -> Path:
-    """Where ``kbench cluster`` keeps its cluster unless ``--dir`` says otherwise."""
-    return kafka_dist.cache_root() / "cluster"
 
 
 def port_free(port: int) -> bool:

@@ -68,6 +68,9 @@ class Corpus:
     name: str
     records: tuple[bytes, ...] = field(repr=False)
     source: str = "generated"
+    #: :attr:`sha256` when the caller has already checked the records against it (a cached
+    #: corpus file, named by it: kbench.model.corpus_cache), so that it is not hashed again
+    checked_sha256: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def payload(self) -> bytes:
@@ -76,6 +79,8 @@ class Corpus:
 
     @property
     def sha256(self) -> str:
+        if self.checked_sha256 is not None:
+            return self.checked_sha256
         h = hashlib.sha256()
         for r in self.records:
             h.update(len(r).to_bytes(4, "big"))

@@ -24,12 +24,14 @@ def _generator_hash() -> str:
 
 
 def _read(path: Path, sha: str) -> tuple[bytes, ...] | None:
+    """The file's records when its bytes hash to ``sha`` (a well-formed file's bytes are the very
+    stream :attr:`Corpus.sha256` hashes: each record's 4-byte length, then the record)."""
     try:
-        records = tuple(corpus.read_records(path, "lenprefixed"))
+        if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            return None
+        return tuple(corpus.read_records(path, "lenprefixed"))
     except (OSError, corpus.CorpusError):
         return None
-    c = corpus.Corpus(name="cached", records=records)
-    return records if c.sha256 == sha else None
 
 
 def load_cached(spec: str | Path, size: int = corpus.DEFAULT_SIZE, seed: int = 1, fmt: str = "lines") -> corpus.Corpus:
@@ -39,9 +41,10 @@ def load_cached(spec: str | Path, size: int = corpus.DEFAULT_SIZE, seed: int = 1
     d = cache_dir() / "corpus"
     stem = f"{spec}-{size}-{seed}-{_generator_hash()}-"
     for path in sorted(d.glob(stem + "*.bin")) if d.is_dir() else []:
-        records = _read(path, path.stem[len(stem) :])
+        sha = path.stem[len(stem) :]
+        records = _read(path, sha)
         if records is not None:
-            return corpus.Corpus(name=spec, records=records, source=f"builtin:{spec}:seed={seed}")
+            return corpus.Corpus(name=spec, records=records, source=f"builtin:{spec}:seed={seed}", checked_sha256=sha)
     c = corpus.generate(spec, size, seed)
     try:
         d.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["LATENCY_PERCENTILES", "counted_distribution", "distribution", "histogram_us", "percentile"]
+__all__ = [
+    "LATENCY_PERCENTILES",
+    "SATURATED_FLAG",
+    "counted_distribution",
+    "distribution",
+    "histogram_us",
+    "percentile",
+]
+
+#: The flag carried by every saturated (B) latency: queueing, not service.
+SATURATED_FLAG = "latency-NOT-comparable-saturated"
 
 
 def percentile(values: Sequence[float], q: float) -> float:
