@@ -51,6 +51,9 @@ def entropy(data: Buffer, /) -> float: ...
 def lenprefixed_scan(data: Buffer, max_records: int, max_record: int, /) -> tuple[int, int, int, int]:
     """Walk length-prefixed records without making them: (status, count, at, n), GIL released."""
 
+def lenprefixed_records(data: Buffer, count: int, /) -> list[bytes]:
+    """The first ``count`` length-prefixed records of data (after lenprefixed_scan); ValueError on an overrun."""
+
 # ---------------------------------------------------------------- RecordBatch v2 and segments (py_batch.c)
 
 def crc32c(data: Buffer, impl: str | None = None) -> int: ...

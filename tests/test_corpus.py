@@ -53,6 +53,22 @@ def test_read_lines_and_lenprefixed(tmp_path: Path) -> None:
         corpus.read_records(q, "lenprefixed")
 
 
+def test_lenprefixed_records_checks_every_bound_again() -> None:
+    """The C split behind read_records(..., "lenprefixed") (after the scan): exactly the records
+    asked for, and an overrun or a cut prefix refused, never read past the buffer."""
+    from kbench import _native
+
+    data = b"\x00\x00\x00\x02ab" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x01c"
+    assert _native.lenprefixed_records(data, 3) == [b"ab", b"", b"c"]
+    assert _native.lenprefixed_records(data, 1) == [b"ab"] and _native.lenprefixed_records(data, 0) == []
+    with pytest.raises(ValueError, match="truncated length prefix at byte 15"):
+        _native.lenprefixed_records(data, 4)
+    with pytest.raises(ValueError, match="the record at byte 10 claims 1 bytes"):
+        _native.lenprefixed_records(data[:-1], 3)
+    with pytest.raises(ValueError, match="count must be >= 0"):
+        _native.lenprefixed_records(data, -1)
+
+
 def test_load_round_trips_through_a_file(tmp_path: Path) -> None:
     c = corpus.generate("logs", 20_000)
     p = corpus.write_lines(c, tmp_path / "logs.txt")

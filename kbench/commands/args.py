@@ -215,7 +215,7 @@ def publish(
 
 def add_cluster_target(p: argparse.ArgumentParser) -> None:
     """--bootstrap and --cluster-dir: the cluster a client command talks to (the one place both are defined)."""
-    from kbench.kafka.kafka_dist import default_cluster_dir
+    from kbench.model.paths import default_cluster_dir
 
     p.add_argument("--bootstrap", help="bootstrap servers (default: the cluster of --cluster-dir)")
     p.add_argument(

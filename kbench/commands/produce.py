@@ -33,10 +33,10 @@ from kbench.kafka.drivers import (
     produce_and_consume,
     redact,
 )
-from kbench.kafka.kafka_dist import default_cluster_dir
 from kbench.kafka.sendwindow import STEADY_SKIP_S, send_window
 from kbench.model import corpus, limits
 from kbench.model.corpus_cache import load_cached
+from kbench.model.paths import default_cluster_dir
 from kbench.model.stats import SATURATED_FLAG, histogram_us
 
 if TYPE_CHECKING:

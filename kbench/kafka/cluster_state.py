@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kbench.kafka.kafka_dist import default_cluster_dir as default_dir
+from kbench.model.paths import default_cluster_dir as default_dir
 
 __all__ = [
     "BrokerInfo",

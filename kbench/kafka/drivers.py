@@ -30,6 +30,7 @@ import os
 import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from kbench import _native
@@ -113,12 +114,7 @@ def records_buffer(records: Sequence[bytes]) -> tuple[bytes, array]:
     """Records back to back plus n+1 int64 offsets, the layout the C producer cycles through."""
     if not records:
         raise ValueError("the corpus has no records")
-    offs = array("q", [0])
-    total = 0
-    for r in records:
-        total += len(r)
-        offs.append(total)
-    return b"".join(records), offs
+    return b"".join(records), array("q", accumulate(map(len, records), initial=0))
 
 
 class Background:

@@ -55,13 +55,6 @@ def cache_root() -> Path:
     return cache_dir()
 
 
-def default_cluster_dir() -> Path:
-    """Where ``kbench cluster`` keeps its cluster unless ``--dir`` says otherwise (here, not in
-    kbench.kafka.cluster_state, so that a client command's ``--help`` names it without importing
-    the cluster's process machinery)."""
-    return cache_root() / "cluster"
-
-
 def require_tool(tool: str, package: str) -> str:
     path = shutil.which(tool)
     if path is None:

@@ -18,7 +18,6 @@ import json
 import mmap
 import random
 import string
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,7 +258,6 @@ def _overlong_line(mm: mmap.mmap, size: int) -> int | None:
 
 #: Every byte but a newline mapped to 'a' (see _count_lines).
 _MARK = bytes(10 if b == 10 else 97 for b in range(256))
-_PREFIX = struct.Struct(">I")
 
 
 def _count_lines(data: bytes) -> int:
@@ -293,13 +291,7 @@ def _lenprefixed(where: str, mm: mmap.mmap, size: int, max_records: int) -> list
     if status == 4:
         raise CorpusError(f"{where}: record at byte {at} claims {n} bytes but only {size - at - 4} remain")
     limits.check_corpus_records(where, count, size - 4 * count, max_records, fix="use a smaller sample")
-    records: list[bytes] = []
-    off = 0
-    for _ in range(count):
-        (n,) = _PREFIX.unpack_from(mm, off)
-        records.append(mm[off + 4 : off + 4 + n])
-        off += 4 + n
-    return records
+    return _native.lenprefixed_records(mm, count)
 
 
 def read_records(

@@ -27,6 +27,7 @@ __all__ = [
     "atomic_stream",
     "atomic_write",
     "check_output_file",
+    "default_cluster_dir",
     "not_a_regular_file",
     "output_file_problem",
     "run_directory_of",
@@ -174,3 +175,10 @@ def cache_dir() -> Path:
         return Path(os.environ["KBENCH_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kbench"
+
+
+def default_cluster_dir() -> Path:
+    """Where ``kbench cluster`` keeps its cluster unless ``--dir`` says otherwise (defined here, not
+    in kbench.kafka.cluster_state, so that a client command names it without importing the
+    cluster's process machinery: ``kbench produce``'s start-up)."""
+    return cache_dir() / "cluster"
