@@ -72,6 +72,7 @@ typedef struct {
     int64_t *slot_seq, *slot_sent;
     int32_t *slot_free;
     int32_t slot_cap, slot_nfree;
+    int64_t dr_now; /* > 0: the time of the reports being served (one clock read per poll, saturated loop) */
     kb_error *run_err;
 } kb_producer;
 
