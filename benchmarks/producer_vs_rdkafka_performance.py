@@ -3,9 +3,9 @@
 
 ``rdkafka_performance`` is built here from the example source Debian's librdkafka-dev ships, with
 one patch: its message source is the corpus file, cycled (rdkafka_performance_build.py); unpatched
-it repeats one pattern, which a codec would squeeze to nothing.  Both tools get the same settings:
-batch.size=65536, linger.ms=5, acks=1, the codec, null keys, librdkafka's partitioner over a fresh
-3-partition topic per run; kbench keeps its default header sampling (one record in 1000 carries its
+it repeats one pattern, which a codec would squeeze to nothing.  Both tools get the same client
+properties (PROPS, the codec), null keys, librdkafka's partitioner over a fresh 3-partition topic
+per run; kbench keeps its default header sampling (one record in 1000 carries its
 24-byte latency header).  One local 1-node Kafka cluster; a discarded warm-up round, then --reps
 rounds of the two tools, the order alternating.
 
@@ -47,7 +47,16 @@ from kbench.model import corpus  # noqa: E402
 
 TOOLS = ("kbench", "rdkafka_performance")
 CODECS = ("none", "zstd")
-PROPS = {"batch.size": "65536", "linger.ms": "5", "acks": "1"}
+#: Both tools' client properties, the very same (-X for both): the benchmark's settings, and the two
+#: that rdkafka_performance sets itself before its -X (message.send.max.retries=3,
+#: retry.backoff.ms=500), given to kbench too; its third, linger.ms=1000, is overridden here.
+PROPS = {
+    "batch.size": "65536",
+    "linger.ms": "5",
+    "acks": "1",
+    "message.send.max.retries": "3",
+    "retry.backoff.ms": "500",
+}
 #: rdkafka_performance's periodic line: "% N messages produced (B bytes), D delivered (...) in T ms: ..."
 STATS_LINE = re.compile(r"^% (\d+) messages produced \(\d+ bytes\), (\d+) delivered .* in (\d+)ms:")
 
