@@ -171,7 +171,8 @@ def measure(count: int, reps: int, codecs: list[str]) -> dict[str, Any]:
 def markdown(results: list[dict[str, Any]]) -> str:
     res = results[0]
     lines = [
-        f"{res['count']:,} messages per run, {res['reps']} paired repetitions after a discarded warm-up round; "
+        "; ".join(f"{', '.join(r['codecs'])}: {r['count']:,} messages per run" for r in results)
+        + f", {res['reps']} paired repetitions after a discarded warm-up round; "
         f"librdkafka {res['librdkafka']} (both), Kafka {res.get('kafka', '?')}; {res['corpus']}.",
         "",
         "| codec | figure | kbench median [min–max] | rdkafka_performance median [min–max] | kbench / rdkafka_performance (median of pairs) [min–max] |",

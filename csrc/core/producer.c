@@ -33,6 +33,13 @@ static inline int64_t due_of(const kb_producer *p, int64_t seq) {
 
 #define KB_MAX_SLOTS (1 << 27)
 
+/** The saturated loop needs only a message's send time, which the message's opaque carries itself
+ *  (no slot to take, fill, read and free per message); the fixed-rate loop also needs its sequence
+ *  number (its due time): a slot. */
+static inline int time_in_opaque(const kb_producer *p) {
+    return INTPTR_MAX >= INT64_MAX && p->mode == KB_MODE_SATURATED;
+}
+
 /** A free slot for one in-flight message (grows by doubling), or -1 when out of memory. */
 static int32_t slot_take(kb_producer *p, int64_t seq, int64_t sent) {
     if (p->slot_nfree == 0) {
@@ -70,11 +77,17 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     (void)rk;
     kb_producer *p = opaque;
     int64_t now = p->dr_now > 0 ? p->dr_now : kb_now_ns();
-    int32_t slot = (int32_t)(intptr_t)m->_private;
-    if (slot < 0 || slot >= p->slot_cap)
-        return;
-    int64_t seq = p->slot_seq[slot], sent = p->slot_sent[slot];
-    slot_put(p, slot);
+    int64_t seq = 0, sent;
+    if (time_in_opaque(p)) {
+        sent = (int64_t)(intptr_t)m->_private;
+    } else {
+        int32_t slot = (int32_t)(intptr_t)m->_private;
+        if (slot < 0 || slot >= p->slot_cap)
+            return;
+        seq = p->slot_seq[slot];
+        sent = p->slot_sent[slot];
+        slot_put(p, slot);
+    }
     if (p->iv.width_ns)
         kb_iv_at(&p->iv, now);
     if (m->err) {
@@ -251,22 +264,27 @@ static int send_one(kb_producer *p, rd_kafka_t *rk, rd_kafka_topic_t *rkt, int64
     int64_t sent;
     for (;;) {
         sent = kb_now_ns();
-        int32_t slot = slot_take(p, seq, sent);
-        if (slot < 0) {
-            kb_error_set(p->run_err, KB_ENOMEM, -1, "out of memory for in-flight message slots");
-            return 1;
+        int32_t slot = -1;
+        void *opaque = (void *)(intptr_t)sent;
+        if (!time_in_opaque(p)) {
+            slot = slot_take(p, seq, sent);
+            if (slot < 0) {
+                kb_error_set(p->run_err, KB_ENOMEM, -1, "out of memory for in-flight message slots");
+                return 1;
+            }
+            opaque = (void *)(intptr_t)slot;
         }
         if (with_header) {
             rd_kafka_headers_t *hdrs = make_headers(sent, p->seq_base + seq, p->run_id);
             e = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p->partition), RD_KAFKA_V_MSGFLAGS(0),
                                   RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_KEY(key, klen),
-                                  RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(intptr_t)slot), RD_KAFKA_V_END);
+                                  RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
             if (e)
                 rd_kafka_headers_destroy(hdrs);
         } else {
-            /* rd_kafka_produce(), not producev(): no argument list to walk (about 50 ns a message
-             * here, benchmarks/README.md), the call rdkafka_performance makes */
-            e = rd_kafka_produce(rkt, p->partition, 0, (void *)val, vlen, key, klen, (void *)(intptr_t)slot) == -1
+            /* rd_kafka_produce(), the call rdkafka_performance makes: producev() walks its
+             * argument list for every message */
+            e = rd_kafka_produce(rkt, p->partition, 0, (void *)val, vlen, key, klen, opaque) == -1
                     ? rd_kafka_last_error()
                     : RD_KAFKA_RESP_ERR_NO_ERROR;
         }
