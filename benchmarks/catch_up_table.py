@@ -2,9 +2,11 @@
 
 Usage: python benchmarks/catch_up_table.py RUN_DIR/G.csv
 
-Per codec and group size, over the OK repetitions: median [min-max] of the drain rate, payload
-MB/s, the members' CPU-s per GB (summed), medians of its split (loop thread / librdkafka's threads),
-the busiest member's CPU % over the drain, the brokers' CPU-s per GB and the drain's length.
+Per codec, group size and fetch size (``fetch.max.bytes``), over the OK repetitions: median [min-max]
+of the drain rate and its spread around the median (the issue's +-15 %), payload MB/s, the members'
+CPU-s per GB (summed), medians of its split (loop thread / librdkafka's threads), the busiest
+member's CPU % over the drain, the brokers' CPU-s per GB and the drain's length (median [min-max]:
+every repetition's drain >= 5 s).
 """
 
 from __future__ import annotations
@@ -32,28 +34,38 @@ def _med(vals: list[float], fmt: Callable[[float], str]) -> str:
     return fmt(statistics.median(vals)) if vals else "NA"
 
 
+def _spread(vals: list[float]) -> str:
+    """The range around the median, in per cent of it: -a % / +b %."""
+    if not vals:
+        return "NA"
+    m = statistics.median(vals)
+    return f"{(min(vals) / m - 1) * 100:+.0f} % / {(max(vals) / m - 1) * 100:+.0f} %"
+
+
 def table(path: Path) -> str:
     rows = [r for r in csv.DictReader(path.open()) if r["status"] == "OK"]
     keys = sorted(
-        {(r["codec"], r["consumers"]) for r in rows},
-        key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else len(ORDER), k[0], int(k[1])),
+        {(r["codec"], r["consumers"], r["fetch_max_bytes"]) for r in rows},
+        key=lambda k: (ORDER.index(k[0]) if k[0] in ORDER else len(ORDER), k[0], int(k[1]), -int(k[2])),
     )
     whole = lambda v: f"{v:,.0f}".replace(",", " ")  # noqa: E731
     f1 = lambda v: f"{v:.1f}"  # noqa: E731
     f2 = lambda v: f"{v:.2f}"  # noqa: E731
     out = [
-        "| codec | consumers | records/s | payload MB/s | consumer CPU-s/GB (sum) | of it loop / librdkafka "
+        "| codec | consumers | fetch.max.bytes | records/s | spread vs median | payload MB/s "
+        "| consumer CPU-s/GB (sum) | of it loop / librdkafka "
         "| busiest member CPU % | broker CPU-s/GB | drain s | n |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for codec, k in keys:
-        rs = [r for r in rows if (r["codec"], r["consumers"]) == (codec, k)]
+    for codec, k, fetch in keys:
+        rs = [r for r in rows if (r["codec"], r["consumers"], r["fetch_max_bytes"]) == (codec, k, fetch)]
         out.append(
-            f"| {codec} | {k} | {_range(_vals(rs, 'drain_records_per_s'), whole)} "
+            f"| {codec} | {k} | {int(fetch):,} | {_range(_vals(rs, 'drain_records_per_s'), whole)} "
+            f"| {_spread(_vals(rs, 'drain_records_per_s'))} "
             f"| {_range(_vals(rs, 'drain_mb_per_s'), f1)} | {_range(_vals(rs, 'consumer_cpu_s_per_gb'), f2)} "
             f"| {_med(_vals(rs, 'consumer_app_s_per_gb'), f2)} / {_med(_vals(rs, 'consumer_client_s_per_gb'), f2)} "
             f"| {_med(_vals(rs, 'member_cpu_pct_max'), f1)} | {_range(_vals(rs, 'broker_cpu_s_per_gb'), f2)} "
-            f"| {_med(_vals(rs, 'drain_s'), f2)} | {len(rs)} |"
+            f"| {_range(_vals(rs, 'drain_s'), f1)} | {len(rs)} |"
         )
     return "\n".join(out)
 
