@@ -62,11 +62,13 @@ def test_lenprefixed_records_checks_every_bound_again() -> None:
     assert _native.lenprefixed_records(data, 3) == [b"ab", b"", b"c"]
     assert _native.lenprefixed_records(data, 1) == [b"ab"] and _native.lenprefixed_records(data, 0) == []
     with pytest.raises(ValueError, match="truncated length prefix at byte 15"):
-        _native.lenprefixed_records(data, 4)
+        _native.lenprefixed_records(data + b"\x00\x00", 4)
     with pytest.raises(ValueError, match="the record at byte 10 claims 1 bytes"):
         _native.lenprefixed_records(data[:-1], 3)
-    with pytest.raises(ValueError, match="count must be >= 0"):
-        _native.lenprefixed_records(data, -1)
+    # a count the data cannot hold (4 bytes a record at least) is refused before any allocation
+    for count in (-1, 4, 2**62):
+        with pytest.raises(ValueError, match=f"count {count} is not between 0 and 3"):
+            _native.lenprefixed_records(data, count)
 
 
 def test_load_round_trips_through_a_file(tmp_path: Path) -> None:

@@ -43,9 +43,12 @@ static PyObject *py_lenprefixed_records(PyObject *self, PyObject *args) {
     Py_ssize_t count;
     if (!PyArg_ParseTuple(args, "y*n:lenprefixed_records", &in, &count))
         return NULL;
-    PyObject *out = count >= 0 ? PyList_New(count) : NULL;
-    if (count < 0)
-        PyErr_SetString(PyExc_ValueError, "lenprefixed_records: count must be >= 0");
+    /* every record takes at least its 4-byte prefix: a count the data cannot hold allocates nothing */
+    int fits = count >= 0 && count <= in.len / 4;
+    PyObject *out = fits ? PyList_New(count) : NULL;
+    if (!fits)
+        PyErr_Format(PyExc_ValueError, "lenprefixed_records: count %zd is not between 0 and %zd (the data's bytes / 4)",
+                     count, in.len / 4);
     const uint8_t *b = in.buf;
     size_t len = (size_t)in.len, off = 0;
     for (Py_ssize_t i = 0; out && i < count; i++) {
