@@ -31,6 +31,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -112,6 +113,7 @@ def run_cp(bs: str, topic: str, n: int, group: str) -> dict[str, Any]:
 
 def _whole(r: Run, records: int) -> dict[str, float]:
     return {
+        "writeback_s": r.writeback_s,
         "proc_wall_s": r.wall_s,
         "proc_cpu_s": r.cpu_s,
         "proc_msgs_per_s": records / r.wall_s,
@@ -122,9 +124,46 @@ def _whole(r: Run, records: int) -> dict[str, float]:
 RUN = {"kbench": run_kbench, "kcat": run_kcat, "ConsumerPerformance": run_cp}
 
 
-def measure(records: int, reps: int, partitions: int, codecs: list[str], min_window: float) -> dict[str, Any]:
+#: The backlog's producer settings, whichever client writes it.
+BACKLOG_PROPS = {"batch.size": "65536", "linger.ms": "5"}
+
+
+def write_backlog(
+    bs: str, topic: str, codec: str, records: int, recs: tuple[bytes, ...], producer: str, tmp: Path
+) -> None:
+    """``records`` of ``recs`` (cycled) into ``topic``, saturated, not timed: by the C loops in this
+    process (``librdkafka``, the library the extension links), or by ``kbench produce --client
+    PRODUCER`` (e.g. ``librdkafka@2.16.1``: the confluent-kafka wheel's librdkafka, whose zstd frames
+    carry their content size)."""
+    if producer == "librdkafka":
+        spec = drivers.ProducerSpec(
+            topic=topic,
+            props={"bootstrap.servers": bs, "compression.type": codec, **BACKLOG_PROPS},
+            mode="saturated",
+            count=records,
+            headers=False,
+        )
+        assert drivers.produce(spec, recs).delivered == records
+        return
+    path = corpus.write_lenprefixed(recs, tmp / "corpus.bin")
+    cmd = [sys.executable, "-m", "kbench", "produce", "--client", producer, "--bootstrap", bs, "--topic", topic]
+    cmd += ["--mode", "saturated", "--count", str(records), "--codec", codec, "--json"]
+    cmd += ["--corpus", str(path), "--corpus-format", "lenprefixed"]
+    cmd += [x for k, v in BACKLOG_PROPS.items() for x in ("-X", f"{k}={v}")]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"kbench produce --client {producer} exited {r.returncode}: {r.stderr[-400:]}")
+    delivered = json.loads(r.stdout)["producer"]["delivered"]
+    if delivered != records:
+        raise RuntimeError(f"kbench produce --client {producer} delivered {delivered} of {records}")
+
+
+def measure(
+    records: int, reps: int, partitions: int, codecs: list[str], min_window: float, producer: str = "librdkafka"
+) -> dict[str, Any]:
     recs = corpus.generate("json", 4 << 20, seed=1).records
     out: dict[str, Any] = {
+        "producer": producer,
         "records": records,
         "reps": reps,
         "partitions": partitions,
@@ -138,14 +177,7 @@ def measure(records: int, reps: int, partitions: int, codecs: list[str], min_win
         for codec in codecs:
             topic = f"backlog-{codec}"
             admin.create_topic({"bootstrap.servers": bs}, topic, partitions=partitions)
-            spec = drivers.ProducerSpec(
-                topic=topic,
-                props={"bootstrap.servers": bs, "compression.type": codec, "batch.size": "65536", "linger.ms": "5"},
-                mode="saturated",
-                count=records,
-                headers=False,
-            )
-            assert drivers.produce(spec, recs).delivered == records
+            write_backlog(bs, topic, codec, records, recs, producer, Path(d))
             runs: list[dict[str, Any]] = []
             for rep in range(-1, reps):  # rep -1: the discarded warm-up round
                 row: dict[str, Any] = {}
@@ -193,9 +225,19 @@ def markdown(results: list[dict[str, Any]]) -> str:
         "| codec | tool | records/s median [min–max] | CPU µs/record median [min–max] | wall s median | kbench / tool records/s (median of pairs) | kbench / tool CPU per record (median of pairs) |",
         "|---|---|---|---|---|---|---|",
     ]
+    regrows = [
+        "",
+        "Batches kbench's librdkafka decompressed again into a larger buffer (statistics' zbuf_grow, median per read):",
+        "",
+    ]
     for res in results:
-        for codec, c in res["codecs"].items():
+        for name, c in res["codecs"].items():
             runs = c["runs"]
+            producer = res.get("producer", "librdkafka")
+            codec = name if producer == "librdkafka" else f"{name}, written by {producer}"
+            grows = [(r["kbench"].get("fetch") or {}).get("decompress_regrows") for r in runs]
+            if all(g is not None for g in grows):
+                regrows.append(f"- {codec}: {statistics.median(g for g in grows if g is not None):,.0f}")
             for tool in TOOLS:
 
                 def ratio(key: str, tool: str = tool, runs: list[dict[str, Any]] = runs) -> str:
@@ -217,7 +259,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
                     f"| {codec} | {tool} | {_med(prate)} | {_med2(pcpu)} | {pwall:.1f} | {ratio('proc_msgs_per_s')} "
                     f"| {ratio('proc_cpu_us_per_record')} |"
                 )
-    return "\n".join(lines + whole)
+    return "\n".join(lines + whole + (regrows if len(regrows) > 3 else []))
 
 
 def main() -> int:
@@ -227,13 +269,18 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=1)
     ap.add_argument("--codecs", default=",".join(CODECS), help="comma-separated (default none,lz4,zstd)")
     ap.add_argument("--min-window", type=float, default=5.0, help="refuse a run whose steady window is shorter")
+    ap.add_argument(
+        "--producer",
+        default="librdkafka",
+        help="the client that writes the backlog (kbench produce --client; default librdkafka, in this process)",
+    )
     ap.add_argument("--out", type=Path)
     ap.add_argument("--render", type=Path, nargs="+")
     a = ap.parse_args()
     if a.render:
         print(markdown([json.loads(p.read_text()) for p in a.render]))
         return 0
-    res = measure(a.records, a.reps, a.partitions, a.codecs.split(","), a.min_window)
+    res = measure(a.records, a.reps, a.partitions, a.codecs.split(","), a.min_window, a.producer)
     return finish(res, TOOLS, a.min_window, a.out, markdown([res]), "raise --records")
 
 

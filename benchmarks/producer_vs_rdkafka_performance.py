@@ -70,6 +70,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _whole(r: Run, n: int) -> dict[str, float]:
     return {
+        "writeback_s": r.writeback_s,
         "proc_wall_s": r.wall_s,
         "proc_cpu_s": r.cpu_s,
         "proc_msgs_per_s": n / r.wall_s,

@@ -49,6 +49,7 @@ class Run:
     rc: int = 0
     stderr: str = ""
     stdout_tail: bytes = b""
+    writeback_s: float = 0.0  # the os.sync before the tool started (write_back)
 
     def window(self, last: int = -1) -> dict[str, float]:
         """Rate and CPU per record over samples[0] .. samples[last]."""
@@ -102,9 +103,20 @@ def line_parser(count_of: Callable[[str], int | None]) -> Parser:
     return feed
 
 
+def write_back() -> float:
+    """Write every dirty page to disk (os.sync) and return the seconds it took.  A producer run
+    leaves gigabytes of a broker's log dirty (the kernel's dirty_ratio is 20 % of memory); their
+    writeback would otherwise run during the next tool's window, on the CPUs it shares with the
+    broker, and slow whichever tool comes second in a pair."""
+    t0 = time.monotonic()
+    os.sync()
+    return time.monotonic() - t0
+
+
 def run_sampled(cmd: Sequence[str], parser: Parser, timeout: float = 900.0, env: dict[str, str] | None = None) -> Run:
-    """Run ``cmd``, sampling the time and its CPU at each progress event ``parser`` finds."""
-    run = Run()
+    """Run ``cmd`` with no dirty page left by the run before (:func:`write_back`, every tool
+    alike), sampling the time and its CPU at each progress event ``parser`` finds."""
+    run = Run(writeback_s=write_back())
     with tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env)

@@ -264,7 +264,10 @@ def test_g_sizes_its_backlog_so_that_a_drain_lasts_five_seconds() -> None:
     res = _light(drain={"span_s": 0.5, "bytes": 128 << 20})  # 268 MB/s
     want = backlog.next_size(res, 128 << 20)
     assert want == int(-(-(128 << 20) / 0.5 * 5.0 * 1.5 // 1))  # rate x 5 s x 1.5 margin
-    assert backlog.next_size(_light(drain={"span_s": 6.0, "bytes": 128 << 20}), 128 << 20) is None  # long enough
+    assert backlog.next_size(_light(drain={"span_s": 6.5, "bytes": 128 << 20}), 128 << 20) is None  # long enough
+    # a warm-up that only just passes 5 s is resized: the repetitions after it drain faster
+    just = backlog.next_size(_light(drain={"span_s": 5.5, "bytes": 128 << 20}), 128 << 20)
+    assert just == int(-(-(128 << 20) / 5.5 * 5.0 * 1.5 // 1))
     huge = backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 1 << 30}), 1 << 30)
     assert huge == backlog.MAX_BACKLOG_BYTES
     cell = plan_mod.Cell(

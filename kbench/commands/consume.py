@@ -209,3 +209,8 @@ def _print(out: dict[str, Any]) -> None:
             f"fetch: {f['fetch_requests']:,} requests, {f['bytes_per_fetch']:,.0f} bytes and "
             f"{f['records_per_fetch']:,.0f} records per fetch, rtt p50 {_fmt(f['rtt_p50_us'], ',.0f')} µs"
         )
+        if f["decompress_regrows"]:
+            print(
+                f"decompression: {f['decompress_regrows']:,} batches decompressed again into a larger buffer "
+                "(zstd frames written without their content size)"
+            )

@@ -28,7 +28,7 @@ from kbench.engine import plan as plan_mod
 from kbench.engine.cell import Cell
 from kbench.experiments import registry
 
-__all__ = ["PROBES_PER_CELL", "Estimate", "estimate"]
+__all__ = ["PROBES_PER_CELL", "Estimate", "estimate", "run_s"]
 
 #: Seconds to open a transport: start the cluster (per kind; + per broker beyond the first) ...
 SETUP_S: Mapping[str, float] = {"local": 12.0, "testbed": 40.0, "bootstrap": 3.0}
@@ -74,7 +74,7 @@ class Estimate:
         }
 
 
-def _run_s(cell: Cell, planned_s: float) -> float:
+def run_s(cell: Cell, planned_s: float) -> float:
     """Seconds of one run of ``cell``: its experiment's own estimate for its own run, else planned."""
     own = registry.own_run_s(cell)
     return planned_s if own is None else own
@@ -111,8 +111,8 @@ def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None, warm: bool = 
         setup_s=setup,
         warm_s=warm_s,
         probes_s=probes_s,
-        warmups_s=sum(wup * _run_s(c, plan.warmup_s) for c in cells),
-        repetitions_s=sum(plan.repetitions * _run_s(c, plan.duration_s) for c in cells),
+        warmups_s=sum(wup * run_s(c, plan.warmup_s) for c in cells),
+        repetitions_s=sum(plan.repetitions * run_s(c, plan.duration_s) for c in cells),
         overhead_s=overhead,
         runs=len(cells) * (plan.repetitions + wup),
         probes=probes,

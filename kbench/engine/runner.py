@@ -22,6 +22,7 @@ from kbench.engine import knee, rules, series, store
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.console import short_cells, tables
+from kbench.engine.estimate import run_s
 from kbench.engine.machine import describe
 from kbench.engine.plan import Cell, Plan, PlanError
 from kbench.engine.progress import Progress
@@ -89,8 +90,10 @@ def order_runs(cells: Sequence[Cell], repetitions: int, seed: int) -> list[tuple
     return sat + rest
 
 
-def _planned_s(plan: Plan, reps: int, warmup: bool) -> float:
-    return reps * plan.duration_s + (plan.warmup_s if warmup else 0.0)
+def _planned_s(plan: Plan, queued: Sequence[tuple[Cell, int, int]], warmed: Sequence[Cell]) -> float:
+    """The seconds the queued runs and the cells' warm-ups take: each run by its experiment's own
+    estimate where it has one (G: producing and draining a backlog), else the plan's duration."""
+    return sum(run_s(c, plan.duration_s) for c, _, _ in queued) + sum(run_s(c, plan.warmup_s) for c in warmed)
 
 
 def _warm_up(s: Session, progress: Progress, run_id: str, cell: Cell, target: float | None) -> None:
@@ -103,7 +106,7 @@ def _warm_up(s: Session, progress: Progress, run_id: str, cell: Cell, target: fl
         tune_warm_up(s, run_id, cell, target, res)  # an experiment's tuning of the cell (G: its backlog)
     except TransportError as e:
         s.log(f"{cell.cell_id} warm-up failed: {e}")
-    progress.advance(s.plan.warmup_s, f"{cell.cell_id} warm-up done")
+    progress.advance(run_s(cell, s.plan.warmup_s), f"{cell.cell_id} warm-up done")
     if s.opts.live is not None:
         s.opts.live.end(f"{cell.cell_id} warm-up", "done", counted=False)
 
@@ -161,7 +164,7 @@ def _run_attempt(
         s.rows_written += len(rs)
     status = rules.worst(r["status"] for rs in rows.values() for r in rs)
     writer.mark_done(cell.cell_id, rep, status, attempt)
-    progress.advance(plan.duration_s, f"{label} {status}")
+    progress.advance(run_s(cell, plan.duration_s), f"{label} {status}")
     if s.opts.live is not None:
         s.opts.live.end(label, status)
     return status
@@ -262,7 +265,9 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
         todo_cells = {c.cell_id for g in groups for c, _, _ in g}
         progress = Progress(
             sum(len(g) for g in groups) + int(plan.warmup) * len(todo_cells),
-            sum(_planned_s(plan, len(g), False) for g in groups) + int(plan.warmup) * plan.warmup_s * len(todo_cells),
+            _planned_s(
+                plan, [q for g in groups for q in g], [c for c in cells if plan.warmup and c.cell_id in todo_cells]
+            ),
             stream=opts.progress_stream,
             sink=opts.progress_sink,
         )
@@ -287,7 +292,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                     s.log(f"{cell.cell_id} rep {rep} attempt {attempt} {status}: retry as attempt {nxt}")
                     queue.append((cell, rep, nxt))
                     progress.total_runs += 1
-                    progress.planned_s += plan.duration_s
+                    progress.planned_s += run_s(cell, plan.duration_s)
                     if opts.live is not None:
                         opts.live.add_total(1)
         progress.finish()

@@ -1,11 +1,14 @@
 """Experiment G's driver jobs and their schedule on the local pool: a saturated producer writes
-the backlog (not timed), then a consumer group drains it from the start offsets; the drain's span
-and each member's CPU (RunResult.drain).  The transport asks for the jobs through the registry
-(Experiment.jobs); the local pool runs them by ``Jobs.schedule``.  The Dask pool does not run a
-drain: a plan with one on Dask workers is refused (engine.plan_expand.check_local_only)."""
+the backlog (not timed), its dirty pages are written to disk (os.sync, not timed), then a consumer
+group drains it from the start offsets; the drain's span and each member's CPU (RunResult.drain).
+The transport asks for the jobs through the registry (Experiment.jobs); the local pool runs them
+by ``Jobs.schedule``.  The Dask pool does not run a drain: a plan with one on Dask workers is
+refused (engine.plan_expand.check_local_only)."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +19,7 @@ from kbench.experiments.g_axes import axis, catch_up, fetch_props
 from kbench.kafka import drivers, merge
 from kbench.kafka.driver_client import results
 
-__all__ = ["catch_up_jobs", "drain", "drain_summary"]
+__all__ = ["catch_up_jobs", "drain", "drain_summary", "write_back"]
 
 
 def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
@@ -93,8 +96,19 @@ def drain_summary(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any])
     }
 
 
+def write_back() -> float:
+    """Write every dirty page to disk (os.sync) and return the seconds it took.  A saturated
+    producer leaves gigabytes of the backlog dirty (the kernel's dirty_ratio: 20 % of memory); their
+    writeback would otherwise run during the drain, on the CPUs the group and the broker share, and
+    differ from one repetition to the next."""
+    t0 = time.monotonic()
+    os.sync()
+    return time.monotonic() - t0
+
+
 def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
-    """Produce the backlog (saturated, not timed), then drain it with the consumer group; the
+    """Produce the backlog (saturated, not timed), write it back to disk (:func:`write_back`, its
+    seconds in the drain's ``writeback_s``), then drain it with the consumer group; the
     broker window and the NIC counters span the drain: from every member assigned its start
     offsets (READY, before it joins the group) to the last member's result."""
     stats = pool.tmp / f"{req.topic}.stats.jsonl"
@@ -106,6 +120,7 @@ def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolR
         kill_all([producer])
         raise
     n_delivered = delivered(pres)[0]
+    writeback_s = write_back()
     timeout = req.duration_s + 120.0
     window.nic_start()
     consumers = pool.spawn_consumers(req, jobs, timeout)
@@ -118,7 +133,7 @@ def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolR
         kill_all(consumers)
         raise
     cres = {**parts[0], **merge.merge_consumers(parts, n_delivered)}
-    drain = drain_summary(parts, cres)
+    drain = {**drain_summary(parts, cres), "writeback_s": round(writeback_s, 3)}
     cpu = tuple(
         CpuSample(
             m["name"],

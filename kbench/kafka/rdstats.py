@@ -143,14 +143,18 @@ def batch_fill(stats: Mapping[str, Any], topic: str) -> dict[str, Any] | None:
 def fetch_stats(stats: Mapping[str, Any], topic: str) -> dict[str, Any] | None:
     """A consumer's fetch figures from its last statistics object (totals since the client started):
     fetch requests and bytes received over the brokers, records fetched of ``topic``, the bytes per
-    fetch, and the last interval's median round trip; None without a fetch."""
-    reqs = rx_bytes = 0
+    fetch, the last interval's median round trip, and how often a batch was decompressed again into
+    a larger buffer (``zbuf_grow``: librdkafka sizes a zstd batch's output from the frame's content
+    size, and a frame written without it is first decompressed into twice its compressed size,
+    which fails and starts over); None without a fetch."""
+    reqs = rx_bytes = regrows = 0
     rtt: list[tuple[float, float]] = []
     for b in stats.get("brokers", {}).values():
         if not isinstance(b, Mapping) or b.get("nodeid", -1) < 0:  # bootstrap placeholders
             continue
         reqs += int(b.get("req", {}).get("Fetch", 0))
         rx_bytes += int(b.get("rxbytes", 0))
+        regrows += int(b.get("zbuf_grow", 0))
         w = _window(b.get("rtt"))
         if w:
             rtt.append(w)
@@ -165,5 +169,6 @@ def fetch_stats(stats: Mapping[str, Any], topic: str) -> dict[str, Any] | None:
         "records_fetched": records,
         "records_per_fetch": records / reqs,
         "rtt_p50_us": weighted_median(rtt),
+        "decompress_regrows": regrows,
         "source": "librdkafka statistics (the last emitted: totals up to then)",
     }

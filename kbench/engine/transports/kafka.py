@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,6 +55,10 @@ class KafkaTransport:
     cluster: Any = None
     bootstrap: str = ""
     brokers: tuple[BrokerInfo, ...] = ()
+    #: the local brokers' log dirs a deleted topic is waited out of (await_removed): only when the
+    #: cluster deletes files at once (file.delete.delay.ms <= 1 s; a --broker-config that delays
+    #: deletion is not waited for)
+    deleted_from: tuple[Path, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _local: LocalPool | None = None  # the local driver pool (transports/local_pool.py)
     dask: DaskPool | None = None  # when the plan names Dask workers (transports/distributed.py)
@@ -91,6 +95,9 @@ class KafkaTransport:
             assert state is not None and self.cluster is not None
             self.bootstrap = state.bootstrap_servers
             default = self.cluster.broker_config.get("compression.type")
+            delay = str(self.cluster.broker_config.get("file.delete.delay.ms", "60000"))
+            if delay.isdigit() and int(delay) <= 1000:
+                self.deleted_from = tuple(Path(b.data_dir) for b in state.brokers)
             self.brokers = tuple(
                 BrokerInfo(b.node_id, state.kafka_version, b.pid, b.data_dir, default) for b in state.brokers
             )
@@ -312,6 +319,7 @@ class KafkaTransport:
         finally:
             try:
                 self._reach(lambda: admin.delete_topic(admin_props, req.topic, timeout=30.0))
+                await_removed(self.deleted_from, req.topic)
             except Exception:  # noqa: BLE001 - a leftover topic is harmless
                 pass
 
@@ -378,3 +386,27 @@ class KafkaTransport:
         return assemble(
             req, readback, out, window, self.brokers, self._stored(req, readback), req.steal_source is not None
         )
+
+
+def await_removed(log_dirs: Sequence[Path], topic: str, timeout: float = 30.0) -> bool:
+    """Wait until a deleted topic's partition directories are gone from the local brokers'
+    ``log_dirs`` (Kafka renames each to ``<topic>-<p>.<id>-delete``, then removes it: at once with
+    the local cluster's ``file.delete.delay.ms`` 0), so that the removal of its segments and of their
+    page cache is not inside the next repetition.  True once gone (at once without local log dirs);
+    False after ``timeout`` (the next repetition runs anyway)."""
+    deadline = time.monotonic() + timeout
+    while any(_topic_dirs(d, topic) for d in log_dirs):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # polling the condition: the broker's deletion gives no signal
+    return True
+
+
+def _topic_dirs(log_dir: Path, topic: str) -> list[str]:
+    """``topic``'s partition directories in ``log_dir``, live or renamed for deletion."""
+    try:
+        names = os.listdir(log_dir)
+    except OSError:
+        return []
+    pre = f"{topic}-"
+    return [n for n in names if n.startswith(pre) and n[len(pre) :].split(".", 1)[0].isdigit()]
