@@ -129,12 +129,19 @@ BACKLOG_PROPS = {"batch.size": "65536", "linger.ms": "5"}
 
 
 def write_backlog(
-    bs: str, topic: str, codec: str, records: int, recs: tuple[bytes, ...], producer: str, tmp: Path
+    bs: str,
+    topic: str,
+    codec: str,
+    records: int,
+    recs: tuple[bytes, ...],
+    producer: str,
+    tmp: Path,
+    props: dict[str, str] | None = None,
 ) -> None:
     """``records`` of ``recs`` (cycled) into ``topic``, saturated, not timed: by the C loops in this
     process (``librdkafka``, the library the extension links), or by ``kbench produce --client
-    PRODUCER`` (e.g. ``librdkafka@2.16.1``: the confluent-kafka wheel's librdkafka, whose zstd frames
-    carry their content size)."""
+    PRODUCER`` (e.g. ``kafka-go``, whose zstd frames carry their content size, with ``props`` in its
+    own names; default BACKLOG_PROPS)."""
     if producer == "librdkafka":
         spec = drivers.ProducerSpec(
             topic=topic,
@@ -149,7 +156,7 @@ def write_backlog(
     cmd = [sys.executable, "-m", "kbench", "produce", "--client", producer, "--bootstrap", bs, "--topic", topic]
     cmd += ["--mode", "saturated", "--count", str(records), "--codec", codec, "--json"]
     cmd += ["--corpus", str(path), "--corpus-format", "lenprefixed"]
-    cmd += [x for k, v in BACKLOG_PROPS.items() for x in ("-X", f"{k}={v}")]
+    cmd += [x for k, v in (BACKLOG_PROPS if props is None else props).items() for x in ("-X", f"{k}={v}")]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"kbench produce --client {producer} exited {r.returncode}: {r.stderr[-400:]}")
@@ -159,11 +166,18 @@ def write_backlog(
 
 
 def measure(
-    records: int, reps: int, partitions: int, codecs: list[str], min_window: float, producer: str = "librdkafka"
+    records: int,
+    reps: int,
+    partitions: int,
+    codecs: list[str],
+    min_window: float,
+    producer: str = "librdkafka",
+    producer_props: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     recs = corpus.generate("json", 4 << 20, seed=1).records
     out: dict[str, Any] = {
         "producer": producer,
+        "producer_props": producer_props or BACKLOG_PROPS,
         "records": records,
         "reps": reps,
         "partitions": partitions,
@@ -177,7 +191,7 @@ def measure(
         for codec in codecs:
             topic = f"backlog-{codec}"
             admin.create_topic({"bootstrap.servers": bs}, topic, partitions=partitions)
-            write_backlog(bs, topic, codec, records, recs, producer, Path(d))
+            write_backlog(bs, topic, codec, records, recs, producer, Path(d), producer_props)
             runs: list[dict[str, Any]] = []
             for rep in range(-1, reps):  # rep -1: the discarded warm-up round
                 row: dict[str, Any] = {}
@@ -274,13 +288,21 @@ def main() -> int:
         default="librdkafka",
         help="the client that writes the backlog (kbench produce --client; default librdkafka, in this process)",
     )
+    ap.add_argument(
+        "--producer-prop",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="the backlog producer's properties in its own names, instead of batch.size=65536 linger.ms=5",
+    )
     ap.add_argument("--out", type=Path)
     ap.add_argument("--render", type=Path, nargs="+")
     a = ap.parse_args()
     if a.render:
         print(markdown([json.loads(p.read_text()) for p in a.render]))
         return 0
-    res = measure(a.records, a.reps, a.partitions, a.codecs.split(","), a.min_window, a.producer)
+    props = dict(kv.split("=", 1) for kv in a.producer_prop) or None
+    res = measure(a.records, a.reps, a.partitions, a.codecs.split(","), a.min_window, a.producer, props)
     return finish(res, TOOLS, a.min_window, a.out, markdown([res]), "raise --records")
 
 

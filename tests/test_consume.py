@@ -227,7 +227,7 @@ def test_consume_counts_the_zstd_batches_librdkafka_decompresses_again(
     kafka1: LocalCluster, json_records: tuple[bytes, ...]
 ) -> None:
     """librdkafka sizes a zstd batch's output buffer from the frame's content size; the frames this
-    librdkafka writes (linked to a shared libzstd) carry none, so every JSON batch (about 5:1) is
+    librdkafka writes (with libzstd's streaming API) carry none, so every JSON batch (about 5:1) is
     first decompressed into twice its compressed size, fails, and is decompressed again: the
     statistics' zbuf_grow, printed by kbench consume.  lz4 frames are decompressed once."""
     props = kafka1.client_props()

@@ -48,9 +48,10 @@ MAX_BACKLOG_BYTES = 16 << 30
 #: Warm-ups of a catch-up cell spent on sizing its backlog, at most.
 MAX_SIZINGS = 3
 #: Seconds of one catch-up run, warm-up or repetition (kbench.engine.estimate): producing the
-#: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, then draining it.  Calibrated on
-#: benchmarks/results/catch-up-2026-12-04 (42 runs, backlogs of 2.0-3.7 GB, 1,388 s in all).
-CATCH_UP_RUN_S = 32.0
+#: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, writing it back to disk, draining it,
+#: and waiting for the deleted topic's files.  Calibrated on benchmarks/results/catch-up-2026-12-04d
+#: (42 runs, backlogs of 3.3-10.2 GB, 3,066 s in all, on a disk that writes about 465 MB/s).
+CATCH_UP_RUN_S = 72.0
 
 
 def next_size(res: RunResult, current: int) -> int | None:
