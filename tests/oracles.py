@@ -26,11 +26,12 @@ BATCH_HEADER = 61  # RecordBatch v2: baseOffset .. recordsCount, before the reco
 
 @contextmanager
 def keeping_cluster(directory: Path) -> Iterator[object]:
-    """One broker that keeps a deleted topic's files for an hour (``file.delete.delay.ms``), so
-    an oracle can read what kbench measured after kbench deleted the topic."""
+    """One broker that keeps a deleted topic's files for an hour (``log.segment.delete.delay.ms``,
+    the broker's default of the topics' ``file.delete.delay.ms``), so an oracle can read what
+    kbench measured after kbench deleted the topic."""
     from kbench.kafka.cluster import LocalCluster
 
-    with LocalCluster(brokers=1, directory=directory, broker_config={"file.delete.delay.ms": "3600000"}) as c:
+    with LocalCluster(brokers=1, directory=directory, broker_config={"log.segment.delete.delay.ms": "3600000"}) as c:
         yield c
 
 

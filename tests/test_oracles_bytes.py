@@ -9,7 +9,7 @@ wrote), one per way kbench measures stored bytes:
   hard-links every ``kbench-*`` partition's ``.log`` file into its own directory (the same inode:
   the broker's later appends are in the link, and the deletion only removes names);
 - ``bootstrap`` transport: a broker this test started, configured to keep a deleted partition's
-  files for an hour (``file.delete.delay.ms``); kbench measures stored bytes with Kafka's
+  files for an hour (``log.segment.delete.delay.ms``); kbench measures stored bytes with Kafka's
   DescribeLogDirs and ``batch_ratio`` is ``NA`` (docs/csv-schema.md).
 
 From the segment files, with no kbench code:

@@ -1,5 +1,5 @@
 """Between repetitions the runner waits until a deleted topic's partition directories are gone
-from the local brokers' log dirs (the local cluster deletes files at once: file.delete.delay.ms 0),
+from the local brokers' log dirs (the local cluster deletes files at once: log.segment.delete.delay.ms 0),
 so that removing one repetition's gigabytes is never inside the next one's window."""
 
 from __future__ import annotations
@@ -40,4 +40,4 @@ def test_the_wait_ends_when_the_broker_removes_the_directory(tmp_path: Path) -> 
 
 
 def test_the_local_cluster_deletes_a_topics_files_at_once() -> None:
-    assert DEFAULT_BROKER_CONFIG["file.delete.delay.ms"] == "0"
+    assert DEFAULT_BROKER_CONFIG["log.segment.delete.delay.ms"] == "0"

@@ -89,9 +89,10 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
     "share.coordinator.state.topic.num.partitions": "1",
     "log.retention.hours": "24",
     "log.segment.bytes": "268435456",
-    # a deleted topic's files go at once (Kafka's default waits 60 s), so that removing one
-    # repetition's gigabytes (and dropping their page cache) happens before the next one runs
-    "file.delete.delay.ms": "0",
+    # a deleted topic's files go at once (the broker's default for the topic-level
+    # file.delete.delay.ms waits 60 s), so that removing one repetition's gigabytes (and dropping
+    # their page cache) happens before the next one runs
+    "log.segment.delete.delay.ms": "0",
 }
 
 

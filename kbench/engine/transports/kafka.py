@@ -56,8 +56,8 @@ class KafkaTransport:
     bootstrap: str = ""
     brokers: tuple[BrokerInfo, ...] = ()
     #: the local brokers' log dirs a deleted topic is waited out of (await_removed): only when the
-    #: cluster deletes files at once (file.delete.delay.ms <= 1 s; a --broker-config that delays
-    #: deletion is not waited for)
+    #: cluster deletes files at once (log.segment.delete.delay.ms <= 1 s; a --broker-config that
+    #: delays deletion is not waited for)
     deleted_from: tuple[Path, ...] = ()
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _local: LocalPool | None = None  # the local driver pool (transports/local_pool.py)
@@ -95,7 +95,7 @@ class KafkaTransport:
             assert state is not None and self.cluster is not None
             self.bootstrap = state.bootstrap_servers
             default = self.cluster.broker_config.get("compression.type")
-            delay = str(self.cluster.broker_config.get("file.delete.delay.ms", "60000"))
+            delay = str(self.cluster.broker_config.get("log.segment.delete.delay.ms", "60000"))
             if delay.isdigit() and int(delay) <= 1000:
                 self.deleted_from = tuple(Path(b.data_dir) for b in state.brokers)
             self.brokers = tuple(
@@ -391,7 +391,7 @@ class KafkaTransport:
 def await_removed(log_dirs: Sequence[Path], topic: str, timeout: float = 30.0) -> bool:
     """Wait until a deleted topic's partition directories are gone from the local brokers'
     ``log_dirs`` (Kafka renames each to ``<topic>-<p>.<id>-delete``, then removes it: at once with
-    the local cluster's ``file.delete.delay.ms`` 0), so that the removal of its segments and of their
+    the local cluster's ``log.segment.delete.delay.ms`` 0), so that the removal of its segments and of their
     page cache is not inside the next repetition.  True once gone (at once without local log dirs);
     False after ``timeout`` (the next repetition runs anyway)."""
     deadline = time.monotonic() + timeout
