@@ -41,3 +41,4 @@ def test_the_wait_ends_when_the_broker_removes_the_directory(tmp_path: Path) -> 
 
 def test_the_local_cluster_deletes_a_topics_files_at_once() -> None:
     assert DEFAULT_BROKER_CONFIG["log.segment.delete.delay.ms"] == "0"
+    assert DEFAULT_BROKER_CONFIG["log.initial.task.delay.ms"] == "0"  # the first deletion too

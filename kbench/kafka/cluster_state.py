@@ -93,6 +93,9 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
     # file.delete.delay.ms waits 60 s), so that removing one repetition's gigabytes (and dropping
     # their page cache) happens before the next one runs
     "log.segment.delete.delay.ms": "0",
+    # Kafka's log tasks (the deletion among them) start this long after the broker: 0, so that a
+    # fresh cluster's first deleted topic also goes at once (its default is 30 s)
+    "log.initial.task.delay.ms": "0",
 }
 
 
