@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbench.experiments.g_drain import write_back
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -103,18 +105,9 @@ def line_parser(count_of: Callable[[str], int | None]) -> Parser:
     return feed
 
 
-def write_back() -> float:
-    """Write every dirty page to disk (os.sync) and return the seconds it took.  A producer run
-    leaves gigabytes of a broker's log dirty (the kernel's dirty_ratio is 20 % of memory); their
-    writeback would otherwise run during the next tool's window, on the CPUs it shares with the
-    broker, and slow whichever tool comes second in a pair."""
-    t0 = time.monotonic()
-    os.sync()
-    return time.monotonic() - t0
-
-
 def run_sampled(cmd: Sequence[str], parser: Parser, timeout: float = 900.0, env: dict[str, str] | None = None) -> Run:
-    """Run ``cmd`` with no dirty page left by the run before (:func:`write_back`, every tool
+    """Run ``cmd`` with no dirty page left by the run before (``write_back``, G's own: a run
+    leaves gigabytes of a broker's log dirty, whose writeback would slow the next tool; every tool
     alike), sampling the time and its CPU at each progress event ``parser`` finds."""
     run = Run(writeback_s=write_back())
     with tempfile.TemporaryFile() as err:
