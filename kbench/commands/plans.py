@@ -61,7 +61,11 @@ def _list(as_json: bool) -> int:
     plans = plan_mod.builtin_plans()
     rows: list[dict[str, Any]] = []
     for name, desc in plans.items():
-        p = plan_mod.load(name)
+        try:
+            p = plan_mod.load(name)
+        except plan_mod.PlanError as e:  # e.g. a client this install lacks: listed, with why
+            rows.append({"name": name, "description": desc, "unavailable": str(e)})
+            continue
         n = len(plan_mod.expand(p))
         rows.append(
             {
@@ -78,6 +82,9 @@ def _list(as_json: bool) -> int:
         return 0
     w = max(map(len, plans))
     for r in rows:
+        if "unavailable" in r:
+            print(f"{str(r['name']).ljust(w)}  not runnable here: {r['unavailable']}")
+            continue
         print(
             f"{str(r['name']).ljust(w)}  {''.join(r['experiments']):<6} {r['cells']:>3} cells {r['runs']:>4} runs  "
             f"~{r['estimate_s'] / 60:.0f} min  {r['description']}"
