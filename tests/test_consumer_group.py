@@ -19,6 +19,7 @@ from kbench.cli import main as cli_main
 from kbench.engine import plan as plan_mod
 from kbench.engine import store
 from kbench.engine.cell import Cell
+from kbench.engine.live import LiveFigures
 from kbench.engine.plan import PlanError, TransportDef
 from kbench.engine.runner import execute
 from kbench.engine.transports.base import RunRequest, TransportError
@@ -206,6 +207,22 @@ def test_a_member_killed_mid_drain_fails_the_repetition_by_name(kafka1: Any) -> 
             t.run(_catch_up_request("lz4", 2, "killed-member"))
     finally:
         t.close()
+
+
+@pytest.mark.kafka
+def test_a_drain_shows_its_stages_live(kafka1: Any) -> None:
+    """The live status of a catch-up repetition names its stage (the backlog produced, written
+    back, drained) in that order, each pushed as it starts, and the drain's figures are of it."""
+    pushed: list[LiveFigures] = []
+    t = KafkaTransport(TransportDef(kind="bootstrap", bootstrap=kafka1.bootstrap_servers))
+    t.open()
+    try:
+        res = t.run(dataclasses.replace(_catch_up_request("lz4", 2, "live-stages"), live=pushed.append))
+    finally:
+        t.close()
+    assert res.drain is not None and res.drain["lost"] == 0
+    assert list(dict.fromkeys(f.stage for f in pushed)) == ["backlog", "write-back", "drain"]
+    assert all(f.producer_cpu_pct is None and f.msgs_s is None for f in pushed if f.stage == "drain")
 
 
 @pytest.mark.kafka

@@ -263,11 +263,12 @@ def test_a_plan_whose_durations_leave_less_than_min_window_s_is_refused(tmp_path
 def test_g_sizes_its_backlog_so_that_a_drain_lasts_five_seconds() -> None:
     res = _light(drain={"span_s": 0.5, "bytes": 128 << 20})  # 268 MB/s
     want = backlog.next_size(res, 128 << 20)
-    assert want == int(-(-(128 << 20) / 0.5 * 5.0 * 1.5 // 1))  # rate x 5 s x 1.5 margin
+    assert backlog.MARGIN == 2.5
+    assert want == int(-(-(128 << 20) / 0.5 * 5.0 * 2.5 // 1))  # rate x 5 s x 2.5 margin
     assert backlog.next_size(_light(drain={"span_s": 6.5, "bytes": 128 << 20}), 128 << 20) is None  # long enough
     # a warm-up that only just passes 5 s is resized: the repetitions after it drain faster
     just = backlog.next_size(_light(drain={"span_s": 5.5, "bytes": 128 << 20}), 128 << 20)
-    assert just == int(-(-(128 << 20) / 5.5 * 5.0 * 1.5 // 1))
+    assert just == int(-(-(128 << 20) / 5.5 * 5.0 * 2.5 // 1))
     huge = backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 1 << 30}), 1 << 30)
     assert huge == backlog.MAX_BACKLOG_BYTES
     cell = plan_mod.Cell(
@@ -336,16 +337,16 @@ backlog_bytes = 134217728
     t = _Draining()
     assert execute(_opts(tmp_path, plan), t).state == "complete"
     man = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    # 128 MiB at 200 MB/s drains in 0.67 s: sized to 200 MB/s x 5 s x 1.5 = 1.5 GB, which drains in 7.5 s
-    assert man["backlog"]["drain-000"]["backlog_bytes"] == 1_500_000_000
+    # 128 MiB at 200 MB/s drains in 0.67 s: sized to 200 MB/s x 5 s x 2.5 = 2.5 GB, which drains in 12.5 s
+    assert man["backlog"]["drain-000"]["backlog_bytes"] == 2_500_000_000
     warm = [r for r in t.requests if r.warmup]
-    assert [axis(r.cell, "backlog_bytes") for r in warm] == [134217728, 1_500_000_000]  # sized once, then long enough
+    assert [axis(r.cell, "backlog_bytes") for r in warm] == [134217728, 2_500_000_000]  # sized once, then long enough
     reps = [r for r in t.requests if not r.warmup]
-    assert {axis(r.cell, "backlog_bytes") for r in reps} == {1_500_000_000}
+    assert {axis(r.cell, "backlog_bytes") for r in reps} == {2_500_000_000}
     with (tmp_path / "run" / "G.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert {r["backlog_bytes"] for r in rows} == {"1500000000"} and {r["status"] for r in rows} == {"OK"}
-    assert {float(r["drain_s"]) for r in rows} == {7.5}
+    assert {r["backlog_bytes"] for r in rows} == {"2500000000"} and {r["status"] for r in rows} == {"OK"}
+    assert {float(r["drain_s"]) for r in rows} == {12.5}
 
 
 def test_a_kafka_run_warms_its_cluster_first_and_again_on_resume(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def test_a_terminal_shows_the_live_status(tmp_path: Path) -> None:
         assert "(running)" in screen, screen
         rows = screen.splitlines()
         i = next(i for i, x in enumerate(rows) if "msgs/s" in x)
-        for col in ("MB/s", "RTT p50", "RTT p99", "CPU prod", "CPU broker", "lag"):
+        for col in ("MB/s", "RTT p50", "RTT p99", "CPU prod", "CPU cons", "CPU broker"):
             assert col in rows[i]
         assert "(running)" in rows[i - 1] and "dry transport: synthetic" in rows[i - 1]  # the repetition, its source
         assert rows[i + 1].split()[:2] == ["2,000", "0.75"]  # msgs/s and MB/s of the repetition in progress
@@ -181,12 +181,35 @@ def test_cpu_pct_and_the_feed_from_the_statistics_file(tmp_path: Path) -> None:
     assert second.msgs_s == pytest.approx(20000.0) and second.mb_s == pytest.approx(8.0)
 
 
+def test_the_feed_names_its_stage_and_sums_the_consumers() -> None:
+    """G's stages: the feed pushes its stage at once (before any second is measured), and the
+    consumers' CPU is the sum over a group's members."""
+    a = SecondSample(0, {"consumer-1": (1.0, 0.0), "consumer-2": (2.0, 0.0), "broker-1": (0.0, 0.0)}, {})
+    b = SecondSample(2_000_000_000, {"consumer-1": (1.5, 0.1), "consumer-2": (2.3, 0.1), "broker-1": (0.2, 0.0)}, {})
+    sampler = PerSecond({})
+    sampler.samples.append(a)
+    pushed: list[LiveFigures] = []
+    feed = LiveFeed(pushed.append, None, sampler, "drain").start()
+    try:
+        assert pushed and pushed[0].stage == "drain" and pushed[0].consumer_cpu_pct is None  # one sample: no CPU yet
+        sampler.samples.append(b)
+        f = feed.figures()
+    finally:
+        feed.stop()
+    assert f.consumer_cpu_pct == pytest.approx(50.0) and f.broker_cpu_pct == pytest.approx(10.0)
+    assert f.producer_cpu_pct is None and f.msgs_s is None  # no producer in a drain: n/a, not 0
+    board = LiveBoard(reps_total=1)
+    board.begin("drain-000 rep 1/5")
+    board.update(f)
+    assert "drain-000 rep 1/5 running [drain] " in describe(board.snapshot())
+
+
 def test_the_board_says_what_it_does_not_know() -> None:
     board = LiveBoard(reps_total=2)
     board.begin("x-000 rep 1/2")
     board.update(LiveFigures(msgs_s=1234.0))
     line = describe(board.snapshot())
-    assert "1,234 msgs/s" in line and "CPU producer n/a" in line and "lag n/a" in line
+    assert "1,234 msgs/s" in line and "CPU producer n/a % consumer n/a % broker n/a %" in line
     ended: list[str] = []
     board.listeners.append(lambda s: ended.append(s.last_status))
     board.end("x-000 rep 1/2", "REJECTED")

@@ -27,9 +27,10 @@ class LiveFigures:
     p50_ms: float | None = None  # the producer's request round trip p50 (last statistics window)
     p99_ms: float | None = None
     producer_cpu_pct: float | None = None  # % of one core, over the last second
+    consumer_cpu_pct: float | None = None  # summed over the consumers (a group's members)
     broker_cpu_pct: float | None = None  # summed over the brokers
-    consumer_lag: float | None = None  # records produced but not yet consumed
     source: str = ""  # where the figures came from
+    stage: str = ""  # a repetition made of stages (G: backlog, write-back, drain): the one in progress
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ class LiveSnapshot:
             "p50_ms": f.p50_ms,
             "p99_ms": f.p99_ms,
             "producer_cpu_pct": f.producer_cpu_pct,
+            "consumer_cpu_pct": f.consumer_cpu_pct,
             "broker_cpu_pct": f.broker_cpu_pct,
-            "consumer_lag": f.consumer_lag,
             "figures_source": f.source,
+            "stage": f.stage,
             "last_status": self.last_status,
             "last_label": self.last_label,
             "statuses": dict(self.statuses),
@@ -78,11 +80,12 @@ def describe(s: LiveSnapshot) -> str:
     """One plain line of a snapshot (the log line, the non-terminal output)."""
     f = s.figures
     last = f"; last {s.last_label} {s.last_status}" if s.last_status else ""
+    stage = f" [{f.stage}]" if f.stage else ""
     return (
-        f"{s.reps_done}/{s.reps_total} {s.label} {s.phase} {s.rep_elapsed_s:.0f}s: "
+        f"{s.reps_done}/{s.reps_total} {s.label} {s.phase}{stage} {s.rep_elapsed_s:.0f}s: "
         f"{_na(f.msgs_s, ',.0f')} msgs/s {_na(f.mb_s, '.2f')} MB/s, RTT p50 {_na(f.p50_ms, '.1f')} "
-        f"p99 {_na(f.p99_ms, '.1f')} ms, CPU producer {_na(f.producer_cpu_pct, '.0f')} % broker "
-        f"{_na(f.broker_cpu_pct, '.0f')} %, lag {_na(f.consumer_lag, ',.0f')}"
+        f"p99 {_na(f.p99_ms, '.1f')} ms, CPU producer {_na(f.producer_cpu_pct, '.0f')} % consumer "
+        f"{_na(f.consumer_cpu_pct, '.0f')} % broker {_na(f.broker_cpu_pct, '.0f')} %"
         f"{f' ({f.source})' if f.source else ''}{last}"
     )
 

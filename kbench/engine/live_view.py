@@ -32,7 +32,7 @@ def render(s: LiveSnapshot, progress: str = "") -> Group:
     """The terminal status: the run's progress, then the repetition's figures."""
     f = s.figures
     t = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-    for col in ("msgs/s", "MB/s", "RTT p50", "RTT p99", "CPU prod", "CPU broker", "lag"):
+    for col in ("msgs/s", "MB/s", "RTT p50", "RTT p99", "CPU prod", "CPU cons", "CPU broker"):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_row(
         _na(f.msgs_s, ",.0f"),
@@ -40,10 +40,11 @@ def render(s: LiveSnapshot, progress: str = "") -> Group:
         _na(f.p50_ms, ".1f", " ms"),
         _na(f.p99_ms, ".1f", " ms"),
         _na(f.producer_cpu_pct, ".0f", " %"),
+        _na(f.consumer_cpu_pct, ".0f", " %"),
         _na(f.broker_cpu_pct, ".0f", " %"),
-        _na(f.consumer_lag, ",.0f"),
     )
-    rep = Text(f"{s.label} ({s.phase}) {s.rep_elapsed_s:.0f} s" + (f"  [{f.source}]" if f.source else ""))
+    stage = f", {f.stage}" if f.stage else ""
+    rep = Text(f"{s.label} ({s.phase}{stage}) {s.rep_elapsed_s:.0f} s" + (f"  [{f.source}]" if f.source else ""))
     done = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items())) or "none yet"
     head = Text(progress or f"{s.reps_done}/{s.reps_total} repetitions", style="bold")
     tail = Text(f"ended: {done}" + (f"; last {s.last_label} {s.last_status}" if s.last_status else ""))

@@ -76,15 +76,17 @@ class LiveFeed:
     push: Callable[[LiveFigures], None]
     stats_path: Path | None
     sampler: PerSecond
+    stage: str = ""  # the stage of the repetition these figures are of (G: backlog, drain)
     _ticker: Ticker | None = None
     _last: tuple[int, float, float] | None = None  # (ts µs, txmsgs, txmsg_bytes) of the last stats line
     _rate: tuple[float | None, float | None] = (None, None)  # msgs/s, MB/s between the last two lines
 
     def figures(self) -> LiveFigures:
         samples = list(self.sampler.samples)
-        prod = brok = None
+        prod = cons = brok = None
         if len(samples) >= 2:
             prod = cpu_pct(samples[-2], samples[-1], lambda r: r == "producer")
+            cons = cpu_pct(samples[-2], samples[-1], lambda r: r.startswith("consumer"))
             brok = cpu_pct(samples[-2], samples[-1], lambda r: r.startswith("broker"))
         p50 = p99 = None
         stats = tail_stats(self.stats_path) if self.stats_path is not None else None
@@ -99,10 +101,20 @@ class LiveFeed:
         msgs, mb = self._rate
         src = "librdkafka statistics, /proc" if stats is not None else "/proc"
         return LiveFigures(
-            msgs_s=msgs, mb_s=mb, p50_ms=p50, p99_ms=p99, producer_cpu_pct=prod, broker_cpu_pct=brok, source=src
+            msgs_s=msgs,
+            mb_s=mb,
+            p50_ms=p50,
+            p99_ms=p99,
+            producer_cpu_pct=prod,
+            consumer_cpu_pct=cons,
+            broker_cpu_pct=brok,
+            source=src,
+            stage=self.stage,
         )
 
     def start(self) -> LiveFeed:
+        """Push now (the stage shows at once, its figures n/a until measured), then each second."""
+        self.push(self.figures())
         self._ticker = Ticker(lambda: self.push(self.figures()), 1.0, "kbench-live-feed")
         self._ticker.start()
         return self
