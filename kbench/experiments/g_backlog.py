@@ -40,7 +40,7 @@ __all__ = [
 MIN_DRAIN_S = 5.0
 #: The drain the sizing aims at, over MIN_DRAIN_S: a warm-up's rate underestimates a warm drain's,
 #: and a two-member group shares the 2-vCPU VM with the broker: in
-#: benchmarks/results/catch-up-2026-12-04e its repetitions drained lz4 up to 2.06x faster than the
+#: benchmarks/results/catch-up-2026-12-04e its repetitions drained lz4 up to 2.07x faster than the
 #: warm-up the backlog was sized from (1.5 then left two drains at 3.6 and 4.6 s).
 MARGIN = 2.5
 #: A warm-up drain shorter than MIN_DRAIN_S x RESIZE_BELOW is resized (a two-member group of the
@@ -53,11 +53,10 @@ MAX_BACKLOG_BYTES = 16 << 30
 MAX_SIZINGS = 3
 #: Seconds of one catch-up run, warm-up or repetition (kbench.engine.estimate): producing the
 #: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, writing it back to disk, draining it,
-#: and the deleted topic's files removed.  From benchmarks/results/catch-up-2026-12-04d (42 runs,
-#: backlogs of 3.3-10.2 GB, 3,066 s in all, on a disk that writes about 465 MB/s) less the 30 s each
-#: of its 50 transport runs waited for a deletion the broker then still delayed by 60 s (a broker key
-#: misnamed, fixed since): (3,066 - 1,500 - 55 s of set-up) / 42.
-CATCH_UP_RUN_S = 36.0
+#: and the deleted topic's files removed.  From benchmarks/results/catch-up-2026-12-04f (42 runs,
+#: backlogs of 6.1-17.2 GB, 2,405 s in all, on a disk that writes about 465 MB/s):
+#: (2,405 - 13 s of set-up - 42 s of per-run overhead) / 42.
+CATCH_UP_RUN_S = 56.0
 
 
 def next_size(res: RunResult, current: int) -> int | None:
