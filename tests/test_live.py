@@ -202,6 +202,9 @@ def test_the_feed_names_its_stage_and_sums_the_consumers() -> None:
     board.begin("drain-000 rep 1/5")
     board.update(f)
     assert "drain-000 rep 1/5 running [drain] " in describe(board.snapshot())
+    board.begin("drain-000 warm-up", "warm-up")
+    board.update(f)
+    assert "drain-000 warm-up [drain] " in describe(board.snapshot())  # the phase once
 
 
 def test_the_board_says_what_it_does_not_know() -> None:

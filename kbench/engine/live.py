@@ -81,8 +81,9 @@ def describe(s: LiveSnapshot) -> str:
     f = s.figures
     last = f"; last {s.last_label} {s.last_status}" if s.last_status else ""
     stage = f" [{f.stage}]" if f.stage else ""
+    phase = "" if s.label.endswith(s.phase) else f" {s.phase}"  # "x-000 warm-up", not "x-000 warm-up warm-up"
     return (
-        f"{s.reps_done}/{s.reps_total} {s.label} {s.phase}{stage} {s.rep_elapsed_s:.0f}s: "
+        f"{s.reps_done}/{s.reps_total} {s.label}{phase}{stage} {s.rep_elapsed_s:.0f}s: "
         f"{_na(f.msgs_s, ',.0f')} msgs/s {_na(f.mb_s, '.2f')} MB/s, RTT p50 {_na(f.p50_ms, '.1f')} "
         f"p99 {_na(f.p99_ms, '.1f')} ms, CPU producer {_na(f.producer_cpu_pct, '.0f')} % consumer "
         f"{_na(f.consumer_cpu_pct, '.0f')} % broker {_na(f.broker_cpu_pct, '.0f')} %"
