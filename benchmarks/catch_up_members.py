@@ -1,0 +1,104 @@
+"""Where a two-member catch-up drain's time goes, member by member.
+
+``kbench run catch-up`` (experiment G) records a drain's span (first record any member read to the
+last) and each member's CPU, not each member's share of the records nor its own window.  This runs
+one cell of the bundled catch-up plan (``--codec``, ``--consumers``) through the same transport
+and drain as the runner, ``--reps`` times with a fixed ``--backlog-bytes`` on a fresh local
+cluster, and prints per drain, one JSON object per line: the span and records/s, each member's
+assignments (``rebalances``: 1 each when the group formed before reading), its share of the
+records, its CPU seconds and its receive window relative to the first record of the drain.  It
+reads the members' windows by wrapping ``g_drain.drain_summary`` (the RESULTs of the members, as
+the runner gets them); nothing else changes.
+
+Usage (the flock keeps it off a machine another Kafka test uses):
+    flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\
+        --backlog-bytes 11046829962 --reps 8 --out r.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kbench.engine import plan as plan_mod
+from kbench.engine.plan_expand import expand
+from kbench.engine.runner import load_corpora
+from kbench.engine.transports.base import RunRequest, TransportError
+from kbench.engine.transports.kafka import KafkaTransport
+from kbench.experiments import g_drain
+from kbench.experiments.g_axes import axis
+
+
+def _emit(line: Mapping[str, Any], out: Path | None) -> None:
+    """One drain's line on stdout and, with --out, appended to that file."""
+    print(json.dumps(line), flush=True)
+    if out is not None:
+        with out.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--codec", default="lz4", help="the codec of the catch-up plan's drain cell (default lz4)")
+    ap.add_argument("--consumers", type=int, default=2, help="members of the cell's group (default 2)")
+    ap.add_argument("--backlog-bytes", type=int, required=True, help="payload bytes of each backlog")
+    ap.add_argument("--reps", type=int, default=8, help="drains (default 8)")
+    ap.add_argument("--out", type=Path, help="also append each line to this file")
+    a = ap.parse_args(argv)
+
+    seen: dict[str, list[Any]] = {}
+    summary = g_drain.drain_summary
+
+    def spy(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
+        seen["recv"] = [(p.get("windows") or {}).get("receive") for p in parts]
+        return summary(parts, merged)
+
+    g_drain.drain_summary = spy  # read the members' windows as drain() sees them
+    plan = plan_mod.load("catch-up")
+    cells = [
+        c for c in expand(plan) if c.sweep == "drain" and c.codec == a.codec and axis(c, "consumers") == a.consumers
+    ]
+    if not cells:
+        print(f"catch_up_members: the catch-up plan has no cell {a.codec} x {a.consumers}", file=sys.stderr)
+        return 2
+    cell = dataclasses.replace(cells[0], extras={**cells[0].extras, "backlog_bytes": a.backlog_bytes})
+    corpora = load_corpora(plan)
+    t = KafkaTransport(plan.transport)
+    t.open()
+    try:
+        for i in range(a.reps):
+            topic = f"members-{a.codec.replace(':', '')}-{i}-{int(time.time())}"
+            try:
+                res = t.run(RunRequest(cell, topic, corpora[cell.corpus], None, plan.duration_s, 0.0))
+            except TransportError as e:  # e.g. a fresh cluster's group coordinator not ready yet: said, not hidden
+                _emit({"rep": i, "error": str(e)}, a.out)
+                continue
+            d = res.drain
+            recv = [r for r in seen.get("recv") or [] if r]
+            t0 = min(int(r["start_mono_ns"]) for r in recv)
+            line = {
+                "rep": i,
+                "span_s": round(d["span_s"], 2),
+                "records_per_s": round(d["records"] / d["span_s"]),
+                "rebalances": [m["rebalances"] for m in d["members"]],
+                "share": [round(m["records"] / d["records"], 3) for m in d["members"]],
+                "cpu_s": [round((m["usr_s"] or 0) + (m["sys_s"] or 0), 2) for m in d["members"]],
+                "window_s": [
+                    [round((int(r["start_mono_ns"]) - t0) / 1e9, 2), round((int(r["end_mono_ns"]) - t0) / 1e9, 2)]
+                    for r in recv
+                ],
+            }
+            _emit(line, a.out)
+    finally:
+        t.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
