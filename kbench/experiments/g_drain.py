@@ -10,15 +10,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from kbench.engine.live import LiveFigures
 from kbench.engine.transports.base import CpuSample, RunRequest
-from kbench.engine.transports.live_feed import LiveFeed
-from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool, kill_all, schedule_fields
+from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool, kill_all, schedule_fields, watched
 from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult, Window, delivered
-from kbench.engine.transports.persecond import PerSecond
 from kbench.experiments.g_axes import axis, catch_up, fetch_props
 from kbench.kafka import drivers, merge
 from kbench.kafka.driver_client import results
@@ -110,19 +107,6 @@ def write_back() -> float:
     return time.monotonic() - t0
 
 
-def _feed(req: RunRequest, stats: Path | None, sampler: PerSecond, stage: str) -> LiveFeed | None:
-    """The live status of one stage (the producer's statistics and the roles' CPU each second)."""
-    if req.live is None:
-        return None
-    return LiveFeed(req.live, stats if req.cell.client == "librdkafka" else None, sampler, stage).start()
-
-
-def _stop(feed: LiveFeed | None, sampler: PerSecond) -> None:
-    if feed is not None:
-        feed.stop()
-    sampler.stop()
-
-
 def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
     """Produce the backlog (saturated, not timed), write it back to disk (:func:`write_back`, its
     seconds in the drain's ``writeback_s``), then drain it with the consumer group; the
@@ -130,31 +114,23 @@ def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolR
     offsets (READY, before it joins the group) to the last member's result.  The live status
     names the stage in progress (backlog, write-back, drain) with its figures."""
     stats = pool.tmp / f"{req.topic}.stats.jsonl"
-    sampler = window.per_second()
-    feed = None
-    try:
+    with watched(req, window, stats, "backlog") as sampler:
         producer = pool.spawn_producer(req, jobs, stats)
         sampler.add("producer", producer.proc.pid)
-        feed = _feed(req, stats, sampler, "backlog")
         try:
             producer.expect("STARTED", WORKER_START_TIMEOUT)
             pres = schedule_fields(producer.result(req.duration_s + 300.0))
         except BaseException:
             kill_all([producer])
             raise
-    finally:
-        _stop(feed, sampler)
     n_delivered = delivered(pres)[0]
     if req.live is not None:
         req.live(LiveFigures(stage="write-back", source="os.sync"))
     writeback_s = write_back()
     timeout = req.duration_s + 120.0
-    sampler = window.per_second()
-    feed = None
     window.nic_start()
-    try:
+    with watched(req, window, None, "drain") as sampler:
         consumers = pool.spawn_consumers(req, jobs, timeout, sampler)
-        feed = _feed(req, None, sampler, "drain")
         try:
             window.open()
             parts = [schedule_fields(r) for r in results(consumers, timeout + 60.0)]
@@ -163,8 +139,6 @@ def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolR
         except BaseException:
             kill_all(consumers)
             raise
-    finally:
-        _stop(feed, sampler)
     cres = {**parts[0], **merge.merge_consumers(parts, n_delivered)}
     drain = {**drain_summary(parts, cres), "writeback_s": round(writeback_s, 3)}
     cpu = tuple(

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,16 @@ from kbench.kafka import rdstats as stats_mod
 from kbench.kafka.driver_client import DriverClient, DriverError, Launcher, launch_here, results
 from kbench.model.corpus import Corpus, write_lenprefixed
 
-__all__ = ["JAVA_PARITY", "Launcher", "LocalPool", "WORKER_START_TIMEOUT", "kill_all", "schedule_fields", "spawn"]
+__all__ = [
+    "JAVA_PARITY",
+    "Launcher",
+    "LocalPool",
+    "WORKER_START_TIMEOUT",
+    "kill_all",
+    "schedule_fields",
+    "spawn",
+    "watched",
+]
 
 
 #: Seconds a worker may take to start (imports, corpus) and a consumer to be assigned.
@@ -130,6 +140,24 @@ def _phases(path: Path, req: RunRequest) -> dict[str, float | None]:
     }
 
 
+@contextmanager
+def watched(req: RunRequest, window: Window, stats: Path | None, stage: str = "") -> Iterator[PerSecond]:
+    """A started per-second sampler of the roles' CPU (the caller adds its drivers' pids) and, when
+    the run shows a live status (``req.live``), the feed that pushes the producer's statistics
+    (``stats``: a librdkafka producer's file, None when the stage has no producer) and the roles'
+    CPU each second, naming ``stage``; both stopped on exit."""
+    sampler = window.per_second()
+    feed = None
+    try:
+        if req.live is not None:
+            feed = LiveFeed(req.live, stats if req.cell.client == "librdkafka" else None, sampler, stage).start()
+        yield sampler
+    finally:
+        if feed is not None:
+            feed.stop()
+        sampler.stop()
+
+
 @dataclass
 class LocalPool:
     """Drivers as local processes; files (corpus, statistics, stderr) in a temporary directory."""
@@ -210,16 +238,8 @@ class LocalPool:
             return jobs.schedule(self, req, jobs, window)
         stats = self.tmp / f"{req.topic}.stats.jsonl"
         window.nic_start()
-        sampler = window.per_second()
-        feed = None
-        if req.live is not None:  # the live status: the producer's statistics and the roles' CPU each second
-            feed = LiveFeed(req.live, stats if req.cell.client == "librdkafka" else None, sampler).start()
-        try:
+        with watched(req, window, stats) as sampler:
             return self._run(req, jobs, window, stats, sampler)
-        finally:
-            if feed is not None:
-                feed.stop()
-            sampler.stop()
 
     def _run(self, req: RunRequest, jobs: Jobs, window: Window, stats: Path, sampler: PerSecond) -> PoolResult:
         fixed = req.rate is not None
