@@ -43,6 +43,18 @@ def _emit(line: Mapping[str, Any], out: Path | None) -> None:
             f.write(json.dumps(line) + "\n")
 
 
+def _pauses(part: Mapping[str, Any]) -> list[float]:
+    """A member's stretches of 0.3 s or more without a record inside its receive window (seconds,
+    longest first), from its time series: the gaps between intervals that read records."""
+    recv = (part.get("windows") or {}).get("receive")
+    ivs = [iv for iv in part.get("intervals") or [] if not iv.get("truncated") and int(iv.get("count") or 0) > 0]
+    if not recv or not ivs:
+        return []
+    ivs.sort(key=lambda iv: int(iv["start_mono_ns"]))
+    gaps = [(int(b["start_mono_ns"]) - int(a["end_mono_ns"])) / 1e9 for a, b in zip(ivs, ivs[1:], strict=False)]
+    return sorted((round(g, 2) for g in gaps if g >= 0.3), reverse=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--codec", default="lz4", help="the codec of the catch-up plan's drain cell (default lz4)")
@@ -50,16 +62,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--backlog-bytes", type=int, required=True, help="payload bytes of each backlog")
     ap.add_argument("--reps", type=int, default=8, help="drains (default 8)")
     ap.add_argument("--out", type=Path, help="also append each line to this file")
+    ap.add_argument(
+        "--interval",
+        type=float,
+        default=0.0,
+        help="each member's time series at this many seconds (e.g. 0.1): its pauses (stretches without "
+        "a record inside its receive window) are printed per member",
+    )
+    ap.add_argument(
+        "--prop",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a consumer property for every member, after the plan's (repeatable)",
+    )
     a = ap.parse_args(argv)
+    extra = dict(kv.split("=", 1) for kv in a.prop)
 
     seen: dict[str, list[Any]] = {}
     summary = g_drain.drain_summary
 
     def spy(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
         seen["recv"] = [(p.get("windows") or {}).get("receive") for p in parts]
+        seen["pauses"] = [_pauses(p) for p in parts]
         return summary(parts, merged)
 
     g_drain.drain_summary = spy  # read the members' windows as drain() sees them
+    real_jobs = g_drain.Jobs
+
+    def jobs(producer: dict[str, Any], consumer: dict[str, Any], *rest: Any, **kw: Any) -> Any:
+        """The drain's jobs with --prop and --interval in every member's job."""
+        consumer = {**consumer, "props": {**consumer["props"], **extra}}
+        if a.interval > 0:
+            consumer["interval_s"] = a.interval
+        return real_jobs(producer, consumer, *rest, **kw)
+
+    g_drain.Jobs = jobs  # type: ignore[misc,assignment]
     plan = plan_mod.load("catch-up")
     cells = [
         c for c in expand(plan) if c.sweep == "drain" and c.codec == a.codec and axis(c, "consumers") == a.consumers
@@ -94,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for r in recv
                 ],
             }
+            if a.interval > 0:
+                line["pauses_s"] = seen["pauses"]
             _emit(line, a.out)
     finally:
         t.close()

@@ -25,6 +25,8 @@ from kbench.engine.runner import execute
 from kbench.engine.transports.base import RunRequest, TransportError
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.engine.transports.local_pool import LocalPool
+from kbench.engine.transports.measure import JobInputs
+from kbench.experiments import g_drain
 from kbench.experiments.g_axes import axis, catch_up
 from kbench.kafka import admin, drivers, merge
 from kbench.model import corpus
@@ -196,6 +198,35 @@ def _catch_up_request(codec: str, consumers: int, topic: str) -> RunRequest:
         },
     )
     return RunRequest(cell, topic, corpus.generate("json", 200_000, seed=3), None, 10.0, 0.0)
+
+
+def test_a_drains_members_get_gs_settings_unless_the_plan_says_otherwise() -> None:
+    """A member that joins a moment after the first must not wait for the first one's next
+    heartbeat at the client's default 3 s (it read nothing for 3.0 s in 2 of 8 drains), and a
+    librdkafka member's fetcher must not stop for up to 1 s at 100,000 queued records: G's members
+    heartbeat every 100 ms and librdkafka's queue 1,000,000 records (a Java member has no such
+    setting); a plan's client property wins, the cell's fetch axes win over both."""
+    req = _catch_up_request("lz4", 2, "hb")
+    inputs = JobInputs({}, "127.0.0.1:9", 64)
+    jobs = g_drain.catch_up_jobs(req, inputs)
+    assert jobs is not None and jobs.consumer is not None
+    props = jobs.consumer["props"]
+    assert props["heartbeat.interval.ms"] == "100" and props["queued.min.messages"] == "1000000"
+    assert props["queued.max.messages.kbytes"] == "1048576" and props["fetch.max.bytes"] == "65536"
+    planned = dataclasses.replace(
+        req,
+        client_properties={"heartbeat.interval.ms": "3000", "queued.min.messages": "100000", "fetch.max.bytes": "1"},
+    )
+    jobs = g_drain.catch_up_jobs(planned, inputs)
+    assert jobs is not None and jobs.consumer is not None
+    props = jobs.consumer["props"]
+    assert props["heartbeat.interval.ms"] == "3000" and props["queued.min.messages"] == "100000"
+    assert props["fetch.max.bytes"] == "65536"
+    java = dataclasses.replace(req, cell=dataclasses.replace(req.cell, client="java"))
+    jobs = g_drain.catch_up_jobs(java, inputs)
+    assert jobs is not None and jobs.consumer is not None
+    assert jobs.consumer["props"]["heartbeat.interval.ms"] == "100"
+    assert not any(k.startswith("queued.") for k in jobs.consumer["props"])
 
 
 @pytest.mark.kafka

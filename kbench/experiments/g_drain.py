@@ -18,9 +18,46 @@ from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool,
 from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult, Window, delivered
 from kbench.experiments.g_axes import axis, catch_up, fetch_props
 from kbench.kafka import drivers, merge
+from kbench.kafka.clients import family as client_family
 from kbench.kafka.driver_client import results
 
-__all__ = ["catch_up_jobs", "drain", "drain_summary", "write_back"]
+__all__ = [
+    "LIBRDKAFKA_MEMBER_DEFAULTS",
+    "MEMBER_DEFAULTS",
+    "member_defaults",
+    "catch_up_jobs",
+    "drain",
+    "drain_summary",
+    "write_back",
+]
+
+#: A drain's members' client settings unless the plan's client properties set them
+#: (benchmarks/README.md, "catch_up_members.py", has the drains behind each):
+#:
+#: - ``heartbeat.interval.ms`` 100 (the clients' default 3000).  Members start together, but on a
+#:   broker without an initial rebalance delay (kbench pins group.initial.rebalance.delay.ms = 0) a
+#:   group of one forms at once, and a member that joins a moment later makes the group rebalance
+#:   only at the first member's next heartbeat: at 3 s that member read nothing for 3.0 s in 2 of 8
+#:   two-member drains (-12 % and -4 % records/s); at 100 ms it waited 0.1-0.5 s.
+#: - librdkafka's members only: ``queued.min.messages`` 1,000,000 and
+#:   ``queued.max.messages.kbytes`` 1,048,576 (its defaults 100,000 and 65,536).  librdkafka 2.0.2 stops fetching a partition whose pre-fetch queue holds either, and
+#:   looks again only at its broker thread's next wake, up to 1 s later (the
+#:   ``fetch.queue.backoff.ms`` that bounds it came in a later release).  A drain's member takes
+#:   its whole queue at each call (csrc/core/consumer.c), but two members, their librdkafka threads
+#:   and the broker share two vCPUs: a loop thread held off the CPU for a few tens of milliseconds
+#:   lets the queue reach 100,000 records, and the member then reads nothing for up to a second.
+#:   At the defaults, members of an lz4 two-member drain stood still 0.3-0.9 s, 0-3 times in an
+#:   8 s drain, and a drain ran at 2.81-3.86 M records/s (-21 % / +8 % of the median, 10 drains);
+#:   with these marks no member stood still and the drains ran at 3.44-4.10 M (5 drains).  The
+#:   queue is a prefetch limit, not a fetch size: requests stay the client's (or the cell's axes).
+MEMBER_DEFAULTS = {"heartbeat.interval.ms": "100"}
+LIBRDKAFKA_MEMBER_DEFAULTS = {"queued.min.messages": "1000000", "queued.max.messages.kbytes": "1048576"}
+
+
+def member_defaults(client: str) -> dict[str, str]:
+    """The settings a drain's member gets from G unless the plan's client properties set them."""
+    own = LIBRDKAFKA_MEMBER_DEFAULTS if client_family(client) == "librdkafka" else {}
+    return {**MEMBER_DEFAULTS, **own}
 
 
 def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
@@ -47,7 +84,12 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         "tick_s": drivers.DEFAULT_TICK_S,
     }
     consumer = {
-        "props": {**req.client_properties, **fetch_props(cell), "bootstrap.servers": inputs.bootstrap},
+        "props": {
+            **member_defaults(cell.client),
+            **req.client_properties,
+            **fetch_props(cell),
+            "bootstrap.servers": inputs.bootstrap,
+        },
         "topic": req.topic,
         "run_id": run_id,
         "expected": 0,  # every record stored when the drain starts
