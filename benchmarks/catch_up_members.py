@@ -8,11 +8,15 @@ cluster, and prints per drain, one JSON object per line: the span and records/s,
 assignments (``rebalances``: 1 each when the group formed before reading), its share of the
 records, its CPU seconds and its receive window relative to the first record of the drain.  It
 reads the members' windows by wrapping ``g_drain.drain_summary`` (the RESULTs of the members, as
-the runner gets them); nothing else changes.
+the runner gets them); nothing else changes unless asked: ``--interval S`` has every member keep
+its time series at S seconds and prints, per member, each stretch of 0.3 s or more inside its
+receive window without a record (``pauses_s``); ``--prop KEY=VALUE`` sets a consumer property for
+every member over G's own (``g_drain.member_defaults``) and the plan's, e.g. librdkafka's defaults
+back: ``--prop queued.min.messages=100000 --prop queued.max.messages.kbytes=65536``.
 
 Usage (the flock keeps it off a machine another Kafka test uses):
     flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\
-        --backlog-bytes 11046829962 --reps 8 --out r.jsonl
+        --backlog-bytes 11046829962 --reps 8 --interval 0.1 --out r.jsonl
 """
 
 from __future__ import annotations
