@@ -81,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a consumer property for every member, after the plan's (repeatable)",
     )
     a = ap.parse_args(argv)
+    if bad := [kv for kv in a.prop if "=" not in kv]:
+        ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
     extra = dict(kv.split("=", 1) for kv in a.prop)
 
     seen: dict[str, list[Any]] = {}

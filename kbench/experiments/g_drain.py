@@ -39,17 +39,18 @@ __all__ = [
 #:   group of one forms at once, and a member that joins a moment later makes the group rebalance
 #:   only at the first member's next heartbeat: at 3 s that member read nothing for 3.0 s in 2 of 8
 #:   two-member drains (-12 % and -4 % records/s); at 100 ms it waited 0.1-0.5 s.
-#: - librdkafka's members only: ``queued.min.messages`` 1,000,000 and
-#:   ``queued.max.messages.kbytes`` 1,048,576 (its defaults 100,000 and 65,536).  librdkafka 2.0.2 stops fetching a partition whose pre-fetch queue holds either, and
-#:   looks again only at its broker thread's next wake, up to 1 s later (the
-#:   ``fetch.queue.backoff.ms`` that bounds it came in a later release).  A drain's member takes
-#:   its whole queue at each call (csrc/core/consumer.c), but two members, their librdkafka threads
-#:   and the broker share two vCPUs: a loop thread held off the CPU for a few tens of milliseconds
-#:   lets the queue reach 100,000 records, and the member then reads nothing for up to a second.
-#:   At the defaults, members of an lz4 two-member drain stood still 0.3-0.9 s, 0-3 times in an
-#:   8 s drain, and a drain ran at 2.81-3.86 M records/s (-21 % / +8 % of the median, 10 drains);
-#:   with these marks no member stood still and the drains ran at 3.44-4.10 M (5 drains).  The
-#:   queue is a prefetch limit, not a fetch size: requests stay the client's (or the cell's axes).
+#: - librdkafka's members only: ``queued.min.messages`` 1,000,000 and ``queued.max.messages.kbytes``
+#:   1,048,576 (its defaults 100,000 and 65,536).  librdkafka 2.0.2 stops fetching a partition whose
+#:   pre-fetch queue holds either, and looks again only at its broker thread's next wake, up to 1 s
+#:   later (the ``fetch.queue.backoff.ms`` that bounds it came in a later release).  A drain's
+#:   member takes its whole queue at each call (csrc/core/consumer.c), but two members, their
+#:   librdkafka threads and the broker share two vCPUs: a loop thread held off the CPU for a few
+#:   tens of milliseconds lets the queue reach 100,000 records, and the member then reads nothing
+#:   for up to a second.  At the defaults, members of an lz4 two-member drain stood still 0.3-0.9 s,
+#:   0-3 times each in an 8 s drain, and drains ran at 2.81-3.86 M records/s (-21 % / +8 % of the
+#:   median, 10 drains); with these marks no member stood still and drains ran at 3.41-4.03 M
+#:   (4 drains).  The queue is a prefetch limit, not a fetch size: requests stay the client's (or
+#:   the cell's axes).
 MEMBER_DEFAULTS = {"heartbeat.interval.ms": "100"}
 LIBRDKAFKA_MEMBER_DEFAULTS = {"queued.min.messages": "1000000", "queued.max.messages.kbytes": "1048576"}
 
