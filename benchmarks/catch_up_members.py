@@ -12,7 +12,8 @@ the runner gets them); nothing else changes unless asked: ``--interval S`` has e
 its time series at S seconds and prints, per member, each stretch of 0.3 s or more inside its
 receive window without a record (``pauses_s``); ``--prop KEY=VALUE`` sets a consumer property for
 every member over G's own (``g_drain.member_defaults``) and the plan's, e.g. librdkafka's defaults
-back: ``--prop queued.min.messages=100000 --prop queued.max.messages.kbytes=65536``.
+back: ``--prop queued.min.messages=100000 --prop queued.max.messages.kbytes=65536``; ``--malloc
+glibc`` leaves the members' malloc thresholds glibc's own instead of G's (``g_drain.member_malloc``).
 
 Usage (the flock keeps it off a machine another Kafka test uses):
     flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\
@@ -80,6 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="a consumer property for every member, after the plan's (repeatable)",
     )
+    ap.add_argument(
+        "--malloc",
+        choices=("g", "glibc"),
+        default="g",
+        help="the members' malloc thresholds: G's (g_drain.member_malloc, the default) or glibc's own",
+    )
     a = ap.parse_args(argv)
     if bad := [kv for kv in a.prop if "=" not in kv]:
         ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
@@ -99,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def jobs(producer: dict[str, Any], consumer: dict[str, Any], *rest: Any, **kw: Any) -> Any:
         """The drain's jobs with --prop and --interval in every member's job."""
         consumer = {**consumer, "props": {**consumer["props"], **extra}}
+        if a.malloc == "glibc":
+            consumer.pop("mallopt", None)
         if a.interval > 0:
             consumer["interval_s"] = a.interval
         return real_jobs(producer, consumer, *rest, **kw)

@@ -213,6 +213,7 @@ def test_a_drains_members_get_gs_settings_unless_the_plan_says_otherwise() -> No
     props = jobs.consumer["props"]
     assert props["heartbeat.interval.ms"] == "100" and props["queued.min.messages"] == "1000000"
     assert props["queued.max.messages.kbytes"] == "1048576" and props["fetch.max.bytes"] == "65536"
+    assert jobs.consumer["mallopt"] == {"M_TRIM_THRESHOLD": 1 << 30, "M_MMAP_THRESHOLD": 32 << 20}
     planned = dataclasses.replace(
         req,
         client_properties={"heartbeat.interval.ms": "3000", "queued.min.messages": "100000", "fetch.max.bytes": "1"},
@@ -226,7 +227,27 @@ def test_a_drains_members_get_gs_settings_unless_the_plan_says_otherwise() -> No
     jobs = g_drain.catch_up_jobs(java, inputs)
     assert jobs is not None and jobs.consumer is not None
     assert jobs.consumer["props"]["heartbeat.interval.ms"] == "100"
-    assert not any(k.startswith("queued.") for k in jobs.consumer["props"])
+    assert not any(k.startswith("queued.") for k in jobs.consumer["props"]) and "mallopt" not in jobs.consumer
+
+
+def test_a_member_sets_glibcs_malloc_thresholds_or_says_which_it_cannot() -> None:
+    """G's librdkafka members keep their heap (the job's ``mallopt``): the driver sets what glibc
+    accepts and fails on a parameter it does not know or a value out of mallopt's range, naming it."""
+    code = (
+        "from kbench.kafka import worker\n"
+        "worker.set_malloc({'M_TRIM_THRESHOLD': 1 << 30, 'M_MMAP_THRESHOLD': 32 << 20})\n"
+        "for bad in ({'M_ARENA_MAX': 1}, {'M_TRIM_THRESHOLD': -5}, {'M_MMAP_THRESHOLD': '1'}):\n"
+        "    try:\n"
+        "        worker.set_malloc(bad)\n"
+        "    except ValueError as e:\n"
+        "        print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == [
+        "mallopt M_ARENA_MAX: unknown; the driver sets M_TRIM_THRESHOLD, M_MMAP_THRESHOLD",
+        "mallopt M_TRIM_THRESHOLD=-5: give an int from 0 to 2147483647",
+        "mallopt M_MMAP_THRESHOLD='1': give an int from 0 to 2147483647",
+    ]
 
 
 @pytest.mark.kafka

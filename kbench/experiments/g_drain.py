@@ -23,8 +23,10 @@ from kbench.kafka.driver_client import results
 
 __all__ = [
     "LIBRDKAFKA_MEMBER_DEFAULTS",
+    "LIBRDKAFKA_MEMBER_MALLOC",
     "MEMBER_DEFAULTS",
     "member_defaults",
+    "member_malloc",
     "catch_up_jobs",
     "drain",
     "drain_summary",
@@ -54,11 +56,31 @@ __all__ = [
 MEMBER_DEFAULTS = {"heartbeat.interval.ms": "100"}
 LIBRDKAFKA_MEMBER_DEFAULTS = {"queued.min.messages": "1000000", "queued.max.messages.kbytes": "1048576"}
 
+#: glibc malloc's thresholds for G's librdkafka members, set in the member before its client starts
+#: (the job's ``mallopt``, docs/drivers.md): the heap is not handed back to the kernel (trim 1 GiB)
+#: and blocks up to 32 MiB come from the heap, not from mmap.  With glibc's own thresholds, which
+#: move with what the process happens to free first, a member's freed heap goes back to the kernel
+#: (madvise) and is faulted in again as the queue refills: kernel time that is the allocator's,
+#: not the codec's, and not the same from one repetition to the next.  Attached to members by
+#: ``perf stat -e syscalls:sys_enter_madvise,page-faults`` (zstd:3, one member, 5.45 GB): with
+#: these, 5 madvise calls and 2,000-20,000 page faults per drain; with glibc's starting thresholds
+#: 1,427-1,482 and 140,000-192,000 (+0.3-0.5 s of kernel time); with glibc's own, 9-23 calls and
+#: 6,000-31,000 faults in 8 drains, and 263,000 faults in one drain of 16 (+0.55 s).  In the
+#: catch-up run before this setting one repetition of that cell spent 4x the kernel time of the
+#: other four (0.57 vs 0.13-0.16 CPU-s/GB, its user time unchanged) and drained 16 % below their
+#: median.  The Java client allocates in its own heap: its members get none.
+LIBRDKAFKA_MEMBER_MALLOC = {"M_TRIM_THRESHOLD": 1 << 30, "M_MMAP_THRESHOLD": 32 << 20}
+
 
 def member_defaults(client: str) -> dict[str, str]:
     """The settings a drain's member gets from G unless the plan's client properties set them."""
     own = LIBRDKAFKA_MEMBER_DEFAULTS if client_family(client) == "librdkafka" else {}
     return {**MEMBER_DEFAULTS, **own}
+
+
+def member_malloc(client: str) -> dict[str, int]:
+    """The glibc malloc parameters a drain's member sets before its client starts (none: glibc's own)."""
+    return dict(LIBRDKAFKA_MEMBER_MALLOC) if client_family(client) == "librdkafka" else {}
 
 
 def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
@@ -100,6 +122,8 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         "group": True,
         "from_beginning": True,
     }
+    if malloc := member_malloc(cell.client):
+        consumer["mallopt"] = malloc
     return Jobs(producer, consumer, count, consumers=axis(cell, "consumers"), schedule=drain)
 
 

@@ -15,11 +15,13 @@ schedule (``t0_ns``, first and last send), so the parent takes the payload of ex
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +213,25 @@ def _producer_cpu(c: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+#: mallopt(3) parameters a job's ``mallopt`` may set (glibc's malloc.h numbers).
+MALLOPT = {"M_TRIM_THRESHOLD": -1, "M_MMAP_THRESHOLD": -3}
+
+
+def set_malloc(params: Mapping[str, Any]) -> None:
+    """Set glibc malloc parameters (a job's ``mallopt``, docs/drivers.md) before the client starts;
+    ValueError naming one that is unknown or that glibc refuses."""
+    libc = ctypes.CDLL(None)
+    for name, value in params.items():
+        if name not in MALLOPT:
+            raise ValueError(f"mallopt {name}: unknown; the driver sets {', '.join(MALLOPT)}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+            raise ValueError(f"mallopt {name}={value!r}: give an int from 0 to 2147483647")
+        if libc.mallopt(MALLOPT[name], value) != 1:
+            raise ValueError(f"mallopt {name}={value}: glibc refused it")
+
+
 def consumer(job: dict[str, Any]) -> dict[str, Any]:
+    set_malloc(job.get("mallopt") or {})
     c = drivers.new_consumer(
         dict(job["props"]),
         job["topic"],
