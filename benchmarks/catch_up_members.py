@@ -14,6 +14,9 @@ receive window without a record (``pauses_s``); ``--prop KEY=VALUE`` sets a cons
 every member over G's own (``g_drain.member_defaults``) and the plan's, e.g. librdkafka's defaults
 back: ``--prop queued.min.messages=100000 --prop queued.max.messages.kbytes=65536``; ``--malloc
 glibc`` leaves the members' malloc thresholds glibc's own instead of G's (``g_drain.member_malloc``).
+Every line has ``disk_read_mb``: what the host read from block devices (/proc/vmstat ``pgpgin``)
+from the end of the write-back to the end of the drain; ``--page-cache read`` reads the backlog's
+segment files once after the write-back (``read_before_mb``), so that the drain reads from memory.
 
 Usage (the flock keeps it off a machine another Kafka test uses):
     flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\
@@ -46,6 +49,27 @@ def _emit(line: Mapping[str, Any], out: Path | None) -> None:
     if out is not None:
         with out.open("a") as f:
             f.write(json.dumps(line) + "\n")
+
+
+def _pgpgin_kib() -> int:
+    """KiB the host has read from block devices since boot (/proc/vmstat pgpgin)."""
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name == "pgpgin":
+            return int(value)
+    raise RuntimeError("/proc/vmstat has no pgpgin")
+
+
+def _read_segments(log_dirs: Sequence[Path], topic: str) -> int:
+    """Read every segment file of ``topic`` in the brokers' log dirs once (into the page cache);
+    the bytes read."""
+    n = 0
+    for d in log_dirs:
+        for f in sorted(d.glob(f"{topic}-*/*.log")):
+            with f.open("rb", buffering=0) as fh:
+                while chunk := fh.read(8 << 20):
+                    n += len(chunk)
+    return n
 
 
 def _pauses(part: Mapping[str, Any]) -> list[float]:
@@ -87,6 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="g",
         help="the members' malloc thresholds: G's (g_drain.member_malloc, the default) or glibc's own",
     )
+    ap.add_argument(
+        "--page-cache",
+        choices=("as-is", "read"),
+        default="as-is",
+        help="after the write-back, leave the backlog's pages as the kernel left them (as G does) or "
+        "read its segment files once so that the drain reads from memory (the local cluster's log dirs)",
+    )
     a = ap.parse_args(argv)
     if bad := [kv for kv in a.prop if "=" not in kv]:
         ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
@@ -98,8 +129,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     def spy(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
         seen["recv"] = [(p.get("windows") or {}).get("receive") for p in parts]
         seen["pauses"] = [_pauses(p) for p in parts]
+        seen["read_kib"] = [_pgpgin_kib() - seen["pgpgin0"][0]]
         return summary(parts, merged)
 
+    write_back = g_drain.write_back
+
+    def written_back() -> float:
+        """G's write-back, then (--page-cache read) the backlog read once; the host's block reads
+        are counted from here to the drain's end."""
+        s = write_back()
+        if a.page_cache == "read":
+            seen["warmed"] = [_read_segments(t.deleted_from, seen["topic"][0])]
+        seen["pgpgin0"] = [_pgpgin_kib()]
+        return s
+
+    g_drain.write_back = written_back
     g_drain.drain_summary = spy  # read the members' windows as drain() sees them
     real_jobs = g_drain.Jobs
 
@@ -127,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for i in range(a.reps):
             topic = f"members-{a.codec.replace(':', '')}-{i}-{int(time.time())}"
+            seen["topic"] = [topic]
             try:
                 res = t.run(RunRequest(cell, topic, corpora[cell.corpus], None, plan.duration_s, 0.0))
             except TransportError as e:  # e.g. a fresh cluster's group coordinator not ready yet: said, not hidden
@@ -147,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for r in recv
                 ],
             }
+            line["disk_read_mb"] = round(seen["read_kib"][0] * 1024 / 1e6, 1)
+            if a.page_cache == "read":
+                line["read_before_mb"] = round(seen["warmed"][0] / 1e6, 1)
             if a.interval > 0:
                 line["pauses_s"] = seen["pauses"]
             _emit(line, a.out)
