@@ -123,13 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
     extra = dict(kv.split("=", 1) for kv in a.prop)
 
-    seen: dict[str, list[Any]] = {}
+    seen: dict[str, Any] = {}
     summary = g_drain.drain_summary
 
     def spy(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
         seen["recv"] = [(p.get("windows") or {}).get("receive") for p in parts]
         seen["pauses"] = [_pauses(p) for p in parts]
-        seen["read_kib"] = [_pgpgin_kib() - seen["pgpgin0"][0]]
+        seen["read_kib"] = _pgpgin_kib() - seen["pgpgin0"]
         return summary(parts, merged)
 
     write_back = g_drain.write_back
@@ -139,8 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         are counted from here to the drain's end."""
         s = write_back()
         if a.page_cache == "read":
-            seen["warmed"] = [_read_segments(t.deleted_from, seen["topic"][0])]
-        seen["pgpgin0"] = [_pgpgin_kib()]
+            seen["warmed"] = _read_segments(t.deleted_from, seen["topic"])
+        seen["pgpgin0"] = _pgpgin_kib()
         return s
 
     g_drain.write_back = written_back
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     real_jobs = g_drain.Jobs
 
     def jobs(producer: dict[str, Any], consumer: dict[str, Any], *rest: Any, **kw: Any) -> Any:
-        """The drain's jobs with --prop and --interval in every member's job."""
+        """The drain's jobs with --prop, --malloc and --interval in every member's job."""
         consumer = {**consumer, "props": {**consumer["props"], **extra}}
         if a.malloc == "glibc":
             consumer.pop("mallopt", None)
@@ -171,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for i in range(a.reps):
             topic = f"members-{a.codec.replace(':', '')}-{i}-{int(time.time())}"
-            seen["topic"] = [topic]
+            seen["topic"] = topic
             try:
                 res = t.run(RunRequest(cell, topic, corpora[cell.corpus], None, plan.duration_s, 0.0))
             except TransportError as e:  # e.g. a fresh cluster's group coordinator not ready yet: said, not hidden
@@ -192,9 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for r in recv
                 ],
             }
-            line["disk_read_mb"] = round(seen["read_kib"][0] * 1024 / 1e6, 1)
+            line["disk_read_mb"] = round(seen["read_kib"] * 1024 / 1e6, 1)
             if a.page_cache == "read":
-                line["read_before_mb"] = round(seen["warmed"][0] / 1e6, 1)
+                line["read_before_mb"] = round(seen["warmed"] / 1e6, 1)
             if a.interval > 0:
                 line["pauses_s"] = seen["pauses"]
             _emit(line, a.out)
