@@ -10,13 +10,18 @@ records, its CPU seconds and its receive window relative to the first record of 
 reads the members' windows by wrapping ``g_drain.drain_summary`` (the RESULTs of the members, as
 the runner gets them); nothing else changes unless asked: ``--interval S`` has every member keep
 its time series at S seconds and prints, per member, each stretch of 0.3 s or more inside its
-receive window without a record (``pauses_s``); ``--prop KEY=VALUE`` sets a consumer property for
+receive window without a record (``pauses_s``) and its time in intervals without one, however
+short (``idle_s``); ``--prop KEY=VALUE`` sets a consumer property for
 every member over G's own (``g_drain.member_defaults``) and the plan's, e.g. librdkafka's defaults
 back: ``--prop queued.min.messages=100000 --prop queued.max.messages.kbytes=65536``; ``--malloc
 glibc`` leaves the members' malloc thresholds glibc's own instead of G's (``g_drain.member_malloc``).
 Every line has ``disk_read_mb``: what the host read from block devices (/proc/vmstat ``pgpgin``)
 from the end of the write-back to the end of the drain; ``--page-cache read`` reads the backlog's
 segment files once after the write-back (``read_before_mb``), so that the drain reads from memory.
+Every line also has ``free_mb_before`` (/proc/meminfo MemFree as the drain starts), ``vm``: the
+increase of the kernel's reclaim counters over the same span (``VM_COUNTERS``), and
+``host_cpu_pct``: the host's CPU time by state over it (/proc/stat, percent of all CPUs);
+``--probe`` times faulting in 1 GiB of fresh memory and copying 256 MiB just before each drain.
 
 Usage (the flock keeps it off a machine another Kafka test uses):
     flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -51,13 +57,76 @@ def _emit(line: Mapping[str, Any], out: Path | None) -> None:
             f.write(json.dumps(line) + "\n")
 
 
-def _pgpgin_kib() -> int:
-    """KiB the host has read from block devices since boot (/proc/vmstat pgpgin)."""
+#: /proc/vmstat counters printed per drain as their increase over it (``vm``): the kernel
+#: reclaiming memory (pages scanned by kswapd or by an allocating task, tasks stalled allocating),
+#: compacting it, and reading back file pages it had evicted.
+VM_COUNTERS = (
+    "pgscan_kswapd",
+    "pgscan_direct",
+    "allocstall_normal",
+    "allocstall_movable",
+    "compact_stall",
+    "workingset_refault_file",
+)
+
+
+def _vmstat() -> dict[str, int]:
+    """/proc/vmstat as numbers (pgpgin: KiB the host has read from block devices since boot)."""
+    out = {}
     for line in Path("/proc/vmstat").read_text().splitlines():
         name, _, value = line.partition(" ")
-        if name == "pgpgin":
-            return int(value)
-    raise RuntimeError("/proc/vmstat has no pgpgin")
+        out[name] = int(value)
+    if "pgpgin" not in out:
+        raise RuntimeError("/proc/vmstat has no pgpgin")
+    return out
+
+
+def _cpu_ticks() -> list[int]:
+    """The host's CPU time since boot by state (/proc/stat ``cpu``: user nice system idle iowait irq
+    softirq steal, in clock ticks)."""
+    return [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+
+
+def _host_cpu(t0: Sequence[int], t1: Sequence[int]) -> dict[str, float]:
+    """Shares of the host's CPU time between two :func:`_cpu_ticks` (percent of all CPUs)."""
+    d = [b - a for a, b in zip(t0, t1, strict=True)]
+    total = sum(d) or 1
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    return {n: round(100 * v / total, 1) for n, v in zip(names, d, strict=True) if n != "nice"}
+
+
+def _mem_mb(field: str) -> float:
+    """/proc/meminfo ``field`` in MB."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            return round(int(value.split()[0]) * 1024 / 1e6, 1)
+    raise RuntimeError(f"/proc/meminfo has no {field}")
+
+
+def _probe_memory(nbytes: int = 1 << 30) -> dict[str, float]:
+    """What this host charges for memory just before a drain: microseconds to fault in one fresh
+    4 KiB page (``fault_us_per_page``: ``nbytes`` of anonymous memory touched once, no huge pages)
+    and GB/s of one thread copying 256 MiB already in memory (``copy_gb_s``, best of 4)."""
+    import mmap
+
+    import numpy as np
+
+    m = mmap.mmap(-1, nbytes)
+    view = np.frombuffer(m, dtype=np.uint8)
+    t0 = time.perf_counter()
+    view[::4096] = 1
+    fault = (time.perf_counter() - t0) / (nbytes // 4096) * 1e6
+    del view
+    m.close()
+    src = np.ones(256 << 20, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    best = math.inf
+    for _ in range(4):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return {"fault_us_per_page": round(fault, 3), "copy_gb_s": round(src.nbytes / best / 1e9, 2)}
 
 
 def _read_segments(log_dirs: Sequence[Path], topic: str) -> int:
@@ -82,6 +151,17 @@ def _pauses(part: Mapping[str, Any]) -> list[float]:
     ivs.sort(key=lambda iv: int(iv["start_mono_ns"]))
     gaps = [(int(b["start_mono_ns"]) - int(a["end_mono_ns"])) / 1e9 for a, b in zip(ivs, ivs[1:], strict=False)]
     return sorted((round(g, 2) for g in gaps if g >= 0.3), reverse=True)
+
+
+def _idle_s(part: Mapping[str, Any]) -> float | None:
+    """A member's time inside its receive window in intervals that read no record (seconds; the
+    gaps between intervals that read records, however short): None without a time series."""
+    ivs = [iv for iv in part.get("intervals") or [] if not iv.get("truncated") and int(iv.get("count") or 0) > 0]
+    if not ivs:
+        return None
+    ivs.sort(key=lambda iv: int(iv["start_mono_ns"]))
+    gaps = [(int(b["start_mono_ns"]) - int(a["end_mono_ns"])) / 1e9 for a, b in zip(ivs, ivs[1:], strict=False)]
+    return round(sum(g for g in gaps if g > 0), 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -118,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="after the write-back, leave the backlog's pages as the kernel left them (as G does) or "
         "read its segment files once so that the drain reads from memory (the local cluster's log dirs)",
     )
+    ap.add_argument(
+        "--probe",
+        action="store_true",
+        help="before each drain, time faulting in 1 GiB of fresh memory and copying 256 MiB (``probe``)",
+    )
     a = ap.parse_args(argv)
     if bad := [kv for kv in a.prop if "=" not in kv]:
         ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
@@ -129,7 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     def spy(parts: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> dict[str, Any]:
         seen["recv"] = [(p.get("windows") or {}).get("receive") for p in parts]
         seen["pauses"] = [_pauses(p) for p in parts]
-        seen["read_kib"] = _pgpgin_kib() - seen["pgpgin0"]
+        seen["idle"] = [_idle_s(p) for p in parts]
+        seen["host_cpu"] = _host_cpu(seen["cpu0"], _cpu_ticks())
+        end = _vmstat()
+        seen["read_kib"] = end["pgpgin"] - seen["vm0"]["pgpgin"]
+        seen["vm"] = {k: end.get(k, 0) - seen["vm0"].get(k, 0) for k in VM_COUNTERS}
         return summary(parts, merged)
 
     write_back = g_drain.write_back
@@ -140,7 +229,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = write_back()
         if a.page_cache == "read":
             seen["warmed"] = _read_segments(t.deleted_from, seen["topic"])
-        seen["pgpgin0"] = _pgpgin_kib()
+        if a.probe:
+            seen["probe"] = _probe_memory()
+        seen["free_mb"] = _mem_mb("MemFree")
+        seen["vm0"] = _vmstat()
+        seen["cpu0"] = _cpu_ticks()
         return s
 
     g_drain.write_back = written_back
@@ -193,10 +286,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ],
             }
             line["disk_read_mb"] = round(seen["read_kib"] * 1024 / 1e6, 1)
+            line["free_mb_before"] = seen["free_mb"]
+            line["vm"] = seen["vm"]
+            line["host_cpu_pct"] = seen["host_cpu"]
+            if a.probe:
+                line["probe"] = seen["probe"]
             if a.page_cache == "read":
                 line["read_before_mb"] = round(seen["warmed"] / 1e6, 1)
             if a.interval > 0:
                 line["pauses_s"] = seen["pauses"]
+                line["idle_s"] = seen["idle"]
             _emit(line, a.out)
     finally:
         t.close()

@@ -18,6 +18,7 @@ from test_knee import _a, _light, _ms, _opts, _plan, _text
 
 from kbench.engine import control, floor, premises, topology, warmup, window
 from kbench.engine import plan as plan_mod
+from kbench.engine.machine import memory_total
 from kbench.engine.runner import execute
 from kbench.engine.status import RETRY_STATUSES, Status
 from kbench.engine.transports.base import RunRequest, RunResult, TransportError
@@ -271,11 +272,50 @@ def test_g_sizes_its_backlog_so_that_a_drain_lasts_five_seconds() -> None:
     assert just == int(-(-(128 << 20) / 5.5 * 5.0 * 2.5 // 1))
     huge = backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 1 << 30}), 1 << 30)
     assert huge == backlog.MAX_BACKLOG_BYTES
+    capped = backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 1 << 30}), 1 << 30, 3 << 30)
+    assert capped == 3 << 30
+    # at the cap, or a plan's backlog above it: left as it is (a drain still short is SHORT_WINDOW)
+    assert backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 3 << 30}), 3 << 30, 3 << 30) is None
+    assert backlog.next_size(_light(drain={"span_s": 0.01, "bytes": 5 << 30}), 5 << 30, 3 << 30) is None
     cell = plan_mod.Cell(
         "g-000", "g", ("G",), "none", "json", 65536, 5, 2, "1", "saturated", "producer", extras={"backlog_bytes": 100}
     )
     assert axis(backlog.sized(cell, {"g-000": {"backlog_bytes": 5000}}), "backlog_bytes") == 5000
     assert axis(backlog.sized(cell, {}), "backlog_bytes") == 100
+
+
+def test_gs_backlog_takes_at_most_half_the_machines_memory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # the drain reads the backlog from the page cache, beside the members' queues and the broker
+    (tmp_path / "meminfo").write_text("MemTotal:       24682816 kB\nMemFree:  100 kB\n")
+    assert memory_total(tmp_path) == 24682816 * 1024
+    assert memory_total(tmp_path / "none") is None
+    assert backlog.MEMORY_SHARE == 0.5
+    assert backlog.backlog_cap(24 << 30) == 12 << 30
+    assert backlog.backlog_cap(64 << 30) == backlog.MAX_BACKLOG_BYTES == 16 << 30
+    assert backlog.backlog_cap(None) == backlog.MAX_BACKLOG_BYTES
+    cell = plan_mod.Cell(
+        "g-000",
+        "g",
+        ("G",),
+        "none",
+        "json",
+        65536,
+        5,
+        2,
+        "1",
+        "saturated",
+        "producer",
+        extras={"backlog_bytes": 128 << 20},
+    )
+    monkeypatch.setattr(backlog, "memory_total", lambda: 8 << 30)
+    step = backlog.TUNING.step(cell, _light(drain={"span_s": 0.1, "bytes": 128 << 20}))
+    assert step is not None
+    entry, line = step
+    assert entry["backlog_bytes"] == 4 << 30  # 128 MiB in 0.1 s x 12.5 s would be 16.8 GB
+    assert line.endswith(f"backlog sized to {4 << 30} bytes (the cap: 50% of memory, at most 16 GiB)")
+    monkeypatch.setattr(backlog, "memory_total", lambda: 64 << 30)
+    entry, line = backlog.TUNING.step(cell, _light(drain={"span_s": 0.5, "bytes": 128 << 20})) or ({}, "")
+    assert entry["backlog_bytes"] == int(-(-(128 << 20) / 0.5 * 5.0 * 2.5 // 1)) and "cap" not in line
 
 
 # ------------------------------------------------------------------ the topology a machine carries

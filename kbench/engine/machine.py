@@ -17,7 +17,7 @@ from typing import Any
 import kbench
 from kbench.model import codecs, cpuinfo
 
-__all__ = ["Machine", "describe", "java_version", "librdkafka_version", "versions"]
+__all__ = ["Machine", "describe", "java_version", "librdkafka_version", "memory_total", "versions"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,11 @@ def _memory(proc: Path) -> int | None:
     except OSError:
         return None
     return int(m.group(1)) * 1024 if m else None
+
+
+def memory_total(proc: Path = Path("/proc")) -> int | None:
+    """Bytes of physical memory (/proc/meminfo MemTotal), or None when unreadable."""
+    return _memory(proc)
 
 
 def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machine:

@@ -4,7 +4,8 @@ scheduling, not the consumer group's rate.
 
 The cell's warm-up drains its planned ``backlog_bytes``; a drain shorter than
 ``MIN_DRAIN_S × RESIZE_BELOW`` is resized from its bytes per second to ``rate × MIN_DRAIN_S × MARGIN``
-(never below the plan's, at most :data:`MAX_BACKLOG_BYTES`), and the warm-up runs again with it
+(never below the plan's, at most :func:`backlog_cap`: :data:`MEMORY_SHARE` of the machine's memory,
+and never over :data:`MAX_BACKLOG_BYTES`), and the warm-up runs again with it
 until a drain lasts long enough (at most :data:`MAX_SIZINGS` warm-ups).  A warm-up that only just
 passes MIN_DRAIN_S is resized too: the repetitions after it drain faster than a warm-up.  The manifest's ``backlog`` entry records each cell's
 sizing; every repetition of the cell runs with it (its rows' ``backlog_bytes`` say so).  The
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kbench.engine.cell import Cell
+from kbench.engine.machine import memory_total
 from kbench.engine.transports.base import RunResult
 from kbench.experiments.g_axes import axis, catch_up
 from kbench.experiments.spec import Tuning
@@ -28,6 +30,8 @@ __all__ = [
     "MARGIN",
     "MAX_BACKLOG_BYTES",
     "MAX_SIZINGS",
+    "MEMORY_SHARE",
+    "backlog_cap",
     "MIN_DRAIN_S",
     "RESIZE_BELOW",
     "TUNING",
@@ -49,6 +53,13 @@ RESIZE_BELOW = 1.25
 #: The largest backlog sized (disk and the time to produce it); a drain still shorter is SHORT_WINDOW.
 #: A two-member group of the 2-vCPU VM drains ``none`` at up to 1.8 GB/s: 5 s x 1.5 of it is 14 GB.
 MAX_BACKLOG_BYTES = 16 << 30
+#: The largest share of the machine's memory (MemTotal) a sized backlog may take, in payload
+#: bytes (uncompressed, the broker's log holds about that much; compressed, less).  The drain is
+#: meant to read the backlog from the page cache, beside the members' pre-fetch queues (up to
+#: 1 GiB each) and the broker: on the 24 GiB VM a 17.2 GB uncompressed backlog left 235-700 MB
+#: free as the drain began, and the drain read 0.7-3.0 GB back from disk while kswapd scanned up
+#: to 650,000 pages (benchmarks/README.md, "The uncompressed drains and memory").
+MEMORY_SHARE = 0.5
 #: Warm-ups of a catch-up cell spent on sizing its backlog, at most.
 MAX_SIZINGS = 3
 #: Seconds of one catch-up run, warm-up or repetition (kbench.engine.estimate): producing the
@@ -59,17 +70,26 @@ MAX_SIZINGS = 3
 CATCH_UP_RUN_S = 79.0
 
 
-def next_size(res: RunResult, current: int) -> int | None:
-    """The backlog a drain of ``MIN_DRAIN_S × MARGIN`` needs, from a drain of ``current`` bytes
-    (None: this drain lasted ``MIN_DRAIN_S × RESIZE_BELOW`` or longer, or measured nothing to size
-    from)."""
+def backlog_cap(memory_bytes: int | None) -> int:
+    """The largest backlog sized on a machine with ``memory_bytes`` of memory (None: unknown, so
+    :data:`MAX_BACKLOG_BYTES`)."""
+    if not memory_bytes or memory_bytes <= 0:
+        return MAX_BACKLOG_BYTES
+    return min(MAX_BACKLOG_BYTES, int(memory_bytes * MEMORY_SHARE))
+
+
+def next_size(res: RunResult, current: int, cap: int = MAX_BACKLOG_BYTES) -> int | None:
+    """The backlog a drain of ``MIN_DRAIN_S × MARGIN`` needs, from a drain of ``current`` bytes,
+    at most ``cap`` (None: this drain lasted ``MIN_DRAIN_S × RESIZE_BELOW`` or longer, measured
+    nothing to size from, or ``current`` is already at the cap)."""
     span, nbytes = res.drain.get("span_s"), res.drain.get("bytes")
     if not isinstance(span, (int, float)) or not isinstance(nbytes, (int, float)) or span <= 0 or nbytes <= 0:
         return None
     if span >= MIN_DRAIN_S * RESIZE_BELOW:
         return None
     want = int(math.ceil(nbytes / span * MIN_DRAIN_S * MARGIN))
-    return min(MAX_BACKLOG_BYTES, max(current, want)) if want > current else None
+    nxt = min(cap, max(current, want))
+    return nxt if nxt > current else None
 
 
 def sized(cell: Cell, sizing: Mapping[str, Any]) -> Cell:
@@ -93,10 +113,12 @@ def _step(cell: Cell, res: RunResult) -> tuple[dict[str, Any], str] | None:
     if not catch_up(cell):
         return None
     cur = axis(cell, "backlog_bytes")
-    nxt = next_size(res, cur)
+    cap = backlog_cap(memory_total())
+    nxt = next_size(res, cur, cap)
     if nxt is None:
         return None
-    line = f"drain of {cur} bytes took {res.drain.get('span_s')} s; backlog sized to {nxt} bytes"
+    capped = f" (the cap: {MEMORY_SHARE:.0%} of memory, at most {MAX_BACKLOG_BYTES >> 30} GiB)" if nxt == cap else ""
+    line = f"drain of {cur} bytes took {res.drain.get('span_s')} s; backlog sized to {nxt} bytes{capped}"
     return {"backlog_bytes": nxt, "from": dict(res.drain)}, line
 
 
