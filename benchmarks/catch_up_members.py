@@ -20,8 +20,9 @@ from the end of the write-back to the end of the drain; ``--page-cache read`` re
 segment files once after the write-back (``read_before_mb``), so that the drain reads from memory.
 Every line also has ``free_mb_before`` (/proc/meminfo MemFree as the drain starts), ``vm``: the
 increase of the kernel's reclaim counters over the same span (``VM_COUNTERS``), and
-``host_cpu_pct``: the host's CPU time by state over it (/proc/stat, percent of all CPUs);
-``--probe`` times faulting in 1 GiB of fresh memory and copying 256 MiB just before each drain.
+``host_cpu_pct``: the host's CPU time by state over it (/proc/stat, percent of all CPUs).
+``--broker-config KEY=VALUE`` sets a broker setting of the local cluster; ``--probe`` times
+faulting in 1 GiB of fresh memory and copying 256 MiB just before each drain.
 
 Usage (the flock keeps it off a machine another Kafka test uses):
     flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\
@@ -199,6 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "read its segment files once so that the drain reads from memory (the local cluster's log dirs)",
     )
     ap.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting of the local cluster over kbench's own (repeatable), e.g. socket.send.buffer.bytes=-1",
+    )
+    ap.add_argument(
         "--probe",
         action="store_true",
         help="before each drain, time faulting in 1 GiB of fresh memory and copying 256 MiB (``probe``)",
@@ -207,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad := [kv for kv in a.prop if "=" not in kv]:
         ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
     extra = dict(kv.split("=", 1) for kv in a.prop)
+    if bad := [kv for kv in a.broker_config if "=" not in kv]:
+        ap.error(f"--broker-config {bad[0]}: give KEY=VALUE, e.g. --broker-config socket.send.buffer.bytes=-1")
+    broker_config = dict(kv.split("=", 1) for kv in a.broker_config)
 
     seen: dict[str, Any] = {}
     summary = g_drain.drain_summary
@@ -260,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cell = dataclasses.replace(cells[0], extras={**cells[0].extras, "backlog_bytes": a.backlog_bytes})
     corpora = load_corpora(plan)
     t = KafkaTransport(plan.transport)
+    if broker_config:
+        from kbench.kafka.cluster import LocalCluster
+
+        t._make_cluster = lambda: LocalCluster(brokers=plan.transport.brokers, broker_config=broker_config)  # type: ignore[method-assign]
     t.open()
     try:
         for i in range(a.reps):

@@ -64,10 +64,10 @@ MEMORY_SHARE = 0.5
 MAX_SIZINGS = 3
 #: Seconds of one catch-up run, warm-up or repetition (kbench.engine.estimate): producing the
 #: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, writing it back to disk, draining it,
-#: and the deleted topic's files removed.  From benchmarks/results/catch-up-2026-12-05b (42 runs,
-#: backlogs of 6.8-17.2 GB, 3,362 s in all, on a disk that writes 260-520 MB/s):
-#: (3,362 - 13 s of set-up - 42 s of per-run overhead) / 42.
-CATCH_UP_RUN_S = 79.0
+#: and the deleted topic's files removed.  From benchmarks/results/catch-up-2026-12-05c (42 runs,
+#: backlogs of 6.4-12.6 GB, 2,540 s in all, on a disk that writes 260-520 MB/s):
+#: (2,540 - 13 s of set-up - 42 s of per-run overhead) / 42.
+CATCH_UP_RUN_S = 59.0
 
 
 def backlog_cap(memory_bytes: int | None) -> int:
