@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kbench.commands.args import key_value
 from kbench.engine import plan as plan_mod
 from kbench.engine.plan_expand import expand
 from kbench.engine.runner import load_corpora
@@ -48,6 +49,7 @@ from kbench.engine.transports.base import RunRequest, TransportError
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.experiments import g_drain
 from kbench.experiments.g_axes import axis
+from kbench.kafka.procstat import SystemCpu, system_cpu
 
 
 def _emit(line: Mapping[str, Any], out: Path | None) -> None:
@@ -82,18 +84,14 @@ def _vmstat() -> dict[str, int]:
     return out
 
 
-def _cpu_ticks() -> list[int]:
-    """The host's CPU time since boot by state (/proc/stat ``cpu``: user nice system idle iowait irq
-    softirq steal, in clock ticks)."""
-    return [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-
-
-def _host_cpu(t0: Sequence[int], t1: Sequence[int]) -> dict[str, float]:
-    """Shares of the host's CPU time between two :func:`_cpu_ticks` (percent of all CPUs)."""
-    d = [b - a for a, b in zip(t0, t1, strict=True)]
-    total = sum(d) or 1
-    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-    return {n: round(100 * v / total, 1) for n, v in zip(names, d, strict=True) if n != "nice"}
+def _host_cpu(a: SystemCpu | None, b: SystemCpu | None) -> dict[str, float] | None:
+    """Shares of the host's CPU time by state between two :func:`procstat.system_cpu` readings
+    (percent of all CPUs; nice counts in the total, not printed); None when either is unreadable."""
+    if a is None or b is None:
+        return None
+    total = (b.total - a.total) or 1.0
+    states = ("user", "system", "idle", "iowait", "irq", "softirq", "steal")
+    return {n: round(100 * (getattr(b, n) - getattr(a, n)) / total, 1) for n in states}
 
 
 def _mem_mb(field: str) -> float:
@@ -142,27 +140,30 @@ def _read_segments(log_dirs: Sequence[Path], topic: str) -> int:
     return n
 
 
+def _gaps(part: Mapping[str, Any]) -> list[float] | None:
+    """The seconds between a member's consecutive time-series intervals that read records (None
+    without such an interval)."""
+    ivs = [iv for iv in part.get("intervals") or [] if not iv.get("truncated") and int(iv.get("count") or 0) > 0]
+    if not ivs:
+        return None
+    ivs.sort(key=lambda iv: int(iv["start_mono_ns"]))
+    return [(int(b["start_mono_ns"]) - int(a["end_mono_ns"])) / 1e9 for a, b in zip(ivs, ivs[1:], strict=False)]
+
+
 def _pauses(part: Mapping[str, Any]) -> list[float]:
     """A member's stretches of 0.3 s or more without a record inside its receive window (seconds,
     longest first), from its time series: the gaps between intervals that read records."""
-    recv = (part.get("windows") or {}).get("receive")
-    ivs = [iv for iv in part.get("intervals") or [] if not iv.get("truncated") and int(iv.get("count") or 0) > 0]
-    if not recv or not ivs:
+    gaps = _gaps(part)
+    if not (part.get("windows") or {}).get("receive") or gaps is None:
         return []
-    ivs.sort(key=lambda iv: int(iv["start_mono_ns"]))
-    gaps = [(int(b["start_mono_ns"]) - int(a["end_mono_ns"])) / 1e9 for a, b in zip(ivs, ivs[1:], strict=False)]
     return sorted((round(g, 2) for g in gaps if g >= 0.3), reverse=True)
 
 
 def _idle_s(part: Mapping[str, Any]) -> float | None:
     """A member's time inside its receive window in intervals that read no record (seconds; the
     gaps between intervals that read records, however short): None without a time series."""
-    ivs = [iv for iv in part.get("intervals") or [] if not iv.get("truncated") and int(iv.get("count") or 0) > 0]
-    if not ivs:
-        return None
-    ivs.sort(key=lambda iv: int(iv["start_mono_ns"]))
-    gaps = [(int(b["start_mono_ns"]) - int(a["end_mono_ns"])) / 1e9 for a, b in zip(ivs, ivs[1:], strict=False)]
-    return round(sum(g for g in gaps if g > 0), 2)
+    gaps = _gaps(part)
+    return None if gaps is None else round(sum(g for g in gaps if g > 0), 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--prop",
         action="append",
+        type=key_value("--prop", "queued.min.messages=100000"),
         default=[],
         metavar="KEY=VALUE",
         help="a consumer property for every member, after the plan's (repeatable)",
@@ -202,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--broker-config",
         action="append",
+        type=key_value("--broker-config", "socket.send.buffer.bytes=-1"),
         default=[],
         metavar="KEY=VALUE",
         help="a broker setting of the local cluster over kbench's own (repeatable), e.g. socket.send.buffer.bytes=-1",
@@ -212,12 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="before each drain, time faulting in 1 GiB of fresh memory and copying 256 MiB (``probe``)",
     )
     a = ap.parse_args(argv)
-    if bad := [kv for kv in a.prop if "=" not in kv]:
-        ap.error(f"--prop {bad[0]}: give KEY=VALUE, e.g. --prop queued.min.messages=100000")
-    extra = dict(kv.split("=", 1) for kv in a.prop)
-    if bad := [kv for kv in a.broker_config if "=" not in kv]:
-        ap.error(f"--broker-config {bad[0]}: give KEY=VALUE, e.g. --broker-config socket.send.buffer.bytes=-1")
-    broker_config = dict(kv.split("=", 1) for kv in a.broker_config)
+    extra = dict(a.prop)
+    broker_config = dict(a.broker_config)
 
     seen: dict[str, Any] = {}
     summary = g_drain.drain_summary
@@ -226,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seen["recv"] = [(p.get("windows") or {}).get("receive") for p in parts]
         seen["pauses"] = [_pauses(p) for p in parts]
         seen["idle"] = [_idle_s(p) for p in parts]
-        seen["host_cpu"] = _host_cpu(seen["cpu0"], _cpu_ticks())
+        seen["host_cpu"] = _host_cpu(seen["cpu0"], system_cpu())
         end = _vmstat()
         seen["read_kib"] = end["pgpgin"] - seen["vm0"]["pgpgin"]
         seen["vm"] = {k: end.get(k, 0) - seen["vm0"].get(k, 0) for k in VM_COUNTERS}
@@ -244,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seen["probe"] = _probe_memory()
         seen["free_mb"] = _mem_mb("MemFree")
         seen["vm0"] = _vmstat()
-        seen["cpu0"] = _cpu_ticks()
+        seen["cpu0"] = system_cpu()
         return s
 
     g_drain.write_back = written_back

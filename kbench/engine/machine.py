@@ -79,17 +79,13 @@ def _physical_cores_sysfs(sys_root: Path, cpus: list[int] | None = None) -> int 
     return len(ids) or None
 
 
-def _memory(proc: Path) -> int | None:
+def memory_total(proc: Path = Path("/proc")) -> int | None:
+    """Bytes of physical memory (/proc/meminfo MemTotal), or None when unreadable."""
     try:
         m = re.search(r"^MemTotal:\s+(\d+) kB", (proc / "meminfo").read_text(), re.M)
     except OSError:
         return None
     return int(m.group(1)) * 1024 if m else None
-
-
-def memory_total(proc: Path = Path("/proc")) -> int | None:
-    """Bytes of physical memory (/proc/meminfo MemTotal), or None when unreadable."""
-    return _memory(proc)
 
 
 def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machine:
@@ -107,7 +103,7 @@ def describe(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Machi
         cpu_model=model,
         physical_cores=phys,
         logical_cores=len(cpus) or host,
-        memory_bytes=_memory(proc),
+        memory_bytes=memory_total(proc),
         kernel=platform.release(),
         os=platform.platform(),
         hostname_hash=hashlib.sha256(platform.node().encode()).hexdigest()[:12],
