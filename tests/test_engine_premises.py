@@ -9,6 +9,7 @@ import csv
 import dataclasses
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +290,8 @@ def test_gs_backlog_takes_at_most_half_the_machines_memory(monkeypatch: pytest.M
     (tmp_path / "meminfo").write_text("MemTotal:       24682816 kB\nMemFree:  100 kB\n")
     assert memory_total(tmp_path) == 24682816 * 1024
     assert memory_total(tmp_path / "none") is None
+    # the live figure is the kernel's, as glibc's sysinfo(2) reports it
+    assert memory_total() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert backlog.MEMORY_SHARE == 0.5
     assert backlog.backlog_cap(24 << 30) == 12 << 30
     assert backlog.backlog_cap(64 << 30) == backlog.MAX_BACKLOG_BYTES == 16 << 30
