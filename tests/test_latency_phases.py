@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from kbenv import KBENCH_PATH
 
+from kbench.commands.run import EXIT_SHORT
+from kbench.engine.status import Status
 from kbench.kafka import rdstats as stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: this many microseconds of slack for the parts the phases leave out (callback dispatch, polling).
 SUM_TOLERANCE = 0.35
 SUM_SLACK_US = 2000.0
+
+#: What a loaded host may make of a fixed-rate cell; none of them is about the phases.
+LOAD_STATUSES = {Status.SATURATED.value, Status.WARMING.value, Status.REJECTED.value, Status.INVALID.value}
 
 
 def _window(p50: float, cnt: int) -> dict[str, float]:
@@ -102,10 +107,17 @@ def test_phases_in_a_csv_add_up_to_the_service_latency(tmp_path: Path) -> None:
         cwd=ROOT,
         env=env,
     )
-    assert r.returncode == 0, r.stderr[-2000:]
+    # a loaded host may saturate a cell at its fixed rate (SATURATED and WARMING are not retried:
+    # the load caused them; REJECTED and INVALID are retried and may exhaust the budget), and the
+    # run then exits EXIT_SHORT; any other status, or another exit status, is a failure
+    assert r.returncode in (0, EXIT_SHORT), r.stderr[-2000:]
     rows = list(csv.DictReader((out / "A.csv").open()))
     ok = [x for x in rows if x["status"] == "OK"]
-    assert len(ok) >= 3, [(x["cell_id"], x["status"], x["reason"]) for x in rows]
+    others = [(x["cell_id"], x["status"], x["reason"]) for x in rows if x["status"] != "OK"]
+    assert {status for _, status, _ in others} <= LOAD_STATUSES, others
+    short = {x["cell_id"] for x in rows} - {x["cell_id"] for x in ok}
+    assert (r.returncode == EXIT_SHORT) == bool(short), (r.returncode, others)
+    assert len(ok) >= 3, others
     for x in ok:
         q, c, req = (float(x[f"phase_{k}_p50_us"]) for k in ("queue", "compress", "request"))
         service = float(x["service_p50_us"])
