@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -516,3 +518,50 @@ def test_java_and_c_group_consumers_agree_on_a_backlog(tmp_path: Path, kafka1: A
     assert c["records"] == 5000
     gc, gj = merge.group_counts([c["parts"]]), merge.group_counts([j["parts"]])
     assert gc["partitions"] == gj["partitions"] and gj["lost"] == 0
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("client", ["librdkafka", "java"])
+def test_held_members_join_only_when_released_together(tmp_path: Path, kafka1: Any, client: str) -> None:
+    """G's members are held after READY (the job's ``hold``, docs/drivers.md): a held driver
+    subscribes, and opens its run window, only once the runner closes its stdin; both then read the
+    backlog, every record once.  A driver that ignored ``hold`` would open its window at READY,
+    before the release below."""
+    from kbench.engine.transports.local_pool import spawn
+
+    props = kafka1.client_props()
+    topic = f"held-{client}"
+    admin.create_topic(props, topic, partitions=2)
+    spec = drivers.ProducerSpec(topic=topic, props=props, mode="saturated", count=4000, keys="round-robin", nkeys=32)
+    assert drivers.produce(spec, corpus.generate("json", 200_000, seed=5).records, run_id=12).delivered == 4000
+    job = {
+        "props": {**props, "group.id": f"held-{client}", "heartbeat.interval.ms": "100"},
+        "topic": topic,
+        "run_id": 12,
+        "expected": 0,
+        "timeout": 60.0,
+        "skip_s": 0.0,
+        "group": True,
+        "from_beginning": True,
+        "hold": True,
+    }
+    members = [spawn("consumer", job, tmp_path / f"m{i}.err", client) for i in range(2)]
+    for m in members:
+        m.expect("READY", 120.0)
+    # a gap a driver that did not hold would have spent reading (its window opens at READY)
+    threading.Event().wait(0.3)
+    released = time.monotonic_ns()
+    for m in members:
+        m.release()
+    res = [m.result(120.0) for m in members]
+    assert all(r["windows"]["run"]["start_mono_ns"] >= released for r in res), [r["windows"]["run"] for r in res]
+    assert all(not r["timed_out"] and r["rebalances"] >= 1 for r in res)
+    g = merge.group_counts([r["parts"] for r in res], expected=4000)
+    assert g["unique"] == g["records"] == 4000 and g["lost"] == 0
+
+
+def test_hold_is_for_a_group_member_and_g_holds_its_drains_members() -> None:
+    with pytest.raises(ValueError, match="hold is for a group member"):
+        drivers.new_consumer({}, "t", 1, 0, 1.0, hold=True)
+    jobs = g_drain.catch_up_jobs(_catch_up_request("lz4", 2, "held"), JobInputs({}, "127.0.0.1:9", 64))
+    assert jobs is not None and jobs.consumer is not None and jobs.consumer["hold"] is True

@@ -631,6 +631,11 @@ static int group_loop(rd_kafka_t *rk, kb_consumer *c, int tms, kb_error *err) {
     if (group_prepare(rk, c, tms, &stored_now, err) < 0)
         return err->code;
     atomic_store(&c->ready, 1);
+    /* held: every member of the group subscribes at the one instant go is set (a 1 ms sleep per
+     * look: the members' release differs by at most that, not by their start-up) */
+    const struct timespec look = {0, 1000000L};
+    while (c->hold && !atomic_load(&c->go) && !atomic_load(&c->stop))
+        nanosleep(&look, NULL);
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, c->topic, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, sub);

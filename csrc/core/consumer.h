@@ -67,6 +67,9 @@ typedef struct {
                               the steady window (win_*) is the end of the first such batch .. the end of the last */
     atomic_int stop;       /* set from another thread to stop cleanly */
     atomic_int ready;      /* set by the loop once partitions are assigned at their end offsets */
+    int hold;              /* group mode: after ready, wait for go (or stop) before subscribing, so that
+                              every member of a group joins at one instant (G's drain) */
+    atomic_int go;         /* set from another thread: a holding member subscribes now */
     /* outputs */
     kb_hist *e2e;          /* now - send time from the kb header (sampled records), ns */
     int64_t records, bytes, unique, duplicates, out_of_range, foreign, no_header;
@@ -127,7 +130,8 @@ int kb_consumer_run(kb_consumer *c, kb_error *e);
  * Group mode (c->group): the group's start offset of every partition is made
  * durable first (a partition the group has no committed offset for gets the low
  * watermark with from_beginning, else the high one), then ready is set and the
- * consumer subscribes; partitions come and go by rebalance (a revoked partition's
+ * consumer subscribes (with hold: once go or stop is set; t_start and the loop's
+ * CPU start there); partitions come and go by rebalance (a revoked partition's
  * position is committed synchronously, every partition's every 500 ms).  It stops
  * once the group's committed offsets hold `expected` records past the start
  * offsets (expected 0: every record stored when the run began, the catch-up

@@ -354,17 +354,21 @@ static void consumer_dealloc(ConsumerObject *o) {
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"props",   "topic",           "run_id",        "expected", "max_records",
                              "timeout", "connect_timeout", "header_sample", "group",    "from_beginning",
-                             "interval", "latency_skip", "latency_from_seq", "start", "start_value", "cpu_window", NULL};
+                             "interval", "latency_skip", "latency_from_seq", "start", "start_value", "cpu_window", "hold", NULL};
     PyObject *props;
     const char *topic, *start = "end";
     long long run_id = 0, expected = 0, max_records = 0, header_sample = 1, latency_from_seq = 0, start_value = 0;
     double timeout = 60, conn_to = 10, interval = 0, latency_skip = 0;
-    int group = 0, from_beginning = 0, cpu_window = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppddLsLp:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
+    int group = 0, from_beginning = 0, cpu_window = 0, hold = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s|LLLddLppddLsLpp:Consumer", kwlist, &PyDict_Type, &props, &topic, &run_id,
                                      &expected, &max_records, &timeout, &conn_to, &header_sample, &group,
                                      &from_beginning, &interval, &latency_skip, &latency_from_seq, &start,
-                                     &start_value, &cpu_window))
+                                     &start_value, &cpu_window, &hold))
         return NULL;
+    if (hold && !group) {
+        PyErr_SetString(PyExc_ValueError, "hold is for a group member (group=True): it delays the subscribe");
+        return NULL;
+    }
     int start_mode = !strcmp(start, "end")         ? KB_START_END
                      : !strcmp(start, "beginning") ? KB_START_BEGINNING
                      : !strcmp(start, "offset")    ? KB_START_OFFSET
@@ -410,6 +414,7 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     c->start_mode = start_mode;
     c->start_value = start_value;
     c->cpu_window = cpu_window;
+    c->hold = hold;
     if (!c->topic || !c->e2e) {
         Py_DECREF(o);
         return PyErr_NoMemory();
@@ -519,6 +524,12 @@ static PyObject *consumer_stop(ConsumerObject *o, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject *consumer_release(ConsumerObject *o, PyObject *unused) {
+    (void)unused;
+    atomic_store(&o->c->go, 1);
+    Py_RETURN_NONE;
+}
+
 static PyObject *consumer_ready(ConsumerObject *o, void *unused) {
     (void)unused;
     return PyBool_FromLong(atomic_load(&o->c->ready));
@@ -528,6 +539,8 @@ static PyMethodDef consumer_methods[] = {
     {"run", (PyCFunction)consumer_run, METH_NOARGS,
      "run() -> dict: assign at the end offsets, consume until all expected seen / max_records / timeout / stop()"},
     {"stop", (PyCFunction)consumer_stop, METH_NOARGS, "stop(): ask a running run() to finish cleanly"},
+    {"release", (PyCFunction)consumer_release, METH_NOARGS,
+     "release(): a holding group member (hold=True) subscribes now"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,7 @@ from kbench.kafka.clients import family as client_family
 from kbench.kafka.driver_client import results
 
 __all__ = [
+    "HOLD",
     "LIBRDKAFKA_MEMBER_DEFAULTS",
     "LIBRDKAFKA_MEMBER_MALLOC",
     "MEMBER_DEFAULTS",
@@ -54,6 +55,19 @@ __all__ = [
 #:   (4 drains).  The queue is a prefetch limit, not a fetch size: requests stay the client's (or
 #:   the cell's axes).
 MEMBER_DEFAULTS = {"heartbeat.interval.ms": "100"}
+
+#: A drain's members are held after READY and released together (the job's ``hold``,
+#: docs/drivers.md): each subscribes once every member is assigned its start offsets, so that the
+#: group forms from members that join at one instant, not one process start-up apart.  Without it,
+#: on a broker without an initial rebalance delay, a two-member group formed twice in about half
+#: the drains (rebalances 3, not 2): the first member read both partitions alone, pre-fetched the
+#: other's records and dropped them at the second rebalance, inside the drain's span.  In the
+#: catch-up runs catch-up-2026-12-04e and -05c the group formed twice in 10 of the 30 two-member
+#: repetitions, and 8 of those 10 were their cell's slowest (4) or second slowest (4), down to 16 %
+#: below its median (were their ranks among the cell's five random, a rank sum as low: p = 0.006).
+#: Held, 8 of 8 lz4 two-member drains formed once (released as ready, the same script: 6 of 8;
+#: benchmarks/results/catch_up_members-lz4-2-{hold,no-hold}-2026-12-05.jsonl).
+HOLD = True
 LIBRDKAFKA_MEMBER_DEFAULTS = {"queued.min.messages": "1000000", "queued.max.messages.kbytes": "1048576"}
 
 #: glibc malloc's thresholds for G's librdkafka members, set in the member before its client starts
@@ -121,6 +135,9 @@ def catch_up_jobs(req: RunRequest, inputs: JobInputs) -> Jobs | None:
         "skip_s": 0.0,
         "group": True,
         "from_beginning": True,
+        # the members subscribe together once all are READY (LocalPool.spawn_consumers), not one
+        # process start-up apart: see HOLD
+        "hold": HOLD,
     }
     if malloc := member_malloc(cell.client):
         consumer["mallopt"] = malloc

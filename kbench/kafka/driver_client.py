@@ -86,8 +86,16 @@ class DriverClient:
                 p = launch(role, argv, {**kwargs, "stderr": err})
         assert p.stdin is not None
         p.stdin.write(json.dumps(dict(job, role=role, protocol=clients.PROTOCOL)) + "\n")
-        p.stdin.close()
+        if job.get("hold"):
+            p.stdin.flush()  # held (a group member): stdin stays open until release()
+        else:
+            p.stdin.close()
         return cls(p, role, name or f"{role} driver", stderr_path, abort)
+
+    def release(self) -> None:
+        """Close the driver's stdin: a held group member (the job's ``hold``) subscribes now."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
 
     def line(self, timeout: float | None) -> str:
         """The driver's next line ("" when it exited); DriverError after ``timeout`` seconds

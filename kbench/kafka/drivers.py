@@ -249,6 +249,7 @@ def new_consumer(
     start: str = "end",
     start_value: int = 0,
     cpu_window: bool = False,
+    hold: bool = False,
 ) -> _native.Consumer:
     """The C consumer loop, not started: ``run()`` blocks (GIL released), ``ready`` turns true once
     partitions are assigned at their end offsets, ``stop()`` ends it from another thread.
@@ -266,7 +267,9 @@ def new_consumer(
     ``start`` (assign mode only): where every partition starts: ``end`` (the default), ``beginning``,
     ``offset`` (``start_value``, within every partition's watermarks) or ``timestamp``
     (``start_value`` ms since the epoch: the first record at or after it; none: the end).
-    ``cpu_window``: measure the steady window's CPU (``ConsumerResult.win_*``)."""
+    ``cpu_window``: measure the steady window's CPU (``ConsumerResult.win_*``).
+    ``hold`` (group only): after ``ready`` the member waits for ``release()`` before it subscribes,
+    so that the members of a group join at one instant (G's drain, docs/drivers.md ``hold``)."""
     return _native.Consumer(
         dict(props),
         topic,
@@ -284,6 +287,7 @@ def new_consumer(
         start=start,
         start_value=start_value,
         cpu_window=cpu_window,
+        hold=hold,
     )
 
 

@@ -246,12 +246,16 @@ def consumer(job: dict[str, Any]) -> dict[str, Any]:
         from_beginning=bool(job.get("from_beginning", False)),
         latency_skip=float(job.get("latency_skip_s") or 0.0),
         latency_from_seq=int(job.get("latency_from_seq") or 0),
+        hold=bool(job.get("hold", False)),
     )
     bg = drivers.Background(c, "kbench-consumer")
     while not c.ready and not bg.done.is_set():
         bg.done.wait(0.005)
     w = _Window(float(job.get("skip_s", 0.0)))
     _say("READY")
+    if job.get("hold"):
+        sys.stdin.read()  # held: the runner closes stdin to release every member of the group at once
+        c.release()
     w.start()
     bg.thread.join()
     cpu = w.stop()

@@ -178,7 +178,8 @@ class LocalPool:
     ) -> list[DriverClient]:
         """The repetition's consumers, each assigned (READY) before this returns.  Several are the
         members of one consumer group, named consumer-1, consumer-2, ... in errors and in the
-        per-second sampler's roles."""
+        per-second sampler's roles; held members (the job's ``hold``) are released together once
+        every one is READY, so that they join the group at one instant, not one start-up apart."""
         assert jobs.consumer is not None
         cprops = {**(JAVA_PARITY if clients.family(req.cell.client) == "librdkafka" else {}), **jobs.consumer["props"]}
         out: list[DriverClient] = []
@@ -198,6 +199,8 @@ class LocalPool:
                     sampler.add(w.role, w.proc.pid)
             for w in out:
                 w.expect("READY", WORKER_START_TIMEOUT)
+            for w in out:
+                w.release()
         except BaseException:
             kill_all(out)
             raise

@@ -24,7 +24,8 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * The consumer role in a consumer group (job.group): the rules of csrc/core/consumer.c's group
  * mode.  The group's start offsets are committed first where it has none (the low watermark with
- * job.from_beginning, else the high one), then READY, then subscribe; a revoked partition's
+ * job.from_beginning, else the high one), then READY, then (job.hold: once the runner closes stdin)
+ * subscribe; a revoked partition's
  * position is committed synchronously, the assigned ones' every 500 ms; it stops once the group's
  * committed offsets hold `expected` records past the start offsets (0: every record stored at the
  * start).  Per partition it reports the offsets it read as sorted disjoint [lo, hi) runs.
@@ -172,6 +173,9 @@ final class GroupConsumer {
             long target = expected > 0 ? expected : storedNow;
             Main.CpuWindow w = new Main.CpuWindow(cpu, Json.dbl(job, "skip_s", 0));
             Main.say("READY");
+            if (Boolean.TRUE.equals(job.get("hold"))) {
+                Main.awaitRelease(); // every member of the group subscribes at one instant
+            }
             tStart = System.nanoTime();
             startWall = Main.wallNs();
             w.start();

@@ -163,9 +163,22 @@ public final class Main {
         return m;
     }
 
+    /** stdin: the job's line, then (a held group member) nothing until the runner closes it. */
+    private static final BufferedReader IN = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+
+    /** A held group member (job.hold) after READY: wait until the runner closes stdin, the release. */
+    static void awaitRelease() {
+        try {
+            while (IN.read() >= 0) {
+                // nothing more is sent: only the end of stdin counts
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("stdin, waiting for the release: " + e.getMessage(), e);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line = in.readLine();
+        String line = IN.readLine();
         int rc = 0;
         try {
             if (line == null) {
