@@ -62,7 +62,7 @@ MEMBER_DEFAULTS = {"heartbeat.interval.ms": "100"}
 #: on a broker without an initial rebalance delay, a two-member group formed twice in about half
 #: the drains (rebalances 3, not 2): the first member read both partitions alone, pre-fetched the
 #: other's records and dropped them at the second rebalance, inside the drain's span.  In the
-#: catch-up runs catch-up-2026-12-04e and -05c the group formed twice in 10 of the 30 two-member
+#: catch-up runs catch-up-2026-12-04e and -05c (since replaced) the group formed twice in 10 of the 30 two-member
 #: repetitions, and 8 of those 10 were their cell's slowest (4) or second slowest (4), down to 16 %
 #: below its median (were their ranks among the cell's five random, a rank sum as low: p = 0.006).
 #: Held, 8 of 8 lz4 two-member drains formed once (released as ready, the same script: 6 of 8;
