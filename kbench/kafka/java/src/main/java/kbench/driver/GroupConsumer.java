@@ -25,8 +25,8 @@ import org.apache.kafka.common.TopicPartition;
  * The consumer role in a consumer group (job.group): the rules of csrc/core/consumer.c's group
  * mode.  The group's start offsets are committed first where it has none (the low watermark with
  * job.from_beginning, else the high one), then READY, then (job.hold: once the runner closes stdin)
- * subscribe; a revoked partition's
- * position is committed synchronously, the assigned ones' every 500 ms; it stops once the group's
+ * subscribe; a revoked partition's position is committed synchronously, the assigned ones' every
+ * 500 ms; it stops once the group's
  * committed offsets hold `expected` records past the start offsets (0: every record stored at the
  * start).  Per partition it reports the offsets it read as sorted disjoint [lo, hi) runs.
  */
