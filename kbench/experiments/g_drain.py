@@ -196,7 +196,8 @@ def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolR
     """Produce the backlog (saturated, not timed), write it back to disk (:func:`write_back`, its
     seconds in the drain's ``writeback_s``), then drain it with the consumer group; the
     broker window and the NIC counters span the drain: from every member assigned its start
-    offsets (READY, before it joins the group) to the last member's result.  The live status
+    offsets and released (READY, then the hold's release, before it joins the group) to the last
+    member's result.  The live status
     names the stage in progress (backlog, write-back, drain) with its figures."""
     stats = pool.tmp / f"{req.topic}.stats.jsonl"
     with watched(req, window, stats, "backlog") as sampler:
