@@ -487,6 +487,13 @@ static int group_prepare(rd_kafka_t *rk, kb_consumer *c, int tms, int64_t *store
     rd_kafka_metadata_destroy(md);
     for (int attempt = 0; rc == 0 && attempt < 5; attempt++) {
         rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, tms);
+        if (attempt < 4 && (e == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || e == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+                            e == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE)) {
+            /* a fresh cluster's group coordinator may still be loading or moving: ask again */
+            const struct timespec backoff = {0, 200000000L};
+            nanosleep(&backoff, NULL);
+            continue;
+        }
         if (e) {
             rc = kb_error_set(err, KB_EKAFKA, -1, "committed offsets of group for %s: %s", c->topic, rd_kafka_err2str(e));
             break;
