@@ -16,8 +16,9 @@ every member over G's own (``g_drain.member_defaults``) and the plan's, e.g. lib
 back: ``--prop queued.min.messages=100000 --prop queued.max.messages.kbytes=65536``; ``--malloc
 glibc`` leaves the members' malloc thresholds glibc's own instead of G's (``g_drain.member_malloc``).
 Every line has ``disk_read_mb``: what the host read from block devices (/proc/vmstat ``pgpgin``)
-from the end of the write-back to the end of the drain; ``--page-cache read`` reads the backlog's
-segment files once after the write-back (``read_before_mb``), so that the drain reads from memory.
+from G's page-in (g_drain.page_in: the backlog's segment files read once after the write-back,
+``read_before_mb``) to the end of the drain; ``--page-cache as-is`` leaves the page-in out, as G
+did before it, so that the drain reads what the kernel left in memory.
 Every line also has ``free_mb_before`` (/proc/meminfo MemFree as the drain starts), ``vm``: the
 increase of the kernel's reclaim counters over the same span (``VM_COUNTERS``), and
 ``host_cpu_pct``: the host's CPU time by state over it (/proc/stat, percent of all CPUs).
@@ -128,16 +129,165 @@ def _probe_memory(nbytes: int = 1 << 30) -> dict[str, float]:
     return {"fault_us_per_page": round(fault, 3), "copy_gb_s": round(src.nbytes / best / 1e9, 2)}
 
 
-def _read_segments(log_dirs: Sequence[Path], topic: str) -> int:
-    """Read every segment file of ``topic`` in the brokers' log dirs once (into the page cache);
-    the bytes read."""
-    n = 0
-    for d in log_dirs:
-        for f in sorted(d.glob(f"{topic}-*/*.log")):
-            with f.open("rb", buffering=0) as fh:
-                while chunk := fh.read(8 << 20):
-                    n += len(chunk)
-    return n
+def _netstat() -> dict[str, int]:
+    """/proc/net/netstat's TcpExt and /proc/net/snmp's Tcp counters as ``TcpExt.Name``/``Tcp.Name``."""
+    out: dict[str, int] = {}
+    for f in ("/proc/net/netstat", "/proc/net/snmp"):
+        lines = Path(f).read_text().splitlines()
+        for head, vals in zip(lines[::2], lines[1::2], strict=False):
+            prefix, _, names = head.partition(":")
+            if prefix not in ("TcpExt", "Tcp"):
+                continue
+            for n, v in zip(names.split(), vals.partition(":")[2].split(), strict=False):
+                out[f"{prefix}.{n}"] = int(v)
+    return out
+
+
+def _per_cpu() -> dict[str, list[int]]:
+    """Per CPU: /proc/stat's user, system, idle and softirq ticks and /proc/softirqs' NET_RX/NET_TX."""
+    out: dict[str, list[int]] = {}
+    for line in Path("/proc/stat").read_text().splitlines():
+        f = line.split()
+        if f and f[0].startswith("cpu") and f[0] != "cpu":
+            out[f[0]] = [int(f[1]), int(f[3]), int(f[4]), int(f[7])]
+    for line in Path("/proc/softirqs").read_text().splitlines()[1:]:
+        f = line.split()
+        if f and f[0] in ("NET_RX:", "NET_TX:"):
+            for i, v in enumerate(f[1:]):
+                out.setdefault(f"cpu{i}", [0, 0, 0, 0]).append(int(v))
+    return out
+
+
+class _Sched:
+    """Samples, every ``interval`` s while a drain runs, which CPU each busy thread of the broker
+    (java) and of the members (kbench.kafka.worker) was last on (/proc/<pid>/task/<tid>/stat field
+    39), counted per thread name; and, at ``snap_at`` s, ``ss -tinm`` of the broker's connections."""
+
+    def __init__(self, interval: float = 0.1, snap_at: float = 2.0) -> None:
+        import threading
+
+        self.interval, self.snap_at = interval, snap_at
+        self.stop_ev = threading.Event()
+        self.counts: dict[str, dict[str, int]] = {}
+        self.together: dict[str, int] = {"same": 0, "apart": 0}
+        self.ss = ""
+        self.first: dict[tuple[int, int], tuple[int, str]] = {}
+        self.last: dict[tuple[int, int], int] = {}
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.members: set[int] = set()
+        self.names_pids: set[int] = set()
+        self.names = self._java_names()
+
+    def _java_names(self) -> dict[int, str]:
+        """The full names of the JVMs' threads by tid (``jcmd <pid> Thread.print``: the kernel keeps
+        15 characters, and Kafka's network and request threads share their first 15), read before
+        the drain."""
+        import re
+        import subprocess
+
+        names: dict[int, str] = {}
+        for pid in self._pids():
+            if b"kbench.kafka.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            self.names_pids.add(pid)
+            try:
+                out = subprocess.run(
+                    ["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=30
+                ).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            for m in re.finditer(r'^"([^"]+)".*? nid=(0x[0-9a-f]+|\d+)', out, re.M):
+                nid = m.group(2)
+                names[int(nid, 16) if nid.startswith("0x") else int(nid)] = m.group(1)
+        return names
+
+    @staticmethod
+    def _pids() -> list[int]:
+        me, pids = Path("/proc/self").resolve().name, []
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit() or d.name == me:
+                continue
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(b"java") or b"/java" in cmd.split(b"\0")[0] or b"kbench.kafka.worker" in cmd:
+                pids.append(int(d.name))
+        return pids
+
+    def _run(self) -> None:
+        import re
+        import subprocess
+
+        last = self.last
+        first = self.first
+        t0, pids, rescan, snapped = time.monotonic(), self._pids(), -1.0, False
+        while not self.stop_ev.wait(self.interval):
+            now = time.monotonic() - t0
+            if now - rescan >= 0.5:
+                pids, rescan = self._pids(), now
+                self.members |= {p for p in pids if p not in self.names_pids}
+            busy: list[tuple[str, int]] = []
+            for pid in pids:
+                try:
+                    tasks = list(Path(f"/proc/{pid}/task").iterdir())
+                except OSError:
+                    continue
+                for t in tasks:
+                    try:
+                        raw = (t / "stat").read_text()
+                    except OSError:
+                        continue
+                    rp = raw.rindex(")")
+                    comm = raw[raw.index("(") + 1 : rp]
+                    f = raw[rp + 2 :].split()
+                    ticks, cpu = int(f[11]) + int(f[12]), int(f[36])
+                    key = (pid, int(t.name))
+                    name = re.sub(r"\d+", "N", self.names.get(int(t.name), comm))
+                    first.setdefault(key, (ticks, name))
+                    if ticks > last.get(key, ticks):
+                        busy.append((name, cpu))
+                        c = self.counts.setdefault(name, {})
+                        c[f"cpu{cpu}"] = c.get(f"cpu{cpu}", 0) + 1
+                    last[key] = ticks
+            net = {c for n, c in busy if "network-thread" in n}
+            rdk = {c for n, c in busy if n.startswith("rdk:broker")}
+            if net and rdk:
+                self.together["same" if net & rdk else "apart"] += 1
+            if not snapped and now >= self.snap_at:
+                snapped = True
+                try:
+                    out = subprocess.run(
+                        ["ss", "-tinmH", "state", "established"], capture_output=True, text=True, timeout=5
+                    ).stdout.splitlines()
+                    # one socket is a line of addresses and an indented line of its figures: loopback only
+                    self.ss = "\n".join(
+                        f"{a.strip()} | {b.strip()}"
+                        for a, b in zip(out[::2], out[1::2], strict=False)
+                        if "127.0.0.1" in a
+                    )
+                except (OSError, subprocess.SubprocessError) as e:
+                    self.ss = f"ss failed: {e}"
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> dict[str, Any]:
+        self.stop_ev.set()
+        self.thread.join()
+        import os
+
+        tck = os.sysconf("SC_CLK_TCK")
+        cpu_s: dict[str, float] = {}
+        for key, (t0, name) in self.first.items():
+            name = ("member " if key[0] in self.members else "broker ") + name
+            cpu_s[name] = cpu_s.get(name, 0.0) + (self.last.get(key, t0) - t0) / tck
+        return {
+            "threads": self.counts,
+            "net_rdk_cpu": self.together,
+            "thread_cpu_s": {k: round(v, 2) for k, v in sorted(cpu_s.items(), key=lambda kv: -kv[1]) if v > 0},
+            "ss": self.ss,
+        }
 
 
 def _gaps(part: Mapping[str, Any]) -> list[float] | None:
@@ -197,9 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--page-cache",
         choices=("as-is", "read"),
-        default="as-is",
-        help="after the write-back, leave the backlog's pages as the kernel left them (as G does) or "
-        "read its segment files once so that the drain reads from memory (the local cluster's log dirs)",
+        default="read",
+        help="after the write-back, read the backlog's segment files once so that the drain reads from "
+        "memory (G's page-in, g_drain.page_in: the default) or leave its pages as the kernel left them "
+        "(as G did before it read them)",
     )
     ap.add_argument(
         "--broker-config",
@@ -213,6 +364,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--probe",
         action="store_true",
         help="before each drain, time faulting in 1 GiB of fresh memory and copying 256 MiB (``probe``)",
+    )
+    ap.add_argument(
+        "--sched",
+        action="store_true",
+        help="during each drain, sample which CPU the broker's and the members' busy threads run on, "
+        "per-CPU time and NET_RX/NET_TX softirqs, TCP counters, and ss -tinm 2 s in (``sched``)",
+    )
+    ap.add_argument(
+        "--tcp-cc",
+        metavar="NAME",
+        help="the host's TCP congestion control (net.ipv4.tcp_congestion_control) while the command's "
+        "cluster runs, e.g. cubic; set before the cluster starts (its listeners' connections inherit "
+        "it) and put back at the end",
     )
     a = ap.parse_args(argv)
     extra = dict(a.prop)
@@ -229,24 +393,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         end = _vmstat()
         seen["read_kib"] = end["pgpgin"] - seen["vm0"]["pgpgin"]
         seen["vm"] = {k: end.get(k, 0) - seen["vm0"].get(k, 0) for k in VM_COUNTERS}
+        if a.sched:
+            net, pc = _netstat(), _per_cpu()
+            seen["sched_out"] = {
+                **seen["sched"].stop(),
+                "tcp": {k: v - seen["net0"].get(k, 0) for k, v in net.items() if v != seen["net0"].get(k, 0)},
+                "per_cpu": {
+                    c: [b - x for b, x in zip(v, seen["percpu0"].get(c, []), strict=False)] for c, v in pc.items()
+                },
+            }
         return summary(parts, merged)
 
-    write_back = g_drain.write_back
+    page_in = g_drain.page_in
 
-    def written_back() -> float:
-        """G's write-back, then (--page-cache read) the backlog read once; the host's block reads
-        are counted from here to the drain's end."""
-        s = write_back()
-        if a.page_cache == "read":
-            seen["warmed"] = _read_segments(t.deleted_from, seen["topic"])
+    def paged_in(log_dirs: Sequence[Path], topic: str) -> int:
+        """G's page-in (--page-cache read) or none (as-is); the host's block reads are counted
+        from here to the drain's end."""
+        s = page_in(log_dirs, topic) if a.page_cache == "read" else 0
+        seen["warmed"] = s
         if a.probe:
             seen["probe"] = _probe_memory()
         seen["free_mb"] = _mem_mb("MemFree")
         seen["vm0"] = _vmstat()
         seen["cpu0"] = system_cpu()
+        if a.sched:
+            seen["net0"], seen["percpu0"] = _netstat(), _per_cpu()
+            seen["sched"] = _Sched()
+            seen["sched"].start()
         return s
 
-    g_drain.write_back = written_back
+    g_drain.page_in = paged_in
     g_drain.drain_summary = spy  # read the members' windows as drain() sees them
     real_jobs = g_drain.Jobs
 
@@ -269,6 +445,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cell = dataclasses.replace(cells[0], extras={**cells[0].extras, "backlog_bytes": a.backlog_bytes})
     corpora = load_corpora(plan)
+    cc_path = Path("/proc/sys/net/ipv4/tcp_congestion_control")
+    cc_before = cc_path.read_text().strip()
+    if a.tcp_cc:
+        cc_path.write_text(a.tcp_cc)
+    try:
+        return _drains(a, cell, corpora, plan, broker_config, seen)
+    finally:
+        if a.tcp_cc:
+            cc_path.write_text(cc_before)
+
+
+def _drains(
+    a: argparse.Namespace, cell: Any, corpora: Any, plan: Any, broker_config: dict[str, str], seen: dict[str, Any]
+) -> int:
+    """The ``--reps`` drains on one local cluster, one line each."""
     t = KafkaTransport(plan.transport)
     if broker_config:
         from kbench.kafka.cluster import LocalCluster
@@ -303,8 +494,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             line["free_mb_before"] = seen["free_mb"]
             line["vm"] = seen["vm"]
             line["host_cpu_pct"] = seen["host_cpu"]
+            line["tcp_cc"] = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
             if a.probe:
                 line["probe"] = seen["probe"]
+            if a.sched:
+                line["sched"] = seen["sched_out"]
             if a.page_cache == "read":
                 line["read_before_mb"] = round(seen["warmed"] / 1e6, 1)
             if a.interval > 0:

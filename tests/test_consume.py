@@ -147,7 +147,15 @@ def test_consume_reads_exactly_what_was_produced_from_librdkafkas_mock_cluster(
             p = produce(spec, json_records)
             assert (p.delivered, p.failed) == (n, 0)
             produced[topic] = p.bytes
-        rc, r, err = _consume(mock, "--topic", "m3", "--count", str(n))  # every record, the sampled ones too
+        # every record, the sampled ones too; librdkafka keeps at most about 100 records and one
+        # 64 KiB fetch per partition queued (all 4,000 at once were sometimes one batch: no window)
+        small = (
+            "-X",
+            "queued.min.messages=100",
+            "-X",
+            "max.partition.fetch.bytes=65536",
+        )
+        rc, r, err = _consume(mock, "--topic", "m3", "--count", str(n), *small)
         assert rc == 0, err
         assert (r["records"], r["bytes"], r["partitions"], r["join_s"]) == (n, produced["m3"], 3, 0)
         assert r["records_per_s"] > 0 and r["loop_us_per_record"] is not None

@@ -442,7 +442,15 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
                 CpuSample(f"consumer-{i + 1}", 1.0, 0.5, 4.0, loadgen_s=0.3, client_s=1.2, window_payload_bytes=per)
                 for i in range(k)
             ) + (CpuSample("broker-0", 1.0, 1.0, 4.0, pid=1, window_payload_bytes=10**9),)
-            drain = {"unique": 1000, "records": 1000, "bytes": 10**9, "lost": 0, "duplicated": 0, "span_s": 2.0 / k}
+            drain = {
+                "unique": 1000,
+                "records": 1000,
+                "bytes": 10**9,
+                "lost": 0,
+                "duplicated": 0,
+                "span_s": 2.0 / k,
+                "disk_read_bytes": 3_000_000 * k,
+            }
             return dataclasses.replace(res, cpu=cpu, drain={**drain, "members": [{}] * k})
 
     p = tmp_path / "g.toml"
@@ -459,6 +467,8 @@ def test_g_through_runner_store_and_report_with_a_fake_drain(tmp_path: Path) -> 
     assert by_k == {"1": 500.0, "2": 1000.0}
     # members' CPU summed per GB drained: 1.5 CPU-s each, one or two members
     assert {(r["consumers"], float(r["consumer_cpu_s_per_gb"])) for r in rows} == {("1", 1.5), ("2", 3.0)}
+    # what the host read from disk during the drain, in MB
+    assert {(r["consumers"], float(r["drain_disk_read_mb"])) for r in rows} == {("1", 3.0), ("2", 6.0)}
     md = report.write([out.run_dir], tmp_path / "rep", with_plots=False).markdown.read_text()
     section = md.split("Experiment G · catch-up", 1)[1].split("\n## ", 1)[0]
     # the section's first table (its verdict table follows after a blank line)
@@ -565,3 +575,76 @@ def test_hold_is_for_a_group_member_and_g_holds_its_drains_members() -> None:
         drivers.new_consumer({}, "t", 1, 0, 1.0, hold=True)
     jobs = g_drain.catch_up_jobs(_catch_up_request("lz4", 2, "held"), JobInputs({}, "127.0.0.1:9", 64))
     assert jobs is not None and jobs.consumer is not None and jobs.consumer["hold"] is True
+
+
+def test_page_in_reads_every_segment_file_of_the_topic_and_nothing_else(tmp_path: Path) -> None:
+    """G's page-in reads the topic's partition directories' ``.log`` files whole (not their
+    indexes, not another topic's, not a topic whose name only starts the same), in every log dir;
+    ``disk_read_bytes`` is /proc/vmstat's pgpgin in bytes, None where unreadable."""
+    want = 0
+    for d, topic, name, size in [
+        ("a", "t", "t-0/00000000000000000000.log", 3 << 20),
+        ("a", "t", "t-0/00000000000000012345.log", 17),
+        ("b", "t", "t-1/00000000000000000000.log", 9 << 20),
+        ("a", "t", "t-0/00000000000000000000.index", 4096),
+        ("a", "t-x", "t-x-0/00000000000000000000.log", 5000),
+        ("b", "u", "u-0/00000000000000000000.log", 7000),
+    ]:
+        f = tmp_path / d / name
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(b"k" * size)
+        want += size if topic == "t" and name.endswith(".log") else 0
+    assert g_drain.page_in((tmp_path / "a", tmp_path / "b"), "t") == want == (12 << 20) + 17
+    assert g_drain.page_in((tmp_path / "a",), "nothing") == 0
+    vm = tmp_path / "vmstat"
+    vm.write_text("nr_free_pages 5\npgpgin 1234\npgpgout 9\n")
+    assert g_drain.disk_read_bytes(vm) == 1234 * 1024
+    vm.write_text("nr_free_pages 5\n")
+    assert g_drain.disk_read_bytes(vm) is None and g_drain.disk_read_bytes(tmp_path / "none") is None
+    real = g_drain.disk_read_bytes()
+    assert real is not None and real >= 0
+
+
+@pytest.mark.kafka
+def test_a_drain_on_a_cluster_kbench_runs_here_reads_its_backlog_into_memory_first(
+    kafka1: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local cluster's transport gives the pool its log dirs; the drain then reads the backlog's
+    segment files once after the write-back (the live stage "page-in", between write-back and
+    drain), every byte the topic stores, and records what the host read from disk during it."""
+
+    class Borrowed:
+        broker_config = kafka1.broker_config
+
+        def start(self) -> Any:
+            return kafka1.state
+
+        def stop(self) -> None:
+            pass
+
+    class Here(KafkaTransport):
+        def _make_cluster(self) -> Any:
+            return Borrowed()
+
+    seen: list[tuple[int, int]] = []
+    real = g_drain.page_in
+
+    def page_in(log_dirs: Sequence[Path], topic: str) -> int:
+        stored = sum(f.stat().st_size for d in log_dirs for f in d.glob(f"{topic}-[0-9]*/*.log"))
+        seen.append((real(log_dirs, topic), stored))
+        return seen[-1][0]
+
+    monkeypatch.setattr(g_drain, "page_in", page_in)
+    pushed: list[LiveFigures] = []
+    t = Here(TransportDef(kind="local"))
+    t.open()
+    try:
+        assert t._local is not None and t._local.log_dirs == tuple(Path(b.data_dir) for b in kafka1.state.brokers)
+        res = t.run(dataclasses.replace(_catch_up_request("lz4", 1, "page-in"), live=pushed.append))
+    finally:
+        t.close()
+    assert list(dict.fromkeys(f.stage for f in pushed)) == ["backlog", "write-back", "page-in", "drain"]
+    assert res.drain is not None and res.drain["lost"] == 0
+    assert len(seen) == 1 and seen[0][0] == seen[0][1] > 100_000  # 2 MB of JSON, lz4-compressed
+    assert res.drain["page_in_bytes"] == seen[0][0] and res.drain["page_in_s"] >= 0
+    assert isinstance(res.drain["disk_read_bytes"], int) and res.drain["disk_read_bytes"] >= 0

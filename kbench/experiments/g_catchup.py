@@ -83,6 +83,8 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
     row["duplicated"] = d["duplicated"]
     row["rebalances"] = sum(int(m.get("rebalances") or 0) for m in d.get("members", []))
     row["steal_pct"] = res.steal_pct
+    disk = d.get("disk_read_bytes")
+    row["drain_disk_read_mb"] = None if disk is None else disk / 1e6
     if span is None or not d["unique"]:
         v = v.merged(Verdict(Status.NA, ["the group read no record"]))
     return [finish(row, v)]
@@ -210,6 +212,7 @@ EXPERIMENT = Experiment(
         "duplicated",
         "rebalances",
         "steal_pct",
+        "drain_disk_read_mb",
     ),
     compared=("codec",),
     headline=HEAD,
@@ -230,6 +233,7 @@ EXPERIMENT = Experiment(
         broker_cpu_s_per_gb="CPU-s/GB",
         broker_cpu_pct="%",
         broker_nic_tx_bytes_per_gb="B/GB",
+        drain_disk_read_mb="MB",
     ),
     rows=_rows,
     report_title="Experiment G · catch-up (a consumer group draining a backlog)",

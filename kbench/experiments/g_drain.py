@@ -1,6 +1,7 @@
 """Experiment G's driver jobs and their schedule on the local pool: a saturated producer writes
-the backlog (not timed), its dirty pages are written to disk (os.sync, not timed), then a consumer
-group drains it from the start offsets; the drain's span and each member's CPU (RunResult.drain).
+the backlog (not timed), its dirty pages are written to disk (os.sync, not timed) and its segment
+files read once into the page cache (not timed), then a consumer group drains it from the start
+offsets; the drain's span and each member's CPU (RunResult.drain).
 The transport asks for the jobs through the registry (Experiment.jobs); the local pool runs them
 by ``Jobs.schedule``.  The Dask pool does not run a drain: a plan with one on Dask workers is
 refused (engine.plan_expand.check_local_only)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kbench.engine.live import LiveFigures
@@ -30,7 +32,9 @@ __all__ = [
     "member_malloc",
     "catch_up_jobs",
     "drain",
+    "disk_read_bytes",
     "drain_summary",
+    "page_in",
     "write_back",
 ]
 
@@ -192,13 +196,48 @@ def write_back() -> float:
     return time.monotonic() - t0
 
 
+def page_in(log_dirs: Sequence[Path], topic: str) -> int:
+    """Read every segment file of ``topic`` in ``log_dirs`` once, so that the drain reads the
+    backlog from memory; the bytes read.  The drain is meant to measure the group reading from the
+    broker's page cache (the backlog is sized to fit in it: g_backlog.backlog_cap), but a host may
+    evict file pages nobody has read for a while: this VM's DAMON ``pageout`` scheme evicts pages
+    idle for 60 s at up to 2 GiB/s, and a 12.6 GB backlog takes longer than that to produce, so
+    its first segments were gone when the drain began.  Uncompressed two-member drains then read
+    170-1,713 MB back from disk and ran the slower the more they read (12 drains, 2.78-4.65 M
+    records/s: benchmarks/README.md)."""
+    n = 0
+    for d in log_dirs:
+        parts = [p for p in d.glob(f"{topic}-*") if p.name[len(topic) + 1 :].isdigit()]  # <topic>-<partition>
+        for f in sorted(f for p in parts for f in p.glob("*.log")):
+            with f.open("rb", buffering=0) as fh:
+                while chunk := fh.read(8 << 20):
+                    n += len(chunk)
+    return n
+
+
+def disk_read_bytes(vmstat: Path = Path("/proc/vmstat")) -> int | None:
+    """Bytes the host has read from block devices since boot (/proc/vmstat ``pgpgin``, KiB), or
+    None where unreadable."""
+    try:
+        for line in vmstat.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "pgpgin":
+                return int(value) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
     """Produce the backlog (saturated, not timed), write it back to disk (:func:`write_back`, its
-    seconds in the drain's ``writeback_s``), then drain it with the consumer group; the
+    seconds in the drain's ``writeback_s``), read it into the page cache where the cluster's log
+    dirs are on this machine (:func:`page_in`: ``page_in_bytes``, ``page_in_s``), then drain it with the consumer group; the
     broker window and the NIC counters span the drain: from every member assigned its start
     offsets and released (READY, then the hold's release, before it joins the group) to the last
     member's result.  The live status
-    names the stage in progress (backlog, write-back, drain) with its figures."""
+    names the stage in progress (backlog, write-back, page-in, drain) with its figures; the drain
+    record's ``disk_read_bytes`` is what the host read from disk from the window's opening to the
+    last member's result."""
     stats = pool.tmp / f"{req.topic}.stats.jsonl"
     with watched(req, window, stats, "backlog") as sampler:
         producer = pool.spawn_producer(req, jobs, stats)
@@ -213,20 +252,36 @@ def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolR
     if req.live is not None:
         req.live(LiveFigures(stage="write-back", source="os.sync"))
     writeback_s = write_back()
+    paged, page_in_s = 0, 0.0
+    if pool.log_dirs:
+        if req.live is not None:
+            req.live(LiveFigures(stage="page-in", source="the backlog's segment files"))
+        t0 = time.monotonic()
+        paged = page_in(pool.log_dirs, req.topic)
+        page_in_s = time.monotonic() - t0
     timeout = req.duration_s + 120.0
     window.nic_start()
     with watched(req, window, None, "drain") as sampler:
         consumers = pool.spawn_consumers(req, jobs, timeout, sampler)
         try:
             window.open()
+            read0 = disk_read_bytes()
             parts = [schedule_fields(r) for r in results(consumers, timeout + 60.0)]
+            read1 = disk_read_bytes()
             window.close()
             window.nic_end()
         except BaseException:
             kill_all(consumers)
             raise
     cres = {**parts[0], **merge.merge_consumers(parts, n_delivered)}
-    drain = {**drain_summary(parts, cres), "writeback_s": round(writeback_s, 3)}
+    drain = {
+        **drain_summary(parts, cres),
+        "writeback_s": round(writeback_s, 3),
+        "page_in_bytes": paged,
+        "page_in_s": round(page_in_s, 3),
+        # what the host read from disk while the group drained: the check that it read memory
+        "disk_read_bytes": None if read0 is None or read1 is None else read1 - read0,
+    }
     cpu = tuple(
         CpuSample(
             m["name"],

@@ -98,6 +98,7 @@ class KafkaTransport:
             delay = str(self.cluster.broker_config.get("log.segment.delete.delay.ms", "60000"))
             if delay.isdigit() and int(delay) <= 1000:
                 self.deleted_from = tuple(Path(b.data_dir) for b in state.brokers)
+            self._local.log_dirs = tuple(Path(b.data_dir) for b in state.brokers)
             self.brokers = tuple(
                 BrokerInfo(b.node_id, state.kafka_version, b.pid, b.data_dir, default) for b in state.brokers
             )

@@ -165,6 +165,9 @@ class LocalPool:
     tmp: Path
     header_sample: int
     launch: Launcher = launch_here
+    #: the log dirs of the cluster kbench started for the run, on this machine (empty for a
+    #: --bootstrap cluster): where an experiment's schedule may read a topic's segment files
+    log_dirs: tuple[Path, ...] = ()
     _corpus_files: dict[str, Path] = field(default_factory=dict)
 
     def corpus_file(self, corpus: Corpus) -> Path:
