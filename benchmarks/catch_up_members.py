@@ -23,7 +23,12 @@ Every line also has ``free_mb_before`` (/proc/meminfo MemFree as the drain start
 increase of the kernel's reclaim counters over the same span (``VM_COUNTERS``), and
 ``host_cpu_pct``: the host's CPU time by state over it (/proc/stat, percent of all CPUs).
 ``--broker-config KEY=VALUE`` sets a broker setting of the local cluster; ``--probe`` times
-faulting in 1 GiB of fresh memory and copying 256 MiB just before each drain.
+faulting in 1 GiB of fresh memory and copying 256 MiB just before each drain; ``--sched`` samples
+during each drain which CPU the broker's and the members' busy threads ran on and their CPU seconds
+by thread name (the JVM's full thread names from ``jcmd Thread.print``), per-CPU time and
+NET_RX/NET_TX softirqs, the host's TCP counters and ``ss -tinm`` of its loopback connections 2 s
+in (``sched``); ``--tcp-cc NAME`` sets the host's TCP congestion control for the command (the
+broker's accepted connections take it) and puts the old one back at the end.
 
 Usage (the flock keeps it off a machine another Kafka test uses):
     flock /tmp/kbench-kafka.lock python3 benchmarks/catch_up_members.py --codec lz4 --consumers 2 \\

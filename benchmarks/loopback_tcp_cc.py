@@ -9,8 +9,9 @@ process ``sendfile``s a file already in memory through a socket with a 100 KiB `
 the congestion control under test (``TCP_CONGESTION`` on the socket), a receiver process reads it
 in 1 MiB ``recv_into`` calls, and ``--busy N`` processes spin meanwhile so that the two share the
 CPUs as a broker shares them with its members.  Per stream: GB/s over a ``--seconds`` window that
-starts after a 1 s warm-up (no connection set-up inside it), the sender's and the receiver's CPU
-seconds per GB, and the host's softirq share over the window (/proc/stat).
+starts after a 1 s warm-up (no connection set-up inside it), the receiver's CPU seconds per GB
+and the host's softirq share over the window (/proc/stat); a discarded warm-up stream first, then
+``--pairs`` rounds of one stream per congestion control, the order alternating.
 
 Usage:
     python3 benchmarks/loopback_tcp_cc.py --ccs bbr,cubic --pairs 5 --seconds 5 --busy 1 --out r.json
@@ -103,7 +104,7 @@ def _receiver(srv: socket.socket, warm_s: float, seconds: float, q: Any) -> None
 
 
 def stream(cc: str, path: str, seconds: float, busy: int, warm_s: float = 1.0) -> dict[str, Any]:
-    """One stream: the receiver's window figures, the sender's CPU per GB over its whole life."""
+    """One stream's figures over the receiver's window (the congestion control the sender's socket had)."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)

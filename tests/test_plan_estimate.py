@@ -25,7 +25,7 @@ RUNS = (
     "clients-2026-12-02",
     "quick-2026-12-04",
     "seed000-testbed-2026-12-04a",
-    "catch-up-2026-12-05d",
+    "catch-up-2026-12-05e",
 )
 
 

@@ -63,13 +63,15 @@ MEMORY_SHARE = 0.5
 #: Warm-ups of a catch-up cell spent on sizing its backlog, at most.
 MAX_SIZINGS = 3
 #: Seconds of one catch-up run, warm-up or repetition (kbench.engine.estimate): producing the
-#: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, writing it back to disk, draining it,
-#: and the deleted topic's files removed.  (T - 13 s of set-up - 42 s of per-run overhead) / 42
-#: over the two catch-up runs of 2026-12-05 on a disk that writes 260-520 MB/s, which differ by
-#: how fast their warm-ups drained (the backlogs are sized from that): catch-up-2026-12-05c (since
-#: replaced; backlogs of 6.4-12.6 GB, T = 2,540 s: 59 s per run) and catch-up-2026-12-05d
-#: (6.2-12.6 GB, three cells at the memory cap, T = 3,128 s: 73 s); their mean.
-CATCH_UP_RUN_S = 66.0
+#: backlog, sized so that a drain lasts MIN_DRAIN_S x MARGIN, writing it back to disk, reading it
+#: into the page cache, draining it, and the deleted topic's files removed.  (T - 13 s of set-up -
+#: 42 s of per-run overhead) / 42 over the three catch-up runs of 2026-12-05 on disks that write
+#: 260-520 MB/s, which differ by how fast their warm-ups drained (the backlogs are sized from
+#: that): catch-up-2026-12-05c (since replaced; backlogs of 6.4-12.6 GB, T = 2,540 s: 59 s per
+#: run), catch-up-2026-12-05d (since replaced; 6.2-12.6 GB, T = 3,128 s: 73 s) and
+#: catch-up-2026-12-05e (4.5-12.6 GB, on a fresh VM, with the page-in; T = 2,435 s: 57 s); their
+#: mean.
+CATCH_UP_RUN_S = 63.0
 
 
 def backlog_cap(memory_bytes: int | None) -> int:
