@@ -55,7 +55,7 @@ from kbench.engine.transports.base import RunRequest, TransportError
 from kbench.engine.transports.kafka import KafkaTransport
 from kbench.experiments import g_drain
 from kbench.experiments.g_axes import axis
-from kbench.kafka.procstat import SystemCpu, system_cpu
+from kbench.kafka.procstat import SystemCpu, parse_vmstat, system_cpu
 
 
 def _emit(line: Mapping[str, Any], out: Path | None) -> None:
@@ -81,10 +81,7 @@ VM_COUNTERS = (
 
 def _vmstat() -> dict[str, int]:
     """/proc/vmstat as numbers (pgpgin: KiB the host has read from block devices since boot)."""
-    out = {}
-    for line in Path("/proc/vmstat").read_text().splitlines():
-        name, _, value = line.partition(" ")
-        out[name] = int(value)
+    out = parse_vmstat(Path("/proc/vmstat").read_text())
     if "pgpgin" not in out:
         raise RuntimeError("/proc/vmstat has no pgpgin")
     return out

@@ -27,11 +27,11 @@ MAIN_PACKAGES=(
   default-jdk-headless maven
 )
 # What only the tests use (docs/testing.md): codec and Kafka command-line tools for the oracles,
-# GNU time and perf for the CPU oracles, clang's sanitizers, valgrind, an aarch64 cross compiler
+# GNU time and perf for the CPU oracles, procps's vmstat for the disk-read oracle, clang's sanitizers, valgrind, an aarch64 cross compiler
 # and qemu for the CRC32C ports, chromium for the report's rendering.
 TEST_PACKAGES=(
   zstd lz4 kcat
-  time linux-perf
+  time linux-perf procps
   clang libclang-rt-14-dev
   valgrind
   chromium tmux

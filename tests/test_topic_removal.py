@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from kbench.engine.transports.kafka import _topic_dirs, await_removed
+from kbench.engine.transports.kafka import await_removed
 from kbench.kafka.cluster_state import DEFAULT_BROKER_CONFIG
+from kbench.model.segment import topic_dirs as _topic_dirs
 
 
 def test_a_topics_directories_live_or_renamed_for_deletion_are_found(tmp_path: Path) -> None:

@@ -173,13 +173,10 @@ def stop_procs(procs: Sequence[subprocess.Popen[str]]) -> None:
 
 def swap_pages(before: str, after: str) -> int | None:
     def val(text: str) -> int | None:
-        vals = {}
-        for line in text.splitlines():
-            k, _, v = line.partition(" ")
-            vals[k] = v
+        vals = procstat.parse_vmstat(text)
         try:
-            return int(vals["pswpin"]) + int(vals["pswpout"])
-        except (KeyError, ValueError):
+            return vals["pswpin"] + vals["pswpout"]
+        except KeyError:
             return None
 
     a, b = val(before), val(after)

@@ -19,9 +19,10 @@ from kbench.engine.transports.base import CpuSample, RunRequest
 from kbench.engine.transports.local_pool import WORKER_START_TIMEOUT, LocalPool, kill_all, schedule_fields, watched
 from kbench.engine.transports.measure import JobInputs, Jobs, PoolResult, Window, delivered
 from kbench.experiments.g_axes import axis, catch_up, fetch_props
-from kbench.kafka import drivers, merge
+from kbench.kafka import drivers, merge, procstat
 from kbench.kafka.clients import family as client_family
 from kbench.kafka.driver_client import results
+from kbench.model.segment import topic_dirs
 
 __all__ = [
     "HOLD",
@@ -207,8 +208,7 @@ def page_in(log_dirs: Sequence[Path], topic: str) -> int:
     records/s: benchmarks/README.md)."""
     n = 0
     for d in log_dirs:
-        parts = [p for p in d.glob(f"{topic}-*") if p.name[len(topic) + 1 :].isdigit()]  # <topic>-<partition>
-        for f in sorted(f for p in parts for f in p.glob("*.log")):
+        for f in sorted(f for name in topic_dirs(d, topic) for f in (d / name).glob("*.log")):
             with f.open("rb", buffering=0) as fh:
                 while chunk := fh.read(8 << 20):
                     n += len(chunk)
@@ -219,23 +219,19 @@ def disk_read_bytes(vmstat: Path = Path("/proc/vmstat")) -> int | None:
     """Bytes the host has read from block devices since boot (/proc/vmstat ``pgpgin``, KiB), or
     None where unreadable."""
     try:
-        for line in vmstat.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == "pgpgin":
-                return int(value) * 1024
-    except (OSError, ValueError):
+        kib = procstat.parse_vmstat(vmstat.read_text()).get("pgpgin")
+    except OSError:
         return None
-    return None
+    return None if kib is None else kib * 1024
 
 
 def drain(pool: LocalPool, req: RunRequest, jobs: Jobs, window: Window) -> PoolResult:
     """Produce the backlog (saturated, not timed), write it back to disk (:func:`write_back`, its
     seconds in the drain's ``writeback_s``), read it into the page cache where the cluster's log
-    dirs are on this machine (:func:`page_in`: ``page_in_bytes``, ``page_in_s``), then drain it with the consumer group; the
-    broker window and the NIC counters span the drain: from every member assigned its start
-    offsets and released (READY, then the hold's release, before it joins the group) to the last
-    member's result.  The live status
-    names the stage in progress (backlog, write-back, page-in, drain) with its figures; the drain
+    dirs are on this machine (:func:`page_in`: ``page_in_bytes``, ``page_in_s``), then drain it
+    with the consumer group; the broker window and the NIC counters span the drain: from every
+    member assigned its start offsets and released (READY, then the hold's release, before it
+    joins the group) to the last member's result.  The live status names the stage in progress (backlog, write-back, page-in, drain) with its figures; the drain
     record's ``disk_read_bytes`` is what the host read from disk from the window's opening to the
     last member's result."""
     stats = pool.tmp / f"{req.topic}.stats.jsonl"

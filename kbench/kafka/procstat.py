@@ -29,6 +29,7 @@ __all__ = [
     "delta",
     "injected_steal",
     "parse_system",
+    "parse_vmstat",
     "snapshot",
     "steal_pct",
     "system_cpu",
@@ -107,6 +108,18 @@ def parse_system(text: str, clk_tck: float = 100.0) -> SystemCpu | None:
             user, nice, system, idle, iowait, irq, softirq, steal = vals
             return SystemCpu(user, nice, system, idle, iowait, irq, softirq, steal, total=sum(vals))
     return None
+
+
+def parse_vmstat(text: str) -> dict[str, int]:
+    """/proc/vmstat's text as counters by name (a line that is not ``name number`` is left out)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        try:
+            out[name] = int(value)
+        except ValueError:
+            continue
+    return out
 
 
 def system_cpu() -> SystemCpu | None:

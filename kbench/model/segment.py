@@ -7,6 +7,7 @@ CRC or an undecodable batch becomes a row whose ``status`` says what is wrong.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ __all__ = [
     "Summary",
     "iter_file",
     "log_files",
+    "topic_dirs",
     "scan_bytes",
     "scan_file",
     "scan_paths",
@@ -203,6 +205,17 @@ def scan_file(
 ) -> list[BatchRow]:
     """Rows for every batch of one ``.log`` file, as a list (:func:`iter_file` streams them)."""
     return list(iter_file(path, decompress=decompress, verify_crc=verify_crc, max_uncompressed=max_uncompressed))
+
+
+def topic_dirs(log_dir: Path, topic: str) -> list[str]:
+    """``topic``'s partition directories in ``log_dir`` (``<topic>-<partition>``), live or renamed
+    for deletion (``<topic>-<partition>.<id>-delete``); none where the log dir is unreadable."""
+    try:
+        names = os.listdir(log_dir)
+    except OSError:
+        return []
+    pre = f"{topic}-"
+    return [n for n in names if n.startswith(pre) and n[len(pre) :].split(".", 1)[0].isdigit()]
 
 
 def log_files(paths: Iterable[Path | str]) -> list[Path]:

@@ -37,6 +37,7 @@ from kbench.engine.transports.local_pool import JAVA_PARITY, LocalPool
 from kbench.engine.transports.measure import DriverPool, JobInputs, Jobs, StoredInfo, Window, assemble
 from kbench.experiments import registry
 from kbench.kafka import admin, clients, drivers, procstat
+from kbench.model.segment import topic_dirs
 
 __all__ = ["KafkaTransport", "LOCAL_CLUSTER_KINDS"]
 
@@ -96,9 +97,9 @@ class KafkaTransport:
             self.bootstrap = state.bootstrap_servers
             default = self.cluster.broker_config.get("compression.type")
             delay = str(self.cluster.broker_config.get("log.segment.delete.delay.ms", "60000"))
-            if delay.isdigit() and int(delay) <= 1000:
-                self.deleted_from = tuple(Path(b.data_dir) for b in state.brokers)
             self._local.log_dirs = tuple(Path(b.data_dir) for b in state.brokers)
+            if delay.isdigit() and int(delay) <= 1000:
+                self.deleted_from = self._local.log_dirs
             self.brokers = tuple(
                 BrokerInfo(b.node_id, state.kafka_version, b.pid, b.data_dir, default) for b in state.brokers
             )
@@ -396,18 +397,8 @@ def await_removed(log_dirs: Sequence[Path], topic: str, timeout: float = 30.0) -
     page cache is not inside the next repetition.  True once gone (at once without local log dirs);
     False after ``timeout`` (the next repetition runs anyway)."""
     deadline = time.monotonic() + timeout
-    while any(_topic_dirs(d, topic) for d in log_dirs):
+    while any(topic_dirs(d, topic) for d in log_dirs):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)  # polling the condition: the broker's deletion gives no signal
     return True
-
-
-def _topic_dirs(log_dir: Path, topic: str) -> list[str]:
-    """``topic``'s partition directories in ``log_dir``, live or renamed for deletion."""
-    try:
-        names = os.listdir(log_dir)
-    except OSError:
-        return []
-    pre = f"{topic}-"
-    return [n for n in names if n.startswith(pre) and n[len(pre) :].split(".", 1)[0].isdigit()]
