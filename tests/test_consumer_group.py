@@ -135,8 +135,17 @@ def test_a_group_of_two_reads_every_record_once(kafka1: Any, json_records: tuple
         "message.max.bytes": "1000",
         "max.partition.fetch.bytes": "1",
     }
-    members = [drivers.new_consumer(cprops, topic, 7, 0, 60.0, group=True, from_beginning=True) for _ in range(2)]
+    # held until both are ready, then released together (as G's members): started one after the
+    # other, the first sometimes read all 10,000 records and committed before the second joined
+    members = [
+        drivers.new_consumer(cprops, topic, 7, 0, 60.0, group=True, from_beginning=True, hold=True) for _ in range(2)
+    ]
     bgs = [drivers.Background(m, f"member-{i}") for i, m in enumerate(members)]
+    for m, b in zip(members, bgs, strict=True):
+        while not m.ready and not b.done.is_set():
+            b.done.wait(0.01)
+    for m in members:
+        m.release()
     res = [b.result() for b in bgs]
     assert not any(r["timed_out"] for r in res)
     g = merge.group_counts([r["parts"] for r in res], expected=10_000)
