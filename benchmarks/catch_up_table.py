@@ -6,7 +6,10 @@ Per codec, group size and fetch size (``fetch.max.bytes``), over the OK repetiti
 of the drain rate and its spread around the median (the issue's +-15 %), payload MB/s, the members'
 CPU-s per GB (summed), medians of its split (loop thread / librdkafka's threads), the busiest
 member's CPU % over the drain, the brokers' CPU-s per GB and the drain's length (median [min-max]:
-every repetition's drain >= 5 s).
+every repetition's drain >= 5 s), and the host-speed probes' drift over the repetitions (median
+[min-max] %, docs/methodology.md §4).  Below the table: the attempts the host-speed rule
+invalidated, and Spearman's rank correlation between each OK repetition's host drift and its
+distance from its cell's median rate (does the drain follow the host?).
 """
 
 from __future__ import annotations
@@ -54,8 +57,8 @@ def table(path: Path) -> str:
     out = [
         "| codec | consumers | fetch.max.bytes | records/s | spread vs median | payload MB/s "
         "| consumer CPU-s/GB (sum) | of it loop / librdkafka "
-        "| busiest member CPU % | broker CPU-s/GB | drain s | n |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| busiest member CPU % | broker CPU-s/GB | drain s | host drift % | n |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for codec, k, fetch in keys:
         rs = [r for r in rows if (r["codec"], r["consumers"], r["fetch_max_bytes"]) == (codec, k, fetch)]
@@ -65,9 +68,52 @@ def table(path: Path) -> str:
             f"| {_range(_vals(rs, 'drain_mb_per_s'), f1)} | {_range(_vals(rs, 'consumer_cpu_s_per_gb'), f2)} "
             f"| {_med(_vals(rs, 'consumer_app_s_per_gb'), f2)} / {_med(_vals(rs, 'consumer_client_s_per_gb'), f2)} "
             f"| {_med(_vals(rs, 'member_cpu_pct_max'), f1)} | {_range(_vals(rs, 'broker_cpu_s_per_gb'), f2)} "
-            f"| {_range(_vals(rs, 'drain_s'), f1)} | {len(rs)} |"
+            f"| {_range(_vals(rs, 'drain_s'), f1)} | {_range(_vals(rs, 'host_drift_pct'), f1)} | {len(rs)} |"
+        )
+    every = list(csv.DictReader(path.open()))
+    invalid = [r for r in every if r["status"] == "INVALID" and "host speed" in r.get("reason", "")]
+    out.append("")
+    out.append(
+        f"host-speed INVALID attempts: {len(invalid)}"
+        + "".join(f"\n- {r['cell_id']} rep {r['rep']} attempt {r.get('attempt', '1')}: {r['reason']}" for r in invalid)
+    )
+    pairs = _drift_pairs(rows)
+    if len(pairs) >= 3:
+        out.append(
+            f"Spearman(host drift, rate vs its cell median) over {len(pairs)} OK repetitions: {_spearman(pairs):+.2f}"
         )
     return "\n".join(out)
+
+
+def _drift_pairs(rows: Sequence[dict[str, str]]) -> list[tuple[float, float]]:
+    """(host drift %, the repetition's rate against its cell's median %) of every OK repetition probed."""
+    out = []
+    for cid in sorted({r["cell_id"] for r in rows}):
+        rs = [r for r in rows if r["cell_id"] == cid and r.get("host_drift_pct") not in (None, "", "NA")]
+        if not rs:
+            continue
+        m = statistics.median(float(r["drain_records_per_s"]) for r in rs)
+        out += [(float(r["host_drift_pct"]), (float(r["drain_records_per_s"]) / m - 1) * 100) for r in rs]
+    return out
+
+
+def _ranks(v: Sequence[float]) -> list[float]:
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def _spearman(pairs: Sequence[tuple[float, float]]) -> float:
+    a, b = _ranks([x for x, _ in pairs]), _ranks([y for _, y in pairs])
+    return statistics.correlation(a, b)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ RUNS = (
     "clients-2026-12-02",
     "quick-2026-12-04",
     "seed000-testbed-2026-12-04a",
-    "catch-up-2026-12-05e",
+    "catch-up-2026-12-06",
 )
 
 
@@ -35,7 +35,7 @@ def test_estimate_within_25_percent_of_the_measured_wall_time(name: str) -> None
     measured = (dt.datetime.fromisoformat(man["finished_at"]) - dt.datetime.fromisoformat(man["started_at"])).seconds
     plan = plan_mod.parse(man["plan"])
     floor = "floor" in json.dumps(man.get("rate_derivation", {}))
-    est = estimate(plan, warm="warm_up" in man, floor=floor).total_s
+    est = estimate(plan, warm="warm_up" in man, floor=floor, host=bool(man.get("host_speed", {}).get("probed"))).total_s
     assert abs(est - measured) <= 0.25 * measured, f"{name}: estimated {est:.0f} s, measured {measured} s"
 
 

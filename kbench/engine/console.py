@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kbench.engine import knee, rules, store, verdict
+from kbench.engine import host_speed, knee, rules, store, verdict
 from kbench.engine import manifest as manifest_mod
 from kbench.engine.status import EXPLAIN, Status, parse_status, worst
 from kbench.experiments import registry
@@ -81,12 +81,15 @@ def short_cells(run_dir: Path, experiments: Sequence[str]) -> list[str]:
 def tables(run_dir: Path, experiments: Sequence[str]) -> str:
     """The headline tables of a run directory, from its CSVs (and the manifest's notes)."""
     out = []
-    premises = knee.summary(manifest_mod.read(run_dir)) if (run_dir / "manifest.json").exists() else []
+    man = manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {}
+    probed = isinstance(man.get("host_speed"), Mapping) and man["host_speed"].get("probed")
+    host = host_speed.summary(man) if probed else None  # a run that probed nothing says so in its manifest
+    premises = knee.summary(man) + ([host] if host else [])
     if premises:
         out.append("== premises ==\n" + "\n".join(premises))
     notes = run_notes(run_dir)
     want = ok_wanted(run_dir)
-    settings = verdict.run_settings(manifest_mod.read(run_dir) if (run_dir / "manifest.json").exists() else {})
+    settings = verdict.run_settings(man)
     for exp in experiments:
         rows = store.read_rows(run_dir / f"{exp}.csv")
         title = f"== {exp}: {registry.get(exp).title} =="

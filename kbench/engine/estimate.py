@@ -12,7 +12,9 @@ Phases (each an estimate from the plan alone, nothing is run):
 - warm-ups and repetitions: their planned seconds; an experiment's own run (e.g. G's catch-up,
   which lasts until its backlog is produced and drained, not bounded by ``duration_s``) takes the
   seconds its experiment estimates (``Experiment.own_run_s``, through the registry);
-- per-run overhead: each run's topic creation, driver start, consumer assignment and drain.
+- per-run overhead: each run's topic creation, driver start, consumer assignment and drain, and
+  the host-speed probes (kbench.engine.host_speed: the calibration once, one probe before and one
+  after each repetition).
 
 The constants are calibrated on committed runs (benchmarks/results/*/manifest.json: started_at
 to finished_at); ``tests/test_plan_estimate.py`` checks the estimate against them, within 25 %.
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kbench.engine import knee
+from kbench.engine import host_speed, knee
 from kbench.engine import plan as plan_mod
 from kbench.engine.cell import Cell
 from kbench.experiments import registry
@@ -43,6 +45,8 @@ PROBES_PER_CELL = 1.5
 SETTLE_PROBES = 2
 #: The environment gate's default sampling window (kbench run --gate-sample-s).
 GATE_S = 1.0
+#: Seconds of one host-speed probe (0.52-0.62 s between the catch-up repetitions of catch-up-2026-12-06).
+HOST_PROBE_S = 0.6
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,12 @@ def _per_run(kind: str, cell: Cell) -> float:
     return base + (DRIVER_START_S if base and cell.client != "librdkafka" else 0.0)
 
 
-def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None, warm: bool = True, floor: bool = True) -> Estimate:
+def estimate(
+    plan: plan_mod.Plan, cells: list[Cell] | None = None, warm: bool = True, floor: bool = True, host: bool = True
+) -> Estimate:
     """The plan's time by phase.  The simulated and dry transports run no cluster: their estimate
-    is the planned seconds alone.  ``warm``/``floor`` False: leave out the cluster's warm-up or
-    the floor probes (a run made before kbench had them)."""
+    is the planned seconds alone.  ``warm``/``floor``/``host`` False: leave out the cluster's
+    warm-up, the floor probes or the host-speed probes (a run made before kbench had them)."""
     cells = plan_mod.expand(plan) if cells is None else cells
     kind = plan.transport.kind
     setup = 0.0
@@ -96,6 +102,8 @@ def estimate(plan: plan_mod.Plan, cells: list[Cell] | None = None, warm: bool = 
         setup = SETUP_S[kind] + SETUP_PER_EXTRA_BROKER_S.get(kind, 0.0) * max(0, plan.transport.brokers - 1) + GATE_S
     wup = int(plan.warmup)
     overhead = sum(_per_run(kind, c) * (plan.repetitions + wup) for c in cells)
+    if host and kind in SETUP_S and plan.premises.host_drift_pct > 0 and not plan.transport.workers:
+        overhead += HOST_PROBE_S * (host_speed.CALIBRATION_PROBES + 2 * plan.repetitions * len(cells))
     probes = 0.0
     probes_s = 0.0
     if plan.auto_rate_basis == "pipeline":

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kbench.engine.host_speed import DEFAULT_HOST_DRIFT_PCT
+
 __all__ = [
     "DEFAULT_KNEE_FACTOR",
     "DEFAULT_MIN_WINDOW_S",
@@ -36,6 +38,7 @@ KEYS = {
     "warm_cluster": "true: before anything is measured, probe the pipeline until its p99 is steady (default true on a Kafka transport)",
     "fit_topology": "true: run on a smaller topology (one broker) when the machine has fewer CPUs than the plan's emulated hosts (the run says which and why)",
     "floor_max_ms": "a latency floor above this many ms means the cluster is not warm: keep warming (default 50)",
+    "host_drift_pct": "a repetition whose host-speed probe (before or after it) is off the run's calibration by more than this many % is INVALID and retried: the machine changed under it (default 10; 0: no probe)",
 }
 
 
@@ -50,6 +53,7 @@ class Premises:
     warm_cluster: bool = True
     fit_topology: bool = False
     floor_max_ms: float = MAX_FLOOR_MS
+    host_drift_pct: float = DEFAULT_HOST_DRIFT_PCT
 
 
 def _positive(key: str, v: Any, low: float, high: float) -> float:
@@ -74,6 +78,7 @@ def parse(data: Mapping[str, Any], duration_s: float, steady_skip_s: float) -> P
         warm_cluster=_flag("warm_cluster", data.get("warm_cluster", True)),
         fit_topology=_flag("fit_topology", data.get("fit_topology", False)),
         floor_max_ms=_positive("floor_max_ms", data.get("floor_max_ms", MAX_FLOOR_MS), 0.1, 60_000.0),
+        host_drift_pct=_positive("host_drift_pct", data.get("host_drift_pct", DEFAULT_HOST_DRIFT_PCT), 0.0, 100.0),
     )
     window = duration_s - steady_skip_s
     if window < p.min_window_s:

@@ -7,6 +7,8 @@
 - steal above the plan's ``max_steal_pct`` (default :data:`STEAL_LIMIT_PCT`) → ``INVALID`` (for
   every row of that run); such a run, or a ``REJECTED`` one, is retried within the plan's budget
   (:data:`RETRY_STATUSES`);
+- the host-speed probe (before or after the run) further from the run's calibration than the
+  plan's ``host_drift_pct`` → ``INVALID`` (the machine changed under the run; retried as steal is);
 - steal that could not be measured (``None``) on a measuring transport → ``NA`` for every row of
   that run (the run cannot be shown within the limit; a synthetic run's timings are labelled as such);
 - A at a fixed rate: a send delay p99, a queue wait beyond linger.ms or a consumer lag above the
@@ -44,8 +46,11 @@ __all__ = [
 RATE_TOLERANCE = 0.02
 
 
-def judge(cell: Cell, res: RunResult, steal_limit_pct: float = STEAL_LIMIT_PCT) -> Verdict:
-    """The run-level verdict that applies to every row of the run."""
+def judge(
+    cell: Cell, res: RunResult, steal_limit_pct: float = STEAL_LIMIT_PCT, host_drift_limit_pct: float = 0.0
+) -> Verdict:
+    """The run-level verdict that applies to every row of the run (``host_drift_limit_pct`` 0: the
+    host's speed is not judged)."""
     v = Verdict()
     if res.target_rate is not None and res.target_rate > 0:
         err = (res.achieved_rate - res.target_rate) / res.target_rate
@@ -58,6 +63,12 @@ def judge(cell: Cell, res: RunResult, steal_limit_pct: float = STEAL_LIMIT_PCT) 
         v.add(Status.INVALID, f"CPU steal {res.steal_pct:.2f}% > {steal_limit_pct:g}% during the run")
     elif res.steal_pct is None and not res.synthetic:
         v.add(Status.NA, f"CPU steal not measurable during the run: cannot show it within {steal_limit_pct:g}%")
+    if host_drift_limit_pct > 0 and res.host_drift_pct is not None and abs(res.host_drift_pct) > host_drift_limit_pct:
+        v.add(
+            Status.INVALID,
+            f"host speed {res.host_drift_pct:+.1f}% off the run's calibration ({res.host_drift_part} probe; limit "
+            f"±{host_drift_limit_pct:g}%): the machine changed under the run",
+        )
     if res.lost or res.duplicated:
         v.add(Status.FAILED_LOSS, f"consumer saw {res.lost or 0} lost and {res.duplicated or 0} duplicated records")
     if res.delivery_errors:
@@ -83,13 +94,15 @@ def rows_for(
     saturation_bound_ms: float = DEFAULT_SATURATION_BOUND_MS,
     knee: tuple[float | None, float] = (None, 2.0),
     min_window: tuple[float, float] | None = None,
+    host_drift_limit_pct: float = 0.0,
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows this run (attempt ``attempt`` of repetition ``rep``) contributes to each
     experiment CSV its cell feeds (each experiment's own rule, from the registry);
     ``saturation_bound_ms`` is A's unsaturated check's bound (the plan's); ``knee`` the cell's
     latency floor (µs, None: none) and the plan's knee_factor; ``min_window`` (the repetition's
-    steady skip, the plan's min_window_s): a shorter judged window is SHORT_WINDOW (kbench.engine.window)."""
-    v = judge(cell, res, steal_limit_pct)
+    steady skip, the plan's min_window_s): a shorter judged window is SHORT_WINDOW (kbench.engine.window);
+    ``host_drift_limit_pct`` the plan's host_drift_pct (0: not judged)."""
+    v = judge(cell, res, steal_limit_pct, host_drift_limit_pct)
     if min_window is not None:
         v = v.merged(window.check(res, *min_window, own_fix=registry.short_window_fix(cell)))
     x = RowInput(

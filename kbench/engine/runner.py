@@ -12,13 +12,15 @@ attempt.  The method is described in ``docs/methodology.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import secrets as _secrets
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from kbench.engine import knee, rules, series, store
+from kbench.engine import host_speed, knee, rules, series, store
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
 from kbench.engine.console import short_cells, tables
@@ -33,6 +35,8 @@ from kbench.engine.session import (
     RunOptions,
     RunOutcome,
     Session,
+    calibrate_host,
+    host_probe,
     now,
     open_and_gate,
     prepare_dir,
@@ -127,9 +131,15 @@ def _run_attempt(
     progress.show(label)
     if s.opts.live is not None:
         s.opts.live.begin(label)
+    before = s.probe() if s.probe is not None else None
+    after: host_speed.Reading | None = None
     try:
         req = request(s, run_id, cell, target, rep, attempt)
         res = s.transport.run(req)
+        if s.probe is not None and s.baseline is not None and before is not None:
+            after = s.probe()
+            drift, part = host_speed.attempt_drift_pct((before, after), s.baseline)
+            res = dataclasses.replace(res, host_drift_pct=round(drift, 2), host_drift_part=part)
         rows = rules.rows_for(
             req.cell,
             rep,
@@ -145,6 +155,7 @@ def _run_attempt(
                 plan.premises.knee_factor,
             ),
             min_window=(req.steady_skip_s, plan.premises.min_window_s),
+            host_drift_limit_pct=plan.premises.host_drift_pct if s.baseline is not None else 0.0,
         )
         writer.write_histograms(cell.cell_id, rep, res.histograms, attempt)
         _write_series(s, writer, cell.cell_id, rep, attempt, res)
@@ -163,11 +174,27 @@ def _run_attempt(
         writer.append(exp, rs)
         s.rows_written += len(rs)
     status = rules.worst(r["status"] for rs in rows.values() for r in rs)
-    writer.mark_done(cell.cell_id, rep, status, attempt)
+    writer.mark_done(cell.cell_id, rep, status, attempt, host=_host_record(s, before, after))
     progress.advance(run_s(cell, plan.duration_s), f"{label} {status}")
     if s.opts.live is not None:
         s.opts.live.end(label, status)
     return status
+
+
+def _host_record(
+    s: Session, before: host_speed.Reading | None, after: host_speed.Reading | None
+) -> dict[str, Any] | None:
+    """The attempt's host-speed probes for its journal line (None: not probed)."""
+    if s.baseline is None or before is None:
+        return None
+    probes = [r for r in (before, after) if r is not None]
+    drift, part = host_speed.attempt_drift_pct(probes, s.baseline)
+    return {
+        "before": before.as_dict(),
+        "after": after.as_dict() if after is not None else None,
+        "drift_pct": round(drift, 2),
+        "part": part,
+    }
 
 
 def _write_series(
@@ -257,6 +284,7 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
 
     try:
         report = open_and_gate(s)
+        host_probe(s)
         groups: list[deque[tuple[Cell, int, int]]] = [deque(), deque()]
         for c, rep in ordered:
             nxt = attempts.next_attempt(c.cell_id, rep, plan.retries)
@@ -285,6 +313,8 @@ def execute(opts: RunOptions, transport: Transport) -> RunOutcome:
                 if plan.warmup and cell.cell_id not in warmed:
                     warmed.add(cell.cell_id)
                     _warm_up(s, progress, run_id, cell, target)
+                if s.probe is not None and s.baseline is None:
+                    calibrate_host(s)  # after the first warm-up: the machine as it runs the plan
                 status = _run_attempt(s, writer, progress, run_id, cell, rep, attempt, target)
                 attempts.record(cell.cell_id, rep, attempt, status)
                 nxt = attempts.next_attempt(cell.cell_id, rep, plan.retries)

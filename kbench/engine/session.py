@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kbench.engine import gate as gate_mod
+from kbench.engine import host_speed, rules, runlog, store, warmup
 from kbench.engine import manifest as manifest_mod
 from kbench.engine import plan as plan_mod
-from kbench.engine import rules, runlog, store, warmup
 from kbench.engine.live import LiveBoard
 from kbench.engine.machine import versions
 from kbench.engine.plan import Cell, Plan, PlanError
@@ -32,6 +32,8 @@ __all__ = [
     "RunOutcome",
     "Session",
     "now",
+    "calibrate_host",
+    "host_probe",
     "open_and_gate",
     "prepare_dir",
     "request",
@@ -68,6 +70,9 @@ class RunOptions:
     #: transport feeds the figures while it runs; and where the progress line goes instead of the stream.
     live: LiveBoard | None = None
     progress_sink: Callable[[str], None] | None = None
+    #: The host-speed probe (kbench.engine.host_speed); None: the live one, or the one
+    #: :data:`host_speed.INJECT_ENV` asks for (tests).  The manifest records which.
+    host_speed: Callable[[], host_speed.Reading] | None = None
 
 
 @dataclass
@@ -128,6 +133,9 @@ class Session:
     resumed_state: str | None = None  # --resume: the manifest state the run had before
     refused: bool = False  # the gate refused this call
     restored: int = 0  # --resume: journal entries rebuilt from the CSVs
+    #: The host-speed probe and the run's calibration (None: the host's speed is not judged).
+    probe: Callable[[], host_speed.Reading] | None = None
+    baseline: host_speed.Baseline | None = None
 
     @property
     def plan(self) -> Plan:
@@ -288,6 +296,44 @@ def open_and_gate(s: Session) -> gate_mod.GateReport:
     man["state"] = "running"
     s.save()
     return report
+
+
+def host_probe(s: Session) -> None:
+    """Choose the run's host-speed probe (kbench.engine.host_speed), or record in the manifest's
+    ``host_speed`` why there is none: the plan's host_drift_pct is 0, the transport measures
+    nothing, or the drivers run on Dask workers (this host's speed is not theirs).  A resume
+    keeps the calibration the run started with: the machine must still be the one it was."""
+    plan = s.plan
+    why = ""
+    if plan.premises.host_drift_pct <= 0:
+        why = "host_drift_pct = 0 in the plan"
+    elif plan.transport.kind not in warmup.MEASURING:
+        why = f"the {plan.transport.kind} transport measures nothing"
+    elif plan.transport.workers:
+        why = "the drivers run on Dask workers: this host's speed is not theirs"
+    if why:
+        s.man["host_speed"] = {"probed": False, "why": why}
+        s.save()
+        return
+    s.probe = s.opts.host_speed or host_speed.injected() or host_speed.measure
+    prior = s.man.get("host_speed", {})
+    if prior.get("readings"):
+        s.baseline = host_speed.Baseline.from_dict(prior)
+        s.log("host speed: the run's calibration kept by the resume", **s.baseline.as_dict())
+
+
+def calibrate_host(s: Session) -> None:
+    """The run's host-speed baseline, measured once, before its first measured attempt and after
+    that cell's warm-up (the machine as it runs the plan: on the development VM a probe taken
+    between catch-up repetitions read 3-8 % below one taken on the idle machine after the gate)."""
+    assert s.probe is not None
+    source = getattr(s.probe, "describe", lambda: "measured: loopback TCP and lz4 on one thread's CPU clock")()
+    s.baseline = host_speed.calibrate(s.probe, source=source)
+    s.man["host_speed"] = {"probed": True, "limit_pct": s.plan.premises.host_drift_pct, **s.baseline.as_dict()}
+    s.save()
+    msg = host_speed.summary(s.man) or ""
+    s.log(msg)
+    print(msg, file=s.opts.progress_stream)
 
 
 def warm_cluster(s: Session, run_id: str, cells: Sequence[Cell]) -> None:

@@ -126,8 +126,13 @@ class ResultsWriter:
             data += _csv_line([format_value(row.get(c)) for c in series.COLUMNS])
         _fsync_append(path, data)
 
-    def mark_done(self, cell_id: str, rep: int, status: str, attempt: int = 1) -> None:
-        line = {"cell_id": cell_id, "rep": rep, "attempt": attempt, "status": status}
+    def mark_done(
+        self, cell_id: str, rep: int, status: str, attempt: int = 1, host: Mapping[str, Any] | None = None
+    ) -> None:
+        """Journal one attempt (``host``: its host-speed probes, kbench.engine.host_speed)."""
+        line: dict[str, Any] = {"cell_id": cell_id, "rep": rep, "attempt": attempt, "status": status}
+        if host is not None:
+            line["host_speed"] = dict(host)
         _fsync_append(self.run_dir / JOURNAL, (json.dumps(line) + "\n").encode())
 
 

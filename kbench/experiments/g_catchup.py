@@ -85,6 +85,7 @@ def _rows(x: RowInput) -> list[dict[str, Any]]:
     row["steal_pct"] = res.steal_pct
     disk = d.get("disk_read_bytes")
     row["drain_disk_read_mb"] = None if disk is None else disk / 1e6
+    row["host_drift_pct"] = res.host_drift_pct
     if span is None or not d["unique"]:
         v = v.merged(Verdict(Status.NA, ["the group read no record"]))
     return [finish(row, v)]
@@ -213,6 +214,7 @@ EXPERIMENT = Experiment(
         "rebalances",
         "steal_pct",
         "drain_disk_read_mb",
+        "host_drift_pct",
     ),
     compared=("codec",),
     headline=HEAD,
@@ -234,6 +236,7 @@ EXPERIMENT = Experiment(
         broker_cpu_pct="%",
         broker_nic_tx_bytes_per_gb="B/GB",
         drain_disk_read_mb="MB",
+        host_drift_pct="%",
     ),
     rows=_rows,
     report_title="Experiment G · catch-up (a consumer group draining a backlog)",

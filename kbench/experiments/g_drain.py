@@ -72,7 +72,8 @@ MEMBER_DEFAULTS = {"heartbeat.interval.ms": "100"}
 #: down to 16 % below its median (were their ranks among the cell's five random, a rank sum as
 #: low: p = 0.006).  Held, 8 of 8 lz4 two-member drains formed once (released as ready, the same
 #: script: 6 of 8; benchmarks/results/catch_up_members-lz4-2-{hold,no-hold}-2026-12-05.jsonl), and
-#: all 15 two-member repetitions of catch-up-2026-12-05d (since replaced) and of catch-up-2026-12-05e.
+#: all 15 two-member repetitions of catch-up-2026-12-05d and -05e (since replaced) and of
+#: catch-up-2026-12-06.
 HOLD = True
 LIBRDKAFKA_MEMBER_DEFAULTS = {"queued.min.messages": "1000000", "queued.max.messages.kbytes": "1048576"}
 

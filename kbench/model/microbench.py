@@ -262,6 +262,13 @@ def batch_compress_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_tim
     return _batch_us(corpus, spec, block_bytes, min_time, decompress=False)
 
 
+def decompress_loop(data: bytes, block_size: int, codec: str) -> tuple[Callable[[int], int], int]:
+    """``data`` cut into blocks and compressed once; returns the C decompression loop (``loops`` →
+    ns) and the bytes one loop decompresses (the host-speed probe's lz4 part)."""
+    b = _native.CodecBench(data, block_size, codec)
+    return b.decompress, int(b.input_size)
+
+
 def _batch_us(corpus: Corpus, spec: CodecSpec, block_bytes: int, min_time: float, decompress: bool) -> float:
     if spec.codec == "none" or block_bytes <= 0:
         return 0.0

@@ -77,6 +77,21 @@ def run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
                 f"Run {r.path.name} accepted CPU steal up to {fig.text}% per repetition, above the method's "
                 "default limit; its numbers carry that much more noise."
             )
+        hs = manifest_section(r.manifest, "host_speed")
+        if (
+            hs.get("probed")
+            and isinstance(hs.get("spread_pct"), (int, float))
+            and isinstance(hs.get("limit_pct"), (int, float))
+        ):
+            spread = L.manifest(hs["spread_pct"], r.index, "host_speed/spread_pct", "pct1")
+            limit = L.manifest(
+                hs["limit_pct"], r.index, "host_speed/limit_pct", "int" if float(hs["limit_pct"]).is_integer() else "f2"
+            )
+            notes.append(
+                f"Run {r.path.name} timed a fixed workload (loopback TCP, lz4) before and after every repetition: "
+                f"its calibration's own spread was {spread.text}, and a repetition whose probes were more than "
+                f"{limit.text}% off the calibration was INVALID (the machine changed under it)."
+            )
         rd = manifest_section(r.manifest, "rate_derivation")
         if rd.get("fallback") and registry.get(exp).at_common_rate:
             notes.append(f'Run {r.path.name}: rate = "auto" fell back: {rd["fallback"]}.')

@@ -186,6 +186,11 @@ class RunResult:
     #: ReplicationBytesIn, ReplicationBytesOut from its metrics endpoint, and their source).
     kafka_bytes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     synthetic: bool = False  # timings are not measurements (dry transport)
+    #: The host-speed probe's drift from the run's calibration over this attempt (%, signed: the
+    #: mean of the probes before and after it, the part further from the baseline,
+    #: kbench.engine.host_speed), and which part; None: not probed.  Set by the runner, not the transport.
+    host_drift_pct: float | None = None
+    host_drift_part: str = ""
     notes: tuple[str, ...] = ()
     #: The repetition's time series (kbench.engine.series.assemble_rows: one row per second per
     #: role, without cell_id/rep/attempt/breaks) and its interval histograms as an HdrHistogram
