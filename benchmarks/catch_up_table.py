@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kbench.engine import stats
+
 ORDER = ("none", "lz4", "zstd:3")
 
 
@@ -79,9 +81,8 @@ def table(path: Path) -> str:
     )
     pairs = _drift_pairs(rows)
     if len(pairs) >= 3:
-        out.append(
-            f"Spearman(host drift, rate vs its cell median) over {len(pairs)} OK repetitions: {_spearman(pairs):+.2f}"
-        )
+        rho = stats.spearman([x for x, _ in pairs], [y for _, y in pairs])
+        out.append(f"Spearman(host drift, rate vs its cell median) over {len(pairs)} OK repetitions: {rho:+.2f}")
     return "\n".join(out)
 
 
@@ -95,25 +96,6 @@ def _drift_pairs(rows: Sequence[dict[str, str]]) -> list[tuple[float, float]]:
         m = statistics.median(float(r["drain_records_per_s"]) for r in rs)
         out += [(float(r["host_drift_pct"]), (float(r["drain_records_per_s"]) / m - 1) * 100) for r in rs]
     return out
-
-
-def _ranks(v: Sequence[float]) -> list[float]:
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    r = [0.0] * len(v)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
-
-def _spearman(pairs: Sequence[tuple[float, float]]) -> float:
-    a, b = _ranks([x for x, _ in pairs]), _ranks([y for _, y in pairs])
-    return statistics.correlation(a, b)
 
 
 if __name__ == "__main__":

@@ -150,3 +150,12 @@ def test_aa_simulation_false_verdict_rate_is_within_alpha() -> None:
     assert false / pairs <= 0.05 + tol
     assert false / pairs == pytest.approx(8 / 252, abs=tol)  # the exact rate at n = 5: P(U <= 2 or >= 23)
     assert apart / pairs == pytest.approx(2 / 252, abs=3 * math.sqrt(2 / 252 / pairs))
+
+
+def test_spearman_equals_scipy_with_ties_and_refuses_unpaired_samples() -> None:
+    x = [2.9, -8.3, 6.1, 2.9, 0.4, -1.0, 5.5]
+    y = [1.0, 3.0, -2.0, 4.0, 4.0, -7.5, 0.0]
+    assert stats.spearman(x, y) == pytest.approx(scipy_stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert stats.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="paired"):
+        stats.spearman([1, 2, 3], [1, 2])

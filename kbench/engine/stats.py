@@ -19,6 +19,7 @@ Pure Python, exact integer counting: no numpy in the engine.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +34,7 @@ __all__ = [
     "mann_whitney_p",
     "min_p",
     "needed_n",
+    "spearman",
 ]
 
 
@@ -78,6 +80,14 @@ def _midranks2(pooled: Sequence[float]) -> list[int]:
             out[order[t]] = i + j + 2  # 2 × mean of ranks i+1 … j+1
         i = j + 1
     return out
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation of paired samples (mid-ranks for ties); at least 2 pairs, and
+    neither sample constant."""
+    if len(x) != len(y):
+        raise ValueError(f"spearman: {len(x)} and {len(y)} values; the samples must be paired")
+    return statistics.correlation(_midranks2(x), _midranks2(y))
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
