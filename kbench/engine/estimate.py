@@ -102,7 +102,7 @@ def estimate(
         setup = SETUP_S[kind] + SETUP_PER_EXTRA_BROKER_S.get(kind, 0.0) * max(0, plan.transport.brokers - 1) + GATE_S
     wup = int(plan.warmup)
     overhead = sum(_per_run(kind, c) * (plan.repetitions + wup) for c in cells)
-    if host and kind in SETUP_S and plan.premises.host_drift_pct > 0 and not plan.transport.workers:
+    if host and not host_speed.unprobed_why(plan.premises.host_drift_pct, kind, plan.transport.workers):
         overhead += HOST_PROBE_S * (host_speed.CALIBRATION_PROBES + 2 * plan.repetitions * len(cells))
     probes = 0.0
     probes_s = 0.0

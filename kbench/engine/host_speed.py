@@ -46,6 +46,7 @@ __all__ = [
     "injected",
     "measure",
     "summary",
+    "unprobed_why",
 ]
 
 #: An attempt whose probe is further than this from the run's baseline (either part) is INVALID.
@@ -215,6 +216,22 @@ def injected(environ: Mapping[str, str] | None = None) -> FixedSpeed | None:
     if not factors or any(f <= 0 for f in factors):
         raise ValueError(f"{INJECT_ENV}={v!r}: every speed factor must be above 0")
     return FixedSpeed(factors)
+
+
+def unprobed_why(limit_pct: float, kind: str, workers: str | None) -> str:
+    """Why a run does not probe the host ('' when it does), from its plan's host_drift_pct,
+    transport kind and Dask workers: the limit is 0, the transport measures nothing, or the
+    drivers run on Dask workers (this host's speed is not theirs).  The run (session.host_probe)
+    and its time estimate both ask here."""
+    from kbench.engine.warmup import MEASURING
+
+    if limit_pct <= 0:
+        return "host_drift_pct = 0 in the plan"
+    if kind not in MEASURING:
+        return f"the {kind} transport measures nothing"
+    if workers:
+        return "the drivers run on Dask workers: this host's speed is not theirs"
+    return ""
 
 
 def summary(man: Mapping[str, Any]) -> str | None:

@@ -132,14 +132,14 @@ def _run_attempt(
     if s.opts.live is not None:
         s.opts.live.begin(label)
     before = s.probe() if s.probe is not None else None
-    after: host_speed.Reading | None = None
+    host: dict[str, Any] | None = None
     try:
         req = request(s, run_id, cell, target, rep, attempt)
         res = s.transport.run(req)
-        if s.probe is not None and s.baseline is not None and before is not None:
-            after = s.probe()
-            drift, part = host_speed.attempt_drift_pct((before, after), s.baseline)
-            res = dataclasses.replace(res, host_drift_pct=round(drift, 2), host_drift_part=part)
+        if s.probe is not None and before is not None:
+            host = _host_record(s, before, s.probe())
+        if host is not None:
+            res = dataclasses.replace(res, host_drift_pct=host["drift_pct"], host_drift_part=host["part"])
         rows = rules.rows_for(
             req.cell,
             rep,
@@ -165,6 +165,7 @@ def _run_attempt(
     except TransportError as e:
         s.log(f"{cell.cell_id} rep {rep} attempt {attempt} failed: {e}")
         rows = rules.failed_rows(cell, rep, target, s.scrub(str(e)), attempt)
+        host = _host_record(s, before, None)  # the probe before it only
     for exp, rs in rows.items():
         for r in rs:
             r["reason"] = s.scrub(str(r.get("reason", "")))
@@ -174,7 +175,7 @@ def _run_attempt(
         writer.append(exp, rs)
         s.rows_written += len(rs)
     status = rules.worst(r["status"] for rs in rows.values() for r in rs)
-    writer.mark_done(cell.cell_id, rep, status, attempt, host=_host_record(s, before, after))
+    writer.mark_done(cell.cell_id, rep, status, attempt, host=host)
     progress.advance(run_s(cell, plan.duration_s), f"{label} {status}")
     if s.opts.live is not None:
         s.opts.live.end(label, status)

@@ -303,14 +303,7 @@ def host_probe(s: Session) -> None:
     ``host_speed`` why there is none: the plan's host_drift_pct is 0, the transport measures
     nothing, or the drivers run on Dask workers (this host's speed is not theirs).  A resume
     keeps the calibration the run started with: the machine must still be the one it was."""
-    plan = s.plan
-    why = ""
-    if plan.premises.host_drift_pct <= 0:
-        why = "host_drift_pct = 0 in the plan"
-    elif plan.transport.kind not in warmup.MEASURING:
-        why = f"the {plan.transport.kind} transport measures nothing"
-    elif plan.transport.workers:
-        why = "the drivers run on Dask workers: this host's speed is not theirs"
+    why = host_speed.unprobed_why(s.plan.premises.host_drift_pct, s.plan.transport.kind, s.plan.transport.workers)
     if why:
         s.man["host_speed"] = {"probed": False, "why": why}
         s.save()
