@@ -89,7 +89,7 @@ def run_notes(ctx: ReportContext, exp: str, df: pd.DataFrame) -> None:
             )
             notes.append(
                 f"Run {r.path.name} timed a fixed workload (loopback TCP, lz4) before and after every repetition: "
-                f"its calibration's own spread was {spread.text}, and a repetition whose probes were more than "
+                f"its calibration's own spread was {spread.text}, and a repetition whose two probes' mean was more than "
                 f"{limit.text}% off the calibration was INVALID (the machine changed under it)."
             )
         rd = manifest_section(r.manifest, "rate_derivation")
