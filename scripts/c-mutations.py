@@ -76,9 +76,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "csrc/core/threadcpu.c",
-        "    out->proc_usr = (double)ut / tick;",
-        "    out->proc_usr = (double)ut * 2 / tick;",
-        "per-thread CPU: process user ticks x2",
+        "    out->proc_usr = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;",
+        "    out->proc_usr = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e5;",
+        "per-thread CPU: the process's user microseconds read as tens",
         ("tests/test_c_asan.py", "-k", "thread_cpu"),
     ),
     Mutation(

@@ -10,7 +10,10 @@ tests/oracles.py) Kafka's DumpLogSegments gives per repetition:
 
 so the broker's rate is (records − the first batch's records) / span: the first batch's records
 were appended at its time, not over the span.  kbench's ``achieved_rate_msgs`` and
-``payload_mb_per_s`` agree within 2 %.  The broker's ``BytesInPerSec`` counter (the Prometheus
+``payload_mb_per_s`` are at most 2 % below it, and never above what every record over the span
+gives: kbench's window (first send → end of flush) holds the broker's span (first append → last
+append), so its rate cannot exceed records / (span − 1 ms of the append times' rounding), with
+0.1 % for the broker's wall clock against kbench's monotonic one.  The broker's ``BytesInPerSec`` counter (the Prometheus
 JMX exporter the test cluster runs) over the whole kbench run equals the bytes of every batch
 stored (C's ``stored_bytes`` summed) within 2 %.  Why 2 %: docs/testing.md, "Oracles".
 """
@@ -35,13 +38,14 @@ from kbench.kafka import metrics, procstat
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
-REL = 0.02
+REL = 0.02  # below the broker's rate: an edge (GC pause, a slow first or last response) of a 6 s run
+CLOCKS = 1.001  # the broker's wall clock against kbench's monotonic one (NTP slews ≤ 0.05 %)
 
 PLAN = """
 name = "oracle-throughput"
 repetitions = 2
 warmup = false
-duration_s = 3
+duration_s = 6
 min_window_s = 0
 steady_skip_s = 0
 
@@ -84,6 +88,11 @@ class Rep:
     def broker_rate(self) -> float:
         """Records appended after the first batch over the append span."""
         return (self.records - self.first_batch) / self.span_s
+
+    @property
+    def window_at_least(self) -> float:
+        """kbench's window holds the span: its shortest, the span less the append times' ms rounding."""
+        return (self.span_s - 0.001) / CLOCKS
 
 
 @dataclass(frozen=True)
@@ -148,8 +157,10 @@ def test_b_msgs_per_s_against_the_brokers_count_over_its_append_span(measured: M
     for r in measured.reps:
         assert r.b["status"] == "OK", r.b
         assert r.records == int(r.b["messages"]), r  # the broker holds every acknowledged record
-        assert r.span_s > 2.0, r  # of a 3 s run: the run, not a burst
-        assert float(r.b["achieved_rate_msgs"]) == pytest.approx(r.broker_rate, rel=REL), r
+        assert r.span_s > 5.0, r  # of a 6 s run: the run, not a burst
+        rate = float(r.b["achieved_rate_msgs"])
+        assert rate >= r.broker_rate * (1 - REL), r
+        assert rate <= r.records / r.window_at_least, r
 
 
 def test_b_mb_per_s_against_the_brokers_bytes_over_its_append_span(measured: Measured) -> None:
@@ -157,7 +168,9 @@ def test_b_mb_per_s_against_the_brokers_bytes_over_its_append_span(measured: Mea
         # the values the broker holds are C's payload bytes (tests/test_oracles_bytes.py)
         payload = int(r.c["payload_bytes"])
         broker_mb = payload * (r.records - r.first_batch) / r.records / r.span_s / 1e6
-        assert float(r.b["payload_mb_per_s"]) == pytest.approx(broker_mb, rel=REL), (r, broker_mb)
+        mb = float(r.b["payload_mb_per_s"])
+        assert mb >= broker_mb * (1 - REL), (r, broker_mb)
+        assert mb <= payload / r.window_at_least / 1e6, (r, broker_mb)
 
 
 def test_bytes_in_per_sec_counter_against_the_stored_batches(measured: Measured) -> None:

@@ -2,7 +2,8 @@
  * threadcpu.h - this process's CPU split by thread: the calling (load
  * generator) thread, the client library's threads (named by a comm prefix,
  * librdkafka's are "rdk:main", "rdk:broker1", ...) and all other threads,
- * read from /proc/self/stat and /proc/self/task/<tid>/{stat,comm}.
+ * read from getrusage(RUSAGE_SELF) (the process, in microseconds) and
+ * /proc/self/task/<tid>/{stat,comm} (each thread, in 10 ms ticks).
  */
 #ifndef KBENCH_THREADCPU_H
 #define KBENCH_THREADCPU_H
@@ -15,7 +16,7 @@
 typedef struct {
     int ok;
     int64_t t_ns;                   /* CLOCK_MONOTONIC when read */
-    double proc_usr, proc_sys;      /* the whole process, exited threads included */
+    double proc_usr, proc_sys;      /* the whole process, exited threads included (microsecond resolution) */
     double loop_usr, loop_sys;      /* the thread loop_tid */
     double client_usr, client_sys;  /* live threads whose comm starts with the client prefix */
     double other_usr, other_sys;    /* every other live thread (loop thread included) */

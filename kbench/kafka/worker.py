@@ -3,9 +3,10 @@ kbench.kafka.worker`` is the librdkafka driver of the driver protocol (docs/driv
 reads a JSON job on stdin, prints ``READY`` (consumer assigned) or ``STARTED`` (producer about
 to send), then one ``RESULT <json>`` line (or one ``ERROR <json string>`` line).
 
-The consumer process measures its own CPU (``/proc/<pid>/stat`` via :mod:`kbench.kafka.procstat`: the loop
-thread and librdkafka's threads, live and exited) from ``skip_s`` after it starts working to the end of its
-run.  The producer's loop reads its process's CPU per thread itself (C, ``/proc/self/task/<tid>``), from
+The consumer process measures its own CPU (``getrusage(RUSAGE_SELF)``, in microseconds: the loop thread and
+librdkafka's threads, live and exited) from ``skip_s`` after it starts working to the end of its run.  The
+producer's loop reads its process's CPU itself (C: the total from ``getrusage``, each thread from
+``/proc/self/task/<tid>``), from
 ``skip_s`` after its first due time to the end of its flush: the whole process, librdkafka's threads
 (``rdk:*``: the client) and every other thread (the load generator, nearly all of it the loop thread).
 It reports where its CPU window starts (``window_start_ns``, CLOCK_MONOTONIC) with the producer's
@@ -18,15 +19,17 @@ import base64
 import ctypes
 import json
 import os
+import resource
 import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbench import _native
-from kbench.kafka import drivers, merge, procstat, rdk_versions, rdstats
+from kbench.kafka import drivers, merge, rdk_versions, rdstats
 from kbench.kafka.clients import PROTOCOL
 from kbench.model.corpus import read_records
 from kbench.model.stats import histogram_us
@@ -39,12 +42,27 @@ def _hist(h: Any) -> dict[str, Any] | None:
     return out
 
 
+@dataclass(frozen=True)
+class _Cpu:
+    user_s: float
+    sys_s: float
+
+
+def _self_cpu() -> _Cpu:
+    """This process's user and system CPU (every thread, live and exited) from ``getrusage``: the
+    same counters as ``/proc/self/stat`` in microseconds instead of 10 ms ticks, so that a consumer's
+    20 ms over a short window does not read 0 (the kernel scales the exact runtime by the ticks'
+    user/system split)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return _Cpu(ru.ru_utime, ru.ru_stime)
+
+
 class _Window:
     """CPU of this process from ``skip_s`` after :meth:`start` to :meth:`stop`."""
 
     def __init__(self, skip_s: float) -> None:
         self.skip_s = skip_s
-        self.a: procstat.ProcCpu | None = None
+        self.a: _Cpu | None = None
         self.t_a = 0.0
         self.t_a_ns: int | None = None
         self._timer: threading.Timer | None = None
@@ -65,14 +83,8 @@ class _Window:
         if self._timer is not None:
             self._timer.cancel()
         b, t_b = _self_cpu(), time.monotonic()
-        if self.a is None or b is None or not self.a.ok or not b.ok:
-            return {
-                "usr_s": None,
-                "sys_s": None,
-                "wall_s": 0.0,
-                "note": "run shorter than the steady-window skip" if self.a is None else "unreadable",
-            }
-        assert self.a.user_s is not None and self.a.sys_s is not None and b.user_s is not None and b.sys_s is not None
+        if self.a is None:
+            return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip"}
         return {
             "usr_s": b.user_s - self.a.user_s,
             "sys_s": b.sys_s - self.a.sys_s,
@@ -80,12 +92,6 @@ class _Window:
             "window_start_ns": self.t_a_ns,
             "note": "",
         }
-
-
-def _self_cpu() -> procstat.ProcCpu | None:
-    """This process's utime/stime (all threads, live and exited), by the C /proc sampler."""
-    pid = os.getpid()
-    return procstat.snapshot([pid]).get(pid)
 
 
 def _intervals(ivs: list[dict[str, Any]] | None, off_ns: int) -> list[dict[str, Any]] | None:
