@@ -147,10 +147,11 @@ class LocalCluster:
                 )
         return client, ctrl
 
-    def _metrics_ports(self) -> list[int]:
-        """The JMX exporter's port per node: BASE+200+i-1 with pinned ports, else free ones."""
+    def _metrics_ports(self, taken: Sequence[int]) -> list[int]:
+        """The JMX exporter's port per node: BASE+200+i-1 with pinned ports, else free ones (none of
+        ``taken``, the listeners' ports)."""
         if not self.port_base:
-            return free_ports(self.n)
+            return free_ports(self.n, exclude=taken)
         ports = [self.port_base + 200 + i for i in range(self.n)]
         for p in ports:
             if not port_free(p):
@@ -203,7 +204,7 @@ class LocalCluster:
         dist = kafka_dist.find()
         java = kafka_dist.java()
         agent = kafka_dist.jmx_exporter_agent() if self.metrics else None
-        metrics_ports = self._metrics_ports() if self.metrics else [0] * self.n
+        metrics_ports = self._metrics_ports(client + ctrl) if self.metrics else [0] * self.n
         self.dir.mkdir(parents=True, exist_ok=True)
         for old in self.dir.glob("node-*"):
             shutil.rmtree(old)

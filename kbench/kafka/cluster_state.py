@@ -8,6 +8,7 @@ import ctypes
 import ipaddress
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -208,14 +209,53 @@ def port_free(port: int) -> bool:
     return True
 
 
-def free_ports(n: int) -> list[int]:
-    socks = []
+#: Lowest port :func:`free_ports` draws (below it: well-known services' registered ports).
+FREE_PORT_MIN = 10000
+#: Linux's default ephemeral range, when /proc does not say.
+EPHEMERAL_DEFAULT = (32768, 60999)
+
+
+def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The kernel's ephemeral port range: the local ports it gives outgoing connections."""
     try:
-        for _ in range(n):
+        lo, hi = (int(x) for x in path.read_text().split())
+    except (OSError, ValueError):
+        return EPHEMERAL_DEFAULT
+    return lo, hi
+
+
+def free_ports(
+    n: int, ephemeral: tuple[int, int] | None = None, exclude: Sequence[int] = (), low: int = FREE_PORT_MIN
+) -> list[int]:
+    """``n`` distinct ports free on 127.0.0.1, none in ``exclude``, drawn at random from ``low`` up
+    and outside the kernel's ephemeral range.
+
+    A port the kernel hands out (bind to port 0) is free only until a broker binds it seconds
+    later, after its storage is formatted and its JVM started; meanwhile any outgoing connection
+    on the machine can be given the same port as its local end, and the broker then fails with
+    "Address already in use" (seen once in CI, 2026-12-06).  Ports outside the ephemeral range
+    are never given to outgoing connections, so only another server binding the same port could
+    take one.  When the range leaves no room, the kernel's choice as before."""
+    lo, hi = ephemeral or ephemeral_range()
+    taken = set(exclude)
+    candidates = [p for p in range(low, 65536) if not lo <= p <= hi and p not in taken]
+    random.SystemRandom().shuffle(candidates)
+    out: list[int] = []
+    for p in candidates:
+        if port_free(p):
+            out.append(p)
+            if len(out) == n:
+                return out
+    socks: list[socket.socket] = []
+    try:
+        while len(out) + len(socks) < n:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind(("127.0.0.1", 0))
+            if s.getsockname()[1] in taken:
+                s.close()
+                continue
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        return out + [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
             s.close()
