@@ -591,6 +591,10 @@ GO_PLAN = plan_toml(
     min_window_s=0,
     steady_skip_s=0.5,
     corpus_size=300000,
+    # this test is the Go clients through `kbench run`, not the host's 20 ms bound: on the 2-CPU VM
+    # (a JVM broker, the Go drivers) a 2 s run can stall past 20 ms (CI 2026-12-06: fixed-001
+    # SATURATED); a client that cannot keep 1,500 msgs/s piles up seconds of delay and still trips 250
+    saturation_bound_ms=250,
 )
 
 

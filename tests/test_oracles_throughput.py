@@ -12,8 +12,13 @@ so the broker's rate is (records − the first batch's records) / span: the firs
 were appended at its time, not over the span.  kbench's ``achieved_rate_msgs`` and
 ``payload_mb_per_s`` are at most 2 % below it, and never above what every record over the span
 gives: kbench's window (first send → end of flush) holds the broker's span (first append → last
-append), so its rate cannot exceed records / (span − 1 ms of the append times' rounding), with
-0.1 % for the broker's wall clock against kbench's monotonic one.  The broker's ``BytesInPerSec`` counter (the Prometheus
+append), so its rate cannot exceed records / (span − 1 ms of the append times' rounding).
+
+The broker's append times are its wall clock, kbench's window is CLOCK_MONOTONIC: the two agree
+only while nothing steps or slews the wall clock.  A thread here samples wall − monotonic through
+the run, and its range widens the span by that much either way (CI 2026-12-06 read a broker span
+of 8.455 s around a 6.6 s kbench window: the wall clock had moved 1.9 s more than the monotonic
+one; the sampler makes such a run's bound say so instead of failing on a clock it does not test).  The broker's ``BytesInPerSec`` counter (the Prometheus
 JMX exporter the test cluster runs) over the whole kbench run equals the bytes of every batch
 stored (C's ``stored_bytes`` summed) within 2 %.  Why 2 %: docs/testing.md, "Oracles".
 """
@@ -25,6 +30,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +46,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 REL = 0.02  # below the broker's rate: an edge (GC pause, a slow first or last response) of a 6 s run
-CLOCKS = 1.001  # the broker's wall clock against kbench's monotonic one (NTP slews ≤ 0.05 %)
 
 PLAN = """
 name = "oracle-throughput"
@@ -67,6 +73,38 @@ topic_config = {{ "message.timestamp.type" = "LogAppendTime" }}
 """
 
 
+def _offset() -> float | None:
+    """wall − monotonic, from a wall read between two monotonic reads; None when the thread was
+    preempted between them (a 47 ms preemption once read as a 47 ms step)."""
+    m0 = time.monotonic()
+    wall = time.time()
+    m1 = time.monotonic()
+    return wall - (m0 + m1) / 2 if m1 - m0 < 0.0005 else None
+
+
+class ClockWander(threading.Thread):
+    """Samples wall − monotonic every 5 ms; :meth:`stop` gives the range it covered (s)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self._halt = threading.Event()
+        first = None
+        while first is None:
+            first = _offset()
+        self.lo = self.hi = first
+
+    def run(self) -> None:
+        while not self._halt.wait(0.005):
+            off = _offset()
+            if off is not None:
+                self.lo, self.hi = min(self.lo, off), max(self.hi, off)
+
+    def stop(self) -> float:
+        self._halt.set()
+        self.join()
+        return self.hi - self.lo
+
+
 @pytest.fixture(scope="module")
 def keeping_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     with keeping_cluster(tmp_path_factory.mktemp("kafka-keep-tp")) as c:
@@ -83,16 +121,18 @@ class Rep:
     first_batch: int  # records of the first batch appended
     span_s: float  # first to last batch append (the broker's clock)
     stored: int  # bytes of every batch the broker holds
+    wander_s: float  # how far the wall clock moved against the monotonic one during the run
 
     @property
     def broker_rate(self) -> float:
-        """Records appended after the first batch over the append span."""
-        return (self.records - self.first_batch) / self.span_s
+        """Records appended after the first batch over the append span (at its longest)."""
+        return (self.records - self.first_batch) / (self.span_s + 0.001 + self.wander_s)
 
     @property
     def window_at_least(self) -> float:
-        """kbench's window holds the span: its shortest, the span less the append times' ms rounding."""
-        return (self.span_s - 0.001) / CLOCKS
+        """kbench's window holds the span: its shortest, the span less the append times' ms
+        rounding and the wall clock's wander."""
+        return self.span_s - 0.001 - self.wander_s
 
 
 @dataclass(frozen=True)
@@ -112,6 +152,8 @@ def measured(tmp_path_factory: pytest.TempPathFactory, keeping_broker: object) -
     url = k.brokers[0].metrics_url  # type: ignore[attr-defined]
     assert url, "the test cluster runs the JMX exporter"
     before = metrics.scrape(url)
+    wander = ClockWander()
+    wander.start()
     p = subprocess.run(
         [sys.executable, "-m", "kbench", "run", str(plan), "-o", str(run), "--gate-sample-s", "0.1"]
         + ["--bootstrap", k.bootstrap_servers, "--broker-pid", str(k.pids[0]), "--force"],  # type: ignore[attr-defined]
@@ -121,6 +163,8 @@ def measured(tmp_path_factory: pytest.TempPathFactory, keeping_broker: object) -
         env={**os.environ, procstat.INJECT_ENV: "0", "PYTHONPATH": KBENCH_PATH},
         cwd=ROOT,
     )
+    wander_s = wander.stop()
+    print(f"wall clock against monotonic over the run: {wander_s * 1e3:.1f} ms")
     assert p.returncode == 0, p.stderr[-3000:]
     after = metrics.scrape(url)
     assert before.bytes_in is not None and after.bytes_in is not None
@@ -148,6 +192,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory, keeping_broker: object) -
                 int(first["count"]),
                 span_s,
                 sum(int(x["size"]) for x in batches),
+                wander_s,
             )
         )
     return Measured(reps, after.bytes_in - before.bytes_in)
@@ -167,7 +212,7 @@ def test_b_mb_per_s_against_the_brokers_bytes_over_its_append_span(measured: Mea
     for r in measured.reps:
         # the values the broker holds are C's payload bytes (tests/test_oracles_bytes.py)
         payload = int(r.c["payload_bytes"])
-        broker_mb = payload * (r.records - r.first_batch) / r.records / r.span_s / 1e6
+        broker_mb = payload * (r.records - r.first_batch) / r.records / (r.span_s + 0.001 + r.wander_s) / 1e6
         mb = float(r.b["payload_mb_per_s"])
         assert mb >= broker_mb * (1 - REL), (r, broker_mb)
         assert mb <= payload / r.window_at_least / 1e6, (r, broker_mb)
