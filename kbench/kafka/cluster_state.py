@@ -246,6 +246,7 @@ def free_ports(
             out.append(p)
             if len(out) == n:
                 return out
+    taken.update(out)  # closed again: the kernel could hand one of them out
     socks: list[socket.socket] = []
     try:
         while len(out) + len(socks) < n:

@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +41,12 @@ def _hist(h: Any) -> dict[str, Any] | None:
     return out
 
 
-@dataclass(frozen=True)
-class _Cpu:
-    user_s: float
-    sys_s: float
-
-
-def _self_cpu() -> _Cpu:
+def _self_cpu() -> resource.struct_rusage:
     """This process's user and system CPU (every thread, live and exited) from ``getrusage``: the
     same counters as ``/proc/self/stat`` in microseconds instead of 10 ms ticks, so that a consumer's
     20 ms over a short window does not read 0 (the kernel scales the exact runtime by the ticks'
     user/system split)."""
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return _Cpu(ru.ru_utime, ru.ru_stime)
+    return resource.getrusage(resource.RUSAGE_SELF)
 
 
 class _Window:
@@ -62,7 +54,7 @@ class _Window:
 
     def __init__(self, skip_s: float) -> None:
         self.skip_s = skip_s
-        self.a: _Cpu | None = None
+        self.a: resource.struct_rusage | None = None
         self.t_a = 0.0
         self.t_a_ns: int | None = None
         self._timer: threading.Timer | None = None
@@ -86,8 +78,8 @@ class _Window:
         if self.a is None:
             return {"usr_s": None, "sys_s": None, "wall_s": 0.0, "note": "run shorter than the steady-window skip"}
         return {
-            "usr_s": b.user_s - self.a.user_s,
-            "sys_s": b.sys_s - self.a.sys_s,
+            "usr_s": b.ru_utime - self.a.ru_utime,
+            "sys_s": b.ru_stime - self.a.ru_stime,
             "wall_s": t_b - self.t_a,
             "window_start_ns": self.t_a_ns,
             "note": "",
